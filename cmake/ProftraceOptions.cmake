@@ -1,0 +1,63 @@
+# Every build switch in one list. Each becomes a 0/1 PUBLIC definition
+# PROFTRACE_<FEATURE> and a line of the generated build_config.hpp.
+
+option(PROFTRACE_ENABLED "Compile the PROF_* macros in (OFF: they expand to nothing)" ON)
+option(PROFTRACE_WITH_CPU_RANGES "CPU range collector (PROF_SCOPE, PROF_STEP, ...)" ON)
+set(PROFTRACE_WITH_CUDA AUTO CACHE STRING "CUDA collector: ON, OFF or AUTO (on when the CUDA toolkit is found)")
+set(PROFTRACE_OVERFLOW_POLICY drop CACHE STRING "Default ring overflow policy: drop, block or drop_oldest")
+set(PROFTRACE_RING_EVENTS 32768 CACHE STRING "Default events per thread ring (power of two)")
+option(PROFTRACE_BUILD_TESTS "Build the doctest suites" ${PROJECT_IS_TOP_LEVEL})
+option(PROFTRACE_BUILD_EXAMPLES "Build the examples (the demo)" ${PROJECT_IS_TOP_LEVEL})
+option(PROFTRACE_BUILD_BENCH "Build the Google Benchmark overhead suite" OFF)
+set_property(CACHE PROFTRACE_WITH_CUDA PROPERTY STRINGS ON OFF AUTO)
+set_property(CACHE PROFTRACE_OVERFLOW_POLICY PROPERTY STRINGS drop block drop_oldest)
+
+macro(proftrace_bool out value)
+  if(${value})
+    set(${out} 1)
+  else()
+    set(${out} 0)
+  endif()
+endmacro()
+
+proftrace_bool(PROFTRACE_ENABLED_01 PROFTRACE_ENABLED)
+proftrace_bool(PROFTRACE_WITH_CPU_RANGES_01 PROFTRACE_WITH_CPU_RANGES)
+
+# The CUDA collector (CUPTI kernels, NVTX) is not part of this version yet:
+# the toolkit is looked for and reported, and the collector stays off.
+set(PROFTRACE_WITH_CUDA_01 0)
+if(NOT PROFTRACE_WITH_CUDA STREQUAL "OFF")
+  find_package(CUDAToolkit QUIET)
+  if(CUDAToolkit_FOUND)
+    message(STATUS "proftrace: CUDA toolkit ${CUDAToolkit_VERSION} found; the CUDA collector is not in this version")
+  elseif(PROFTRACE_WITH_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "proftrace: PROFTRACE_WITH_CUDA=ON but no CUDA toolkit was found")
+  endif()
+endif()
+set(PROFTRACE_WITH_MEMORY_01 0)
+set(PROFTRACE_WITH_FLOPS_01 0)
+
+if(PROFTRACE_OVERFLOW_POLICY STREQUAL "drop")
+  set(PROFTRACE_OVERFLOW_POLICY_01 0)
+elseif(PROFTRACE_OVERFLOW_POLICY STREQUAL "block")
+  set(PROFTRACE_OVERFLOW_POLICY_01 1)
+elseif(PROFTRACE_OVERFLOW_POLICY STREQUAL "drop_oldest")
+  set(PROFTRACE_OVERFLOW_POLICY_01 2)
+else()
+  message(FATAL_ERROR "PROFTRACE_OVERFLOW_POLICY must be drop, block or drop_oldest")
+endif()
+
+set(PROFTRACE_PUBLIC_DEFINITIONS
+  PROFTRACE_ENABLED=${PROFTRACE_ENABLED_01}
+  PROFTRACE_WITH_CPU_RANGES=${PROFTRACE_WITH_CPU_RANGES_01}
+  PROFTRACE_WITH_MEMORY=${PROFTRACE_WITH_MEMORY_01}
+  PROFTRACE_WITH_FLOPS=${PROFTRACE_WITH_FLOPS_01}
+  PROFTRACE_WITH_CUDA=${PROFTRACE_WITH_CUDA_01}
+  PROFTRACE_OVERFLOW_POLICY=${PROFTRACE_OVERFLOW_POLICY_01}
+  PROFTRACE_RING_EVENTS=${PROFTRACE_RING_EVENTS})
+
+set(PROFTRACE_WARNING_FLAGS -Wall -Wextra -Wundef)
+
+function(proftrace_warnings target)
+  target_compile_options(${target} PRIVATE ${PROFTRACE_WARNING_FLAGS})
+endfunction()

@@ -1,0 +1,82 @@
+// proftrace/config.hpp — the documented default of every compile-time switch.
+//
+//   // Compile a release build with every macro gone:
+//   //   cmake -DPROFTRACE_ENABLED=OFF ...      (or -DPROFTRACE_ENABLED=0 on one TU)
+//   #include <proftrace/macros.hpp>
+//   PROF_SCOPE("solve");                        // expands to nothing
+//
+// Every switch is a 0/1 value tested with `#if`, never `#ifdef`; the build
+// uses -Wundef so a misspelt switch is an error instead of a silent 0.
+// CMake writes the build's selection into <proftrace/build_config.hpp> and
+// also passes it as PUBLIC compile definitions; a switch given on the
+// command line wins over the generated header.
+#pragma once
+
+#if defined(__has_include)
+#if __has_include(<proftrace/build_config.hpp>)
+#include <proftrace/build_config.hpp>
+#endif
+#endif
+
+// Master switch. 0: every PROF_* macro expands to nothing or ((void)0), its
+// arguments are not evaluated and no proftrace symbol is referenced.
+#ifndef PROFTRACE_ENABLED
+#define PROFTRACE_ENABLED 1
+#endif
+
+// Collectors compiled into this build (see <proftrace/collect/*.hpp>).
+#ifndef PROFTRACE_WITH_CPU_RANGES
+#define PROFTRACE_WITH_CPU_RANGES 1
+#endif
+#ifndef PROFTRACE_WITH_MEMORY
+#define PROFTRACE_WITH_MEMORY 0
+#endif
+#ifndef PROFTRACE_WITH_FLOPS
+#define PROFTRACE_WITH_FLOPS 0
+#endif
+#ifndef PROFTRACE_WITH_CUDA
+#define PROFTRACE_WITH_CUDA 0
+#endif
+
+// Default overflow policy of the per-thread rings (a session may override it
+// at run time): 0 = drop (never stall, count losses), 1 = block (lossless,
+// the caller waits for the flusher), 2 = drop_oldest (overwrite the oldest
+// unread events, count them). See <proftrace/overflow.hpp>.
+#ifndef PROFTRACE_OVERFLOW_POLICY
+#define PROFTRACE_OVERFLOW_POLICY 0
+#endif
+
+// Default events per thread ring (a power of two; a session may choose
+// another). 32 bytes per event: 1 MiB per thread by default.
+#ifndef PROFTRACE_RING_EVENTS
+#define PROFTRACE_RING_EVENTS 32768
+#endif
+
+#define PROFTRACE_DETAIL_CAT2(a, b) a##b
+#define PROFTRACE_DETAIL_CAT(a, b) PROFTRACE_DETAIL_CAT2(a, b)
+
+// The collector selection and the overflow default change inline code, so
+// they name an inline namespace: translation units built with different
+// selections reference different symbols and fail to link together instead
+// of misbehaving.
+#define PROFTRACE_ABI_NAMESPACE                                                   \
+  PROFTRACE_DETAIL_CAT(                                                           \
+      PROFTRACE_DETAIL_CAT(                                                       \
+          PROFTRACE_DETAIL_CAT(                                                   \
+              PROFTRACE_DETAIL_CAT(abi_c, PROFTRACE_WITH_CPU_RANGES),             \
+              PROFTRACE_DETAIL_CAT(_m, PROFTRACE_WITH_MEMORY)),                   \
+          PROFTRACE_DETAIL_CAT(PROFTRACE_DETAIL_CAT(_f, PROFTRACE_WITH_FLOPS),    \
+                               PROFTRACE_DETAIL_CAT(_k, PROFTRACE_WITH_CUDA))),   \
+      PROFTRACE_DETAIL_CAT(_o, PROFTRACE_OVERFLOW_POLICY))
+
+#if defined(__GNUC__)
+#define PROFTRACE_LIKELY(x) __builtin_expect(!!(x), 1)
+#define PROFTRACE_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define PROFTRACE_NOINLINE __attribute__((noinline))
+#define PROFTRACE_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define PROFTRACE_LIKELY(x) (x)
+#define PROFTRACE_UNLIKELY(x) (x)
+#define PROFTRACE_NOINLINE
+#define PROFTRACE_ALWAYS_INLINE inline
+#endif

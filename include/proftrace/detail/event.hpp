@@ -1,0 +1,47 @@
+// proftrace/detail/event.hpp — the fixed-size record a hot path writes.
+// Not API.
+#pragma once
+
+#include <cstdint>
+
+#include "../config.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+enum class event_kind : std::uint32_t {
+  begin = 1,     // payload: step number for category::step, else 0
+  end = 2,       // `where` repeats the begin's site so the flusher can re-pair after a loss
+  complete = 3,  // payload: begin ticks; `ticks` is the end
+  instant = 4,
+  counter = 5,   // payload: the value's bits (double)
+  shapes = 6,    // a begin with input shapes; `extra` slots follow
+  extension = 7  // a slot that continues the record before it
+};
+
+// Four 64-bit words so that slots can be written and read word by word with
+// relaxed atomics (drop_oldest lets the producer overwrite a slot the flusher
+// is reading; the flusher validates its copy afterwards).
+struct event {
+  std::uint64_t ticks;
+  std::uint64_t where;    // const site* (or raw words in an extension slot)
+  std::uint64_t payload;
+  std::uint32_t kind;     // event_kind
+  std::uint32_t extra;    // number of extension slots that follow
+};
+
+static_assert(sizeof(event) == 32, "an event is exactly 32 bytes: 2 per cache line");
+static_assert(alignof(event) == 8);
+
+inline constexpr std::uint32_t words_per_event = 4;
+
+// Step payloads carry the step number, plus this bit for the annotations
+// that profile::start()/step() open (torch's record_steps) rather than PROF_STEP.
+inline constexpr std::uint64_t api_step_bit = std::uint64_t{1} << 62;
+// An end whose payload is cancel_end closes its begin without writing it.
+inline constexpr std::uint64_t cancel_end = 1;
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

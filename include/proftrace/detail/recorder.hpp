@@ -1,0 +1,140 @@
+// proftrace/detail/recorder.hpp — what the macros expand to. Not API.
+//
+// Off at run time, a macro costs one relaxed load of `session_state` and a
+// predicted branch. Recording, a scope costs two clock reads and two 32-byte
+// ring writes; no lock, no allocation, no string work after the thread's
+// first event (which attaches its ring).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+
+#include "../config.hpp"
+#include "clock.hpp"
+#include "event.hpp"
+#include "ring.hpp"
+#include "site.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+enum state_bit : std::uint32_t {
+  state_session = 1u << 0,        // a session is running (PROF_STEP drives it)
+  state_recording = 1u << 1,      // events go to a trace
+  state_record_shapes = 1u << 2,  // scopes with shapes record them
+};
+
+inline constinit std::atomic<std::uint32_t> session_state{0};
+
+// The calling thread's ring; null until its first event.
+inline constinit thread_local ring* this_thread_ring = nullptr;
+
+// Creates and registers the calling thread's ring (the only lock on the
+// event path). Null, with the event counted as lost, once the thread is
+// exiting or when no ring can be allocated.
+ring* attach_this_thread() noexcept;
+
+PROFTRACE_ALWAYS_INLINE bool recording() noexcept {
+  return PROFTRACE_UNLIKELY(session_state.load(std::memory_order_relaxed) & state_recording);
+}
+
+PROFTRACE_ALWAYS_INLINE ring* thread_ring() noexcept {
+  ring* r = this_thread_ring;
+  if (PROFTRACE_UNLIKELY(r == nullptr)) r = attach_this_thread();
+  return r;
+}
+
+// The clock is read after the ring is found on the way in and before it on
+// the way out, so attaching a thread never inflates a measured scope.
+PROFTRACE_ALWAYS_INLINE void record_begin(const site* s, std::uint64_t payload = 0) noexcept {
+  if (ring* r = thread_ring()) r->push(now_ticks(), reinterpret_cast<std::uintptr_t>(s), payload, event_kind::begin);
+}
+PROFTRACE_ALWAYS_INLINE void record_end(const site* s) noexcept {
+  const std::uint64_t t = now_ticks();
+  if (ring* r = thread_ring()) r->push(t, reinterpret_cast<std::uintptr_t>(s), 0, event_kind::end);
+}
+
+class scope_guard {
+ public:
+  PROFTRACE_ALWAYS_INLINE explicit scope_guard(const site* s) noexcept : site_(recording() ? s : nullptr) {
+    if (site_) record_begin(site_);
+  }
+  PROFTRACE_ALWAYS_INLINE ~scope_guard() {
+    if (site_) record_end(site_);
+  }
+  scope_guard(const scope_guard&) = delete;
+  scope_guard& operator=(const scope_guard&) = delete;
+
+ private:
+  const site* site_;
+};
+
+// Input shapes travel in extension slots after the begin event:
+// [count, ndim0, dims0..., ndim1, dims1...], at most max_shape_words words.
+inline constexpr std::uint32_t max_shape_slots = 15;
+inline constexpr std::uint32_t max_shape_words = max_shape_slots * words_per_event;
+
+void record_begin_with_shapes(const site* s, std::initializer_list<std::initializer_list<std::int64_t>> shapes) noexcept;
+
+class shapes_scope_guard {
+ public:
+  shapes_scope_guard(const site* s, std::initializer_list<std::initializer_list<std::int64_t>> shapes) noexcept
+      : site_(recording() ? s : nullptr) {
+    if (site_) record_begin_with_shapes(site_, shapes);
+  }
+  ~shapes_scope_guard() {
+    if (site_) record_end(site_);
+  }
+  shapes_scope_guard(const shapes_scope_guard&) = delete;
+  shapes_scope_guard& operator=(const shapes_scope_guard&) = delete;
+
+ private:
+  const site* site_;
+};
+
+// PROF_STEP: the calling thread enters its next step. The first thread to
+// reach step N advances the running session's schedule to N. Returns the
+// step number to annotate, or -1 when nothing is recorded.
+std::int64_t enter_step() noexcept;
+extern const site step_site;
+
+class step_guard {
+ public:
+  step_guard() noexcept {
+    if (PROFTRACE_UNLIKELY(session_state.load(std::memory_order_relaxed) & state_session)) {
+      const std::int64_t n = enter_step();
+      if (n >= 0) {
+        active_ = true;
+        record_begin(&step_site, static_cast<std::uint64_t>(n));
+      }
+    }
+  }
+  ~step_guard() {
+    if (active_) record_end(&step_site);
+  }
+  step_guard(const step_guard&) = delete;
+  step_guard& operator=(const step_guard&) = delete;
+
+ private:
+  bool active_ = false;
+};
+
+PROFTRACE_ALWAYS_INLINE void record_instant(const site* s) noexcept {
+  if (ring* r = thread_ring()) r->push(now_ticks(), reinterpret_cast<std::uintptr_t>(s), 0, event_kind::instant);
+}
+
+PROFTRACE_ALWAYS_INLINE void record_counter(const site* s, double value) noexcept {
+  std::uint64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  if (ring* r = thread_ring()) r->push(now_ticks(), reinterpret_cast<std::uintptr_t>(s), bits, event_kind::counter);
+}
+
+// Names the calling thread in traces (copied; works with or without a session).
+void set_thread_name(const char* name) noexcept;
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

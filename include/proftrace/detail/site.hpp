@@ -1,0 +1,34 @@
+// proftrace/detail/site.hpp — the static record each macro use owns.
+// Not API: the macros create these; events point at them.
+#pragma once
+
+#include <cstdint>
+
+#include "../config.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+// How the flusher writes an event that points at a site.
+enum class category : std::uint8_t {
+  user_annotation,  // PROF_SCOPE: "cat": "user_annotation"
+  cpu_op,           // op-like scopes (PROF_OP, scopes with shapes): "cpu_op"
+  module,           // PROF_MODULE: a user_annotation that also names a level of
+                    // the module hierarchy (with_modules)
+  step,             // ProfilerStep#N; the step number travels in the payload
+  instant,          // PROF_INSTANT
+  counter,          // PROF_COUNTER
+};
+
+struct site {
+  const char* name;
+  const char* function;
+  const char* file;
+  std::uint32_t line;
+  category cat;
+};
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

@@ -1,0 +1,62 @@
+// proftrace/key_averages.hpp — per-name statistics and torch's summary table.
+//
+//   proftrace::profile p;
+//   p.start(); run(); p.stop();
+//   std::cout << p.key_averages().table({.sort_by = "self_cpu_time_total", .row_limit = 10});
+//
+// The flusher keeps these aggregates as it pairs events, so they cost no
+// second pass over the trace. Times are nanoseconds internally and printed
+// in torch's units (us / ms / s).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace proftrace {
+
+struct event_average {
+  std::string key;           // the scope's name; every ProfilerStep#N is "ProfilerStep*"
+  std::string input_shapes;  // "[[64, 128], [128, 256]]" when grouped by input shape
+  std::int64_t count = 0;
+  std::int64_t cpu_time_total_ns = 0;
+  std::int64_t self_cpu_time_total_ns = 0;
+
+  double cpu_time_total_us() const noexcept { return static_cast<double>(cpu_time_total_ns) / 1e3; }
+  double self_cpu_time_total_us() const noexcept { return static_cast<double>(self_cpu_time_total_ns) / 1e3; }
+  double cpu_time_avg_us() const noexcept { return count ? cpu_time_total_us() / static_cast<double>(count) : 0.0; }
+};
+
+struct table_options {
+  // One of torch's keys: cpu_time, cpu_time_total, self_cpu_time_total, count
+  // (device and memory keys arrive with their collectors). Empty: the order
+  // in which names were first seen. Sorted descending.
+  std::string sort_by;
+  int row_limit = 100;  // -1: every row
+  int max_name_column_width = 55;
+  std::string header;   // printed above the table under a line of '='
+};
+
+// What a trace lost, reported under the table and in the trace metadata.
+struct loss_counts {
+  std::uint64_t dropped = 0;      // full ring under `drop` (or `block` without a flusher)
+  std::uint64_t overwritten = 0;  // overwritten unread under `drop_oldest`
+  std::uint64_t unattached = 0;   // no ring for the thread (exiting, out of memory)
+  std::uint64_t late = 0;         // reached the flusher after its trace was closed
+  std::uint64_t unpaired = 0;     // a begin whose end was lost, or the reverse
+  std::uint64_t total() const noexcept { return dropped + overwritten + unattached + late + unpaired; }
+};
+
+class event_averages {
+ public:
+  std::vector<event_average> rows;
+  loss_counts losses;
+  bool grouped_by_input_shape = false;
+
+  // torch's key_averages().table(): throws std::invalid_argument for an
+  // unknown sort key.
+  std::string table(const table_options& options = {}) const;
+  std::int64_t self_cpu_time_total_ns() const noexcept;
+};
+
+}  // namespace proftrace

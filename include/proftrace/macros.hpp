@@ -1,0 +1,94 @@
+// proftrace/macros.hpp — every user macro, nothing else.
+//
+//   #include <proftrace/macros.hpp>
+//   void multiply(const Matrix& a, const Matrix& b, Matrix& c) {
+//     PROF_FUNCTION();                                  // scope named "multiply"
+//     for (int blk = 0; blk < nblocks; ++blk) {
+//       PROF_SCOPE_SHAPES("gemm_block", {bs, bs}, {bs, bs});   // cpu_op with "Input Dims"
+//       ...
+//     }
+//     PROF_COUNTER("residual", r);
+//   }
+//   for (int it = 0; it < iters; ++it) { PROF_STEP(); solve(); }   // ProfilerStep#it
+//
+// With PROFTRACE_ENABLED=0 every macro expands to nothing (declarations) or
+// ((void)0) (expressions), does not evaluate its arguments and references no
+// proftrace symbol. With PROFTRACE_WITH_CPU_RANGES=0 the same happens to the
+// CPU-range macros below. Name arguments must be string literals (or other
+// constants that outlive the program): only a pointer is recorded.
+#pragma once
+
+#include "config.hpp"
+
+#if PROFTRACE_ENABLED && PROFTRACE_WITH_CPU_RANGES
+
+#include "detail/recorder.hpp"
+
+#if defined(__GNUC__)
+#define PROFTRACE_DETAIL_PRETTY_FUNCTION __PRETTY_FUNCTION__
+#else
+#define PROFTRACE_DETAIL_PRETTY_FUNCTION __func__
+#endif
+
+#define PROFTRACE_DETAIL_SITE(id, name, cat)                                            \
+  static constexpr ::proftrace::detail::site PROFTRACE_DETAIL_CAT(proftrace_site_, id){ \
+      name, PROFTRACE_DETAIL_PRETTY_FUNCTION, __FILE__, __LINE__, ::proftrace::detail::category::cat}
+
+#define PROFTRACE_DETAIL_SCOPE(id, name, cat) \
+  PROFTRACE_DETAIL_SITE(id, name, cat);       \
+  const ::proftrace::detail::scope_guard PROFTRACE_DETAIL_CAT(proftrace_scope_, id) { \
+    &PROFTRACE_DETAIL_CAT(proftrace_site_, id)                                          \
+  }
+
+#define PROFTRACE_DETAIL_SCOPE_SHAPES(id, name, ...)                                           \
+  PROFTRACE_DETAIL_SITE(id, name, cpu_op);                                                     \
+  const ::proftrace::detail::shapes_scope_guard PROFTRACE_DETAIL_CAT(proftrace_scope_, id) {   \
+    &PROFTRACE_DETAIL_CAT(proftrace_site_, id), { __VA_ARGS__ }                                \
+  }
+
+#define PROFTRACE_DETAIL_INSTANT(id, name)                                          \
+  do {                                                                              \
+    PROFTRACE_DETAIL_SITE(id, name, instant);                                       \
+    if (::proftrace::detail::recording())                                           \
+      ::proftrace::detail::record_instant(&PROFTRACE_DETAIL_CAT(proftrace_site_, id)); \
+  } while (0)
+
+#define PROFTRACE_DETAIL_COUNTER(id, name, value)                                     \
+  do {                                                                                \
+    PROFTRACE_DETAIL_SITE(id, name, counter);                                         \
+    if (::proftrace::detail::recording())                                             \
+      ::proftrace::detail::record_counter(&PROFTRACE_DETAIL_CAT(proftrace_site_, id), \
+                                          static_cast<double>(value));                \
+  } while (0)
+
+// A named scope: "cat": "user_annotation".
+#define PROF_SCOPE(name) PROFTRACE_DETAIL_SCOPE(__COUNTER__, name, user_annotation)
+// A scope named after the enclosing function.
+#define PROF_FUNCTION() PROFTRACE_DETAIL_SCOPE(__COUNTER__, __func__, user_annotation)
+// An op-like scope: "cat": "cpu_op".
+#define PROF_OP(name) PROFTRACE_DETAIL_SCOPE(__COUNTER__, name, cpu_op)
+// An op-like scope that records its input shapes when the session asks for
+// them (record_shapes): PROF_SCOPE_SHAPES("gemm", {m, k}, {k, n}).
+#define PROF_SCOPE_SHAPES(name, ...) PROFTRACE_DETAIL_SCOPE_SHAPES(__COUNTER__, name, __VA_ARGS__)
+// A scope that is one level of the module hierarchy (with_modules).
+#define PROF_MODULE(name) PROFTRACE_DETAIL_SCOPE(__COUNTER__, name, module)
+// The calling thread enters its next step until the end of the enclosing
+// block; the first thread to reach step N advances the session's schedule.
+#define PROF_STEP() const ::proftrace::detail::step_guard PROFTRACE_DETAIL_CAT(proftrace_step_, __COUNTER__) {}
+#define PROF_INSTANT(name) PROFTRACE_DETAIL_INSTANT(__COUNTER__, name)
+#define PROF_COUNTER(name, value) PROFTRACE_DETAIL_COUNTER(__COUNTER__, name, value)
+#define PROF_THREAD_NAME(name) ::proftrace::detail::set_thread_name(name)
+
+#else  // compiled out
+
+#define PROF_SCOPE(name)
+#define PROF_FUNCTION()
+#define PROF_OP(name)
+#define PROF_SCOPE_SHAPES(name, ...)
+#define PROF_MODULE(name)
+#define PROF_STEP()
+#define PROF_INSTANT(name) ((void)0)
+#define PROF_COUNTER(name, value) ((void)0)
+#define PROF_THREAD_NAME(name) ((void)0)
+
+#endif

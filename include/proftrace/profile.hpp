@@ -1,0 +1,149 @@
+// proftrace/profile.hpp — the session API, modelled on torch.profiler.profile.
+//
+//   proftrace::profile p({
+//       .schedule = proftrace::schedule({.wait = 1, .warmup = 1, .active = 3}),
+//       .on_trace_ready = proftrace::tensorboard_trace_handler("./log"),
+//       .record_shapes = true,
+//   });
+//   p.start();
+//   for (int it = 0; it < 8; ++it) { train_step(); p.step(); }
+//   p.stop();
+//   std::cout << p.key_averages().table({.sort_by = "self_cpu_time_total"});
+//
+// Or let instrumented threads drive the schedule with PROF_STEP() at the top
+// of each loop body (then profile::step() records no annotations of its own).
+// One session records at a time: starting a second one throws
+// std::logic_error. Events stream to a spool file (spool_dir) that is valid
+// JSON at every flush; export_chrome_trace() copies it, compressed by suffix.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "collect/cpu_ranges.hpp"
+#include "collectors.hpp"
+#include "config.hpp"
+#include "key_averages.hpp"
+#include "overflow.hpp"
+#include "schedule.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+
+class session;
+namespace detail {
+std::int64_t enter_step() noexcept;
+}
+using trace_ready_fn = std::function<void(session&)>;
+
+struct profile_options {
+  activity_set activities{};  // empty: everything this build compiled in
+  schedule_fn schedule{};     // empty: record from start() to stop(), no step annotations
+  trace_ready_fn on_trace_ready{};
+  bool record_shapes = false;
+  bool profile_memory = false;
+  bool with_stack = false;    // "Call stack" (file(line): name, innermost first) on each event
+  bool with_flops = false;
+  bool with_modules = false;  // "Module Hierarchy" from enclosing PROF_MODULE scopes
+  std::optional<overflow_policy> overflow{};  // empty: PROFTRACE_OVERFLOW_POLICY
+  std::uint32_t ring_events = PROFTRACE_RING_EVENTS;  // for threads that attach from now on
+  std::chrono::milliseconds flush_period{100};
+  // Where traces stream while recording. Empty: $PROFTRACE_SPOOL_DIR, else
+  // the system's temporary directory.
+  std::filesystem::path spool_dir{};
+};
+
+class session {
+ public:
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
+  virtual ~session();  // stops a running session; problems become warnings
+
+  // Throws std::logic_error if any session is already running, and
+  // std::runtime_error if the first trace's spool file cannot be created.
+  void start();
+  // Ends the session (closing a trace in progress, which runs on_trace_ready).
+  void stop();
+  // Signals that the next step has begun: torch's profile.step().
+  void step();
+
+  bool running() const;
+  std::int64_t step_num() const;
+  profiler_action current_action() const;
+  activity_set activities() const;
+
+  // Aggregates of the last finished trace (throws std::logic_error if none).
+  event_averages key_averages(bool group_by_input_shape = false) const;
+  // Writes the last finished trace: ".json", ".json.gz" or ".json.zst".
+  // Throws std::logic_error with no trace yet, std::runtime_error naming the
+  // path when it cannot be written.
+  void export_chrome_trace(const std::filesystem::path& path) const;
+  // The spool file of the last finished trace (removed with the session).
+  std::filesystem::path trace_path() const;
+
+  // torch's metadata calls. A value passed as JSON must parse
+  // (std::invalid_argument otherwise). While recording, metadata goes to the
+  // trace in progress; afterwards, to the last finished trace.
+  void add_metadata(std::string_view key, std::string_view value);
+  void add_metadata_json(std::string_view key, std::string_view json_value);
+  void preset_metadata_json(std::string_view key, std::string_view json_value);
+
+  struct impl;
+
+ protected:
+  session(profile_options options, activity_set compiled);
+
+ private:
+  friend std::int64_t detail::enter_step() noexcept;
+  std::unique_ptr<impl> impl_;
+};
+
+// A session restricted, at compile time, to the collectors C... that this
+// build has available.
+template <class... C>
+class basic_profile : public session {
+ public:
+  using collectors = collector_list<C...>;
+  static constexpr activity_set compiled_activities = activities_of<collectors>::value;
+
+  explicit basic_profile(profile_options options = {}) : session(std::move(options), compiled_activities) {}
+};
+
+namespace detail {
+template <class List>
+struct profile_over;
+template <class... C>
+struct profile_over<type_list<C...>> {
+  using type = basic_profile<C...>;
+};
+}  // namespace detail
+
+// Every collector this build compiled in.
+using build_collectors = collector_list<collect::cpu_ranges>;
+using profile = typename detail::profile_over<build_collectors>::type;
+
+// Starts a session for the lifetime of a scope.
+class session_scope {
+ public:
+  explicit session_scope(session& s) : s_(s) { s_.start(); }
+  ~session_scope() {
+    try {
+      s_.stop();
+    } catch (...) {
+    }
+  }
+  session_scope(const session_scope&) = delete;
+  session_scope& operator=(const session_scope&) = delete;
+
+ private:
+  session& s_;
+};
+
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

@@ -1,0 +1,22 @@
+// proftrace/proftrace.hpp — everything, for programs that want one include.
+//
+//   #include <proftrace/proftrace.hpp>
+//   int main() {
+//     proftrace::profile p;
+//     p.start();
+//     { PROF_SCOPE("work"); work(); }
+//     p.stop();
+//     std::cout << p.key_averages().table();
+//   }
+#pragma once
+
+#include "collect/cpu_ranges.hpp"
+#include "collectors.hpp"
+#include "config.hpp"
+#include "key_averages.hpp"
+#include "macros.hpp"
+#include "overflow.hpp"
+#include "profile.hpp"
+#include "schedule.hpp"
+#include "trace_handler.hpp"
+#include "warnings.hpp"

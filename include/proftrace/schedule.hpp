@@ -1,0 +1,58 @@
+// proftrace/schedule.hpp — torch.profiler's step schedule, exactly.
+//
+//   auto s = proftrace::schedule({.wait = 1, .warmup = 1, .active = 2, .repeat = 1});
+//   s(0) == proftrace::profiler_action::none;            // wait
+//   s(1) == proftrace::profiler_action::warmup;
+//   s(2) == proftrace::profiler_action::record;
+//   s(3) == proftrace::profiler_action::record_and_save;  // on_trace_ready runs
+//   s(4) == proftrace::profiler_action::none;            // repeat exhausted
+//
+// After skip_first steps of none, each cycle of wait + warmup + active steps
+// is none for `wait`, warmup for `warmup`, record for active - 1 steps and
+// record_and_save for the last; with repeat > 0 the schedule is none after
+// `repeat` cycles. Invalid arguments throw std::invalid_argument; warmup == 0
+// warns, as torch does.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace proftrace {
+
+enum class profiler_action : std::uint8_t { none = 0, warmup = 1, record = 2, record_and_save = 3 };
+
+std::string_view to_string(profiler_action a) noexcept;
+
+using schedule_fn = std::function<profiler_action(std::int64_t step)>;
+
+struct schedule_args {
+  std::int64_t wait = 0;
+  std::int64_t warmup = 0;
+  std::int64_t active = 0;
+  std::int64_t repeat = 0;
+  std::int64_t skip_first = 0;
+};
+
+schedule_fn schedule(schedule_args args);
+
+// torch's default when no schedule is given: record every step.
+profiler_action default_schedule(std::int64_t step) noexcept;
+
+// What moving from one action to the next does (torch's action_map). A
+// missing `next` is the session's exit.
+enum class transition_op : std::uint8_t {
+  warn_warmup_then_none,    // "Incorrect schedule: WARMUP followed by NONE"
+  warn_record_then_none,    // "Incorrect schedule: RECORD followed by NONE"
+  warn_record_then_warmup,  // "Incorrect schedule: RECORD followed by WARMUP"
+  prepare_trace,
+  start_trace,
+  stop_trace,
+  trace_ready,              // on_trace_ready
+};
+
+std::vector<transition_op> transition(profiler_action previous, std::optional<profiler_action> next);
+
+}  // namespace proftrace

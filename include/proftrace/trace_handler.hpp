@@ -1,0 +1,23 @@
+// proftrace/trace_handler.hpp — torch's tensorboard_trace_handler.
+//
+//   proftrace::profile p({.schedule = proftrace::schedule({.wait = 1, .warmup = 1, .active = 2}),
+//                         .on_trace_ready = proftrace::tensorboard_trace_handler("./log", "rank0", true)});
+//
+// Each ready trace is exported to
+// `{dir}/{worker_name}.{unix_time_ns}.pt.trace.json[.gz]`; the default worker
+// name is `{hostname}_{pid}`. A directory that cannot be created throws
+// std::runtime_error("Can't create directory: <dir>").
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "profile.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+
+trace_ready_fn tensorboard_trace_handler(std::filesystem::path dir, std::string worker_name = {}, bool use_gzip = false);
+
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

@@ -1,0 +1,577 @@
+#include "flusher.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "json_text.hpp"
+#include "proftrace/detail/clock.hpp"
+#include "proftrace/detail/recorder.hpp"
+#include "registry.hpp"
+#include "trace_file.hpp"
+#include "warn.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+namespace {
+
+constexpr std::size_t consume_chunk = 4096;
+
+std::string process_name() {
+  std::ifstream comm("/proc/self/comm");
+  std::string name;
+  std::getline(comm, name);
+  return name.empty() ? std::string("process") : name;
+}
+
+std::string shapes_json(const event* ext, std::uint32_t n_ext) {
+  const auto* w = reinterpret_cast<const std::uint64_t*>(ext);
+  const std::size_t n_words = std::size_t{n_ext} * words_per_event;
+  // Extension slots carry the kind word too; only words 0..2 of each slot are data.
+  std::vector<std::int64_t> words;
+  for (std::size_t i = 0; i < n_words; ++i)
+    if (i % words_per_event != 3) words.push_back(static_cast<std::int64_t>(w[i]));
+  std::string out = "[";
+  std::size_t pos = 0;
+  const std::int64_t count = words.empty() ? 0 : words[pos++];
+  for (std::int64_t s = 0; s < count && pos < words.size(); ++s) {
+    if (s) out += ", ";
+    out += '[';
+    const std::int64_t ndim = words[pos++];
+    for (std::int64_t d = 0; d < ndim && pos < words.size(); ++d) {
+      if (d) out += ", ";
+      append_int(out, words[pos++]);
+    }
+    out += ']';
+  }
+  out += ']';
+  return out;
+}
+
+}  // namespace
+
+struct open_scope {
+  const site* where = nullptr;
+  std::int64_t begin_ns = 0;
+  std::int64_t child_ns = 0;
+  std::uint64_t external_id = 0;
+  std::uint64_t payload = 0;  // step number (+ api_step_bit)
+  std::string shapes;
+};
+
+struct thread_state {
+  std::int64_t tid = 0;
+  std::vector<open_scope> stack;
+  std::vector<event> pending;  // during a switch: events after the switch point
+  std::uint64_t dropped_seen = 0;
+  std::uint64_t overwritten_seen = 0;
+  std::uint64_t window_seen = 0;  // id of the last window that named this thread
+};
+
+class window {
+ public:
+  window(window_options options, std::uint64_t start_ticks, std::uint64_t id)
+      : opts(std::move(options)), start_ticks(start_ticks), id(id) {
+    cal = calibrate_clock();
+    base_ns = cal.to_unix_ns(start_ticks);
+    pid = static_cast<std::int64_t>(::getpid());
+    std::string head = "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n";
+    for (auto& [k, v] : opts.head_metadata) {
+      head += "  ";
+      append_json_string(head, k);
+      head += ": " + v + ",\n";
+    }
+    head += "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ";
+    append_int(head, base_ns);
+    head += ",\n  \"traceEvents\": [\n";
+    file = std::make_unique<trace_file>(opts.path, head, result_tail());
+    write_process_metadata();
+  }
+
+  std::int64_t to_ns(std::uint64_t ticks) const noexcept { return cal.to_unix_ns(ticks); }
+
+  void begin_event() {
+    if (!first_event) buffer += ",\n";
+    first_event = false;
+  }
+
+  void write_process_metadata() {
+    const std::string name = process_name();
+    const auto meta = [&](const char* what, const auto& write_args) {
+      begin_event();
+      buffer += "{\"name\": \"";
+      buffer += what;
+      buffer += "\", \"ph\": \"M\", \"ts\": ";
+      append_us3(buffer, 0);
+      buffer += ", \"pid\": ";
+      append_int(buffer, pid);
+      buffer += ", \"tid\": 0, \"args\": {";
+      write_args();
+      buffer += "}}";
+    };
+    meta("process_name", [&] { buffer += "\"name\": "; append_json_string(buffer, name); });
+    meta("process_labels", [&] { buffer += "\"labels\": \"CPU\""; });
+    meta("process_sort_index", [&] { buffer += "\"sort_index\": "; append_int(buffer, pid); });
+  }
+
+  void name_thread(thread_state& ts, const std::string& name) {
+    if (ts.window_seen == id) return;
+    ts.window_seen = id;
+    for (const char* what : {"thread_name", "thread_sort_index"}) {
+      begin_event();
+      buffer += "{\"name\": \"";
+      buffer += what;
+      buffer += "\", \"ph\": \"M\", \"ts\": ";
+      append_us3(buffer, 0);
+      buffer += ", \"pid\": ";
+      append_int(buffer, pid);
+      buffer += ", \"tid\": ";
+      append_int(buffer, ts.tid);
+      if (std::strcmp(what, "thread_name") == 0) {
+        buffer += ", \"args\": {\"name\": ";
+        append_json_string(buffer, name.empty() ? "thread " + std::to_string(ts.tid) : name);
+      } else {
+        buffer += ", \"args\": {\"sort_index\": ";
+        append_int(buffer, ts.tid);
+      }
+      buffer += "}}";
+    }
+  }
+
+  event_average& row_for(const open_scope& s) {
+    const bool is_step = s.where->cat == category::step;
+    if (s.shapes.empty() || is_step) {
+      auto [it, fresh] = by_site.try_emplace(s.where, rows.size());
+      if (fresh) {
+        rows.emplace_back();
+        rows.back().key = is_step ? "ProfilerStep*" : s.where->name;
+      }
+      return rows[it->second];
+    }
+    std::string key = s.where->name;
+    key += '\x1f';
+    key += s.shapes;
+    auto [it, fresh] = by_key.try_emplace(std::move(key), rows.size());
+    if (fresh) {
+      rows.emplace_back();
+      rows.back().key = s.where->name;
+      rows.back().input_shapes = s.shapes;
+    }
+    return rows[it->second];
+  }
+
+  void write_complete(const thread_state& ts, const open_scope& s, std::int64_t end_ns, std::size_t depth) {
+    const site& where = *s.where;
+    const std::int64_t dur = end_ns > s.begin_ns ? end_ns - s.begin_ns : 0;
+    event_average& row = row_for(s);
+    row.count += 1;
+    row.cpu_time_total_ns += dur;
+    row.self_cpu_time_total_ns += dur > s.child_ns ? dur - s.child_ns : 0;
+
+    begin_event();
+    buffer += "{\"ph\": \"X\", \"cat\": \"";
+    buffer += where.cat == category::cpu_op ? "cpu_op" : "user_annotation";
+    buffer += "\", \"name\": ";
+    if (where.cat == category::step) {
+      std::string name = "ProfilerStep#";
+      append_int(name, s.payload & ~api_step_bit);
+      append_json_string(buffer, name);
+    } else {
+      append_json_string(buffer, where.name);
+    }
+    buffer += ", \"pid\": ";
+    append_int(buffer, pid);
+    buffer += ", \"tid\": ";
+    append_int(buffer, ts.tid);
+    buffer += ", \"ts\": ";
+    append_us3(buffer, s.begin_ns - base_ns);
+    buffer += ", \"dur\": ";
+    append_us3(buffer, dur);
+    buffer += ", \"args\": {\"External id\": ";
+    append_int(buffer, s.external_id);
+    if (!s.shapes.empty()) {
+      buffer += ", \"Input Dims\": ";
+      buffer += s.shapes;
+    }
+    if (opts.with_stack) {
+      std::string frames;
+      const auto frame = [&](const site& f) {
+        if (!frames.empty()) frames += ';';
+        frames += f.file;
+        frames += '(';
+        append_int(frames, f.line);
+        frames += "): ";
+        frames += f.cat == category::step ? "ProfilerStep" : f.name;
+      };
+      frame(where);
+      for (std::size_t i = depth; i-- > 0;) frame(*ts.stack[i].where);
+      buffer += ", \"Call stack\": ";
+      append_json_string(buffer, frames);
+    }
+    if (opts.with_modules) {
+      std::string path;
+      for (std::size_t i = 0; i < depth; ++i)
+        if (ts.stack[i].where->cat == category::module) {
+          if (!path.empty()) path += '.';
+          path += ts.stack[i].where->name;
+        }
+      if (!path.empty()) {
+        buffer += ", \"Module Hierarchy\": ";
+        append_json_string(buffer, path);
+      }
+    }
+    buffer += "}}";
+  }
+
+  void write_instant(const thread_state& ts, const site& where, std::int64_t ns) {
+    begin_event();
+    buffer += "{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", \"name\": ";
+    append_json_string(buffer, where.name);
+    buffer += ", \"pid\": ";
+    append_int(buffer, pid);
+    buffer += ", \"tid\": ";
+    append_int(buffer, ts.tid);
+    buffer += ", \"ts\": ";
+    append_us3(buffer, ns - base_ns);
+    buffer += ", \"args\": {}}";
+  }
+
+  void write_counter(const thread_state& ts, const site& where, std::int64_t ns, double value) {
+    begin_event();
+    buffer += "{\"ph\": \"C\", \"cat\": \"counter\", \"name\": ";
+    append_json_string(buffer, where.name);
+    buffer += ", \"pid\": ";
+    append_int(buffer, pid);
+    buffer += ", \"tid\": ";
+    append_int(buffer, ts.tid);
+    buffer += ", \"ts\": ";
+    append_us3(buffer, ns - base_ns);
+    buffer += ", \"args\": {";
+    append_json_string(buffer, where.name);
+    buffer += ": ";
+    append_double(buffer, value);
+    buffer += "}}";
+  }
+
+  finished_trace snapshot() const {
+    finished_trace f;
+    f.path = opts.path;
+    f.averages = rows;
+    f.losses = losses;
+    f.tail_metadata = tail_metadata;
+    f.start_unix_ns = base_ns;
+    return f;
+  }
+
+  std::string result_tail() const { return snapshot().tail(opts.path.string()); }
+
+  void commit() {
+    if (!file) return;
+    if (!file->commit(buffer, result_tail()) && !warned) {
+      warned = true;
+      warn(file->error() + "; the trace file stops here, the summary still counts every event");
+    }
+    buffer.clear();
+  }
+
+  window_options opts;
+  clock_calibration cal;
+  std::uint64_t start_ticks;
+  std::uint64_t id;
+  std::int64_t base_ns = 0;
+  std::int64_t pid = 0;
+  std::unique_ptr<trace_file> file;
+  std::string buffer;
+  bool first_event = true;
+  bool warned = false;
+  std::vector<event_average> rows;
+  std::unordered_map<const site*, std::size_t> by_site;
+  std::unordered_map<std::string, std::size_t> by_key;
+  loss_counts losses;
+  std::vector<std::pair<std::string, std::string>> tail_metadata;
+  std::uint64_t next_external_id = 1;
+};
+
+std::string finished_trace::tail(const std::string& trace_name) const {
+  std::string t = "\n  ],\n";
+  for (auto& [k, v] : tail_metadata) {
+    t += "  ";
+    append_json_string(t, k);
+    t += ": " + v + ",\n";
+  }
+  t += "  \"proftrace\": {\"overflow_policy\": ";
+  append_json_string(t, to_string(current_overflow_policy()));
+  const auto count = [&](const char* key, std::uint64_t v) {
+    t += ", \"";
+    t += key;
+    t += "\": ";
+    append_int(t, v);
+  };
+  count("dropped_events", losses.dropped);
+  count("overwritten_events", losses.overwritten);
+  count("unattached_events", losses.unattached);
+  count("late_events", losses.late);
+  count("unpaired_events", losses.unpaired);
+  count("lost_events_total", losses.total());
+  t += "},\n  \"traceName\": ";
+  append_json_string(t, trace_name);
+  t += "\n}\n";
+  return t;
+}
+
+struct flusher::impl {
+  std::mutex mutex;  // held by whoever consumes the rings
+  std::condition_variable cv;
+  std::atomic<bool> wake_requested{false};
+  std::atomic<bool> alive{false};
+  bool quit = false;
+  std::chrono::milliseconds period{100};
+  std::thread thread;
+  std::unique_ptr<window> current;
+  std::unordered_map<thread_record*, thread_state> threads;
+  std::vector<event> chunk = std::vector<event>(consume_chunk);
+  std::uint64_t unattached_seen = 0;
+  std::uint64_t windows_made = 0;
+  bool discard_api_steps = false;
+
+  // ---- event processing (mutex held) ----
+
+  void process(thread_state& ts, thread_record* rec, const event* e, window* w) {
+    const auto kind = static_cast<event_kind>(e->kind);
+    if (kind == event_kind::extension) return;  // its head was lost
+    if (w == nullptr) return;                     // recorded outside any window
+    if (e->ticks < w->start_ticks) {
+      ++w->losses.late;
+      return;
+    }
+    const site* where = reinterpret_cast<const site*>(e->where);
+    const std::int64_t ns = w->to_ns(e->ticks);
+    if (ts.window_seen != w->id) w->name_thread(ts, registry::instance().name_of(rec));
+    switch (kind) {
+      case event_kind::begin:
+      case event_kind::shapes: {
+        open_scope s;
+        s.where = where;
+        s.begin_ns = ns;
+        s.external_id = w->next_external_id++;
+        s.payload = e->payload;
+        if (kind == event_kind::shapes && w->opts.record_shapes) s.shapes = shapes_json(e + 1, e->extra);
+        ts.stack.push_back(std::move(s));
+        break;
+      }
+      case event_kind::end: {
+        std::size_t k = ts.stack.size();
+        while (k > 0 && ts.stack[k - 1].where != where) --k;
+        if (k == 0) break;  // its begin preceded the window (or was lost): nothing to close
+        w->losses.unpaired += ts.stack.size() - k;  // inner begins whose ends were lost
+        ts.stack.resize(k);
+        close_top(ts, w, ns, e->payload == cancel_end);
+        break;
+      }
+      case event_kind::instant: w->write_instant(ts, *where, ns); break;
+      case event_kind::counter: {
+        double v;
+        std::memcpy(&v, &e->payload, sizeof v);
+        w->write_counter(ts, *where, ns, v);
+        break;
+      }
+      default: break;
+    }
+  }
+
+  void close_top(thread_state& ts, window* w, std::int64_t end_ns, bool cancelled) {
+    open_scope s = std::move(ts.stack.back());
+    ts.stack.pop_back();
+    const bool api_step = s.where->cat == category::step && (s.payload & api_step_bit);
+    if (cancelled || (api_step && discard_api_steps)) return;
+    const std::int64_t dur = end_ns > s.begin_ns ? end_ns - s.begin_ns : 0;
+    if (!ts.stack.empty()) ts.stack.back().child_ns += dur;
+    w->write_complete(ts, s, end_ns, ts.stack.size());
+  }
+
+  thread_state& state_of(thread_record* rec) {
+    auto [it, fresh] = threads.try_emplace(rec);
+    if (fresh) it->second.tid = rec->tid;
+    return it->second;
+  }
+
+  // Consumes every ring. Events after `split_ticks` are parked in `pending`
+  // when `split` is set; otherwise everything goes to the current window.
+  void drain(bool split, std::uint64_t split_ticks) {
+    for (thread_record* rec : registry::instance().snapshot()) {
+      thread_state& ts = state_of(rec);
+      const bool exited = rec->exited.load(std::memory_order_acquire);
+      ring& r = *rec->events;
+      // Bounded, so a producer that never pauses cannot keep the flusher here.
+      for (std::size_t round = 0; round <= r.capacity() / chunk.size() + 1; ++round) {
+        std::size_t first = 0;
+        const std::size_t n = r.consume(chunk.data(), chunk.size(), &first);
+        const event* ev = chunk.data() + first;
+        for (std::size_t i = 0; i < n;) {
+          const std::size_t len = static_cast<event_kind>(ev[i].kind) == event_kind::extension ? 1 : 1 + ev[i].extra;
+          if (split && ev[i].ticks > split_ticks)
+            ts.pending.insert(ts.pending.end(), ev + i, ev + i + len);
+          else
+            process(ts, rec, ev + i, current.get());
+          i += len;
+        }
+        if (n == 0 && first == 0) break;
+      }
+      account_losses(ts, r);
+      if (exited && r.empty() && ts.pending.empty()) {
+        threads.erase(rec);
+        registry::instance().reap(rec);
+      }
+    }
+    const std::uint64_t unattached = registry::instance().unattached_drops.load(std::memory_order_relaxed);
+    if (current) current->losses.unattached += unattached - unattached_seen;
+    unattached_seen = unattached;
+  }
+
+  void account_losses(thread_state& ts, ring& r) {
+    const std::uint64_t d = r.dropped(), o = r.overwritten();
+    if (current) {
+      current->losses.dropped += d - ts.dropped_seen;
+      current->losses.overwritten += o - ts.overwritten_seen;
+    }
+    ts.dropped_seen = d;
+    ts.overwritten_seen = o;
+  }
+
+  void run() {
+    std::unique_lock lock(mutex);
+    while (!quit) {
+      cv.wait_for(lock, period, [&] { return quit || wake_requested.load(std::memory_order_relaxed); });
+      wake_requested.store(false, std::memory_order_relaxed);
+      drain(false, 0);
+      if (current) current->commit();
+    }
+    alive.store(false, std::memory_order_release);
+  }
+
+  void stop() {
+    {
+      std::lock_guard lock(mutex);
+      quit = true;
+    }
+    cv.notify_one();
+    if (thread.joinable()) thread.join();
+  }
+};
+
+flusher& flusher::instance() {
+  static flusher* f = new flusher;  // never destroyed: rings may outlive main
+  return *f;
+}
+
+flusher::impl& flusher::state() {
+  static impl* s = new impl;
+  return *s;
+}
+
+void flusher::ensure_running(std::chrono::milliseconds period) {
+  impl& s = state();
+  std::lock_guard lock(s.mutex);
+  s.period = period;
+  if (s.alive.load(std::memory_order_acquire) || s.quit) return;
+  s.alive.store(true, std::memory_order_release);
+  s.thread = std::thread([&s] { s.run(); });
+  static bool registered = false;
+  if (!registered) {
+    registered = true;
+    std::atexit([] { flusher::instance().state().stop(); });
+  }
+}
+
+bool flusher::running() const noexcept { return const_cast<flusher*>(this)->state().alive.load(std::memory_order_acquire); }
+
+void flusher::wake() noexcept {
+  impl& s = state();
+  if (!s.wake_requested.exchange(true, std::memory_order_relaxed)) s.cv.notify_one();
+}
+
+std::shared_ptr<finished_trace> flusher::switch_window(std::uint64_t at_ticks, std::optional<window_options> next_options,
+                                                       bool discard_api_steps) {
+  impl& s = state();
+  std::lock_guard lock(s.mutex);
+  std::unique_ptr<window> next;
+  if (next_options) next = std::make_unique<window>(std::move(*next_options), at_ticks, ++s.windows_made);
+  s.discard_api_steps = discard_api_steps;
+  s.drain(true, at_ticks);
+
+  std::shared_ptr<finished_trace> done;
+  window* old = s.current.get();
+  const std::int64_t old_at = old ? old->to_ns(at_ticks) : 0;
+  const std::int64_t next_at = next ? next->to_ns(at_ticks) : 0;
+  for (auto& [rec, ts] : s.threads) {
+    // Clip the open scopes at the switch point, outermost last so that
+    // children's time reaches their parents; carry them into `next`.
+    std::vector<open_scope> carried = ts.stack;
+    if (old) {
+      while (!ts.stack.empty()) s.close_top(ts, old, old_at, false);
+    }
+    ts.stack.clear();
+    if (next) {
+      for (auto& c : carried) {
+        const bool api_step = c.where->cat == category::step && (c.payload & api_step_bit);
+        if (api_step && discard_api_steps) continue;
+        c.begin_ns = next_at;
+        c.child_ns = 0;
+        c.external_id = next->next_external_id++;
+        ts.stack.push_back(std::move(c));
+      }
+    }
+  }
+  if (old) {
+    old->commit();
+    auto f = std::make_shared<finished_trace>(old->snapshot());
+    f->events_end = old->file->events_end();
+    f->write_error = old->file->error();
+    f->stop_unix_ns = old_at;
+    old->file->close();
+    done = std::move(f);
+  }
+  s.current = std::move(next);
+  for (auto& [rec, ts] : s.threads) {
+    std::vector<event> pending = std::move(ts.pending);
+    ts.pending.clear();
+    for (std::size_t i = 0; i < pending.size();) {
+      const std::size_t len = static_cast<event_kind>(pending[i].kind) == event_kind::extension ? 1 : 1 + pending[i].extra;
+      s.process(ts, rec, &pending[i], s.current.get());
+      i += len;
+    }
+  }
+  if (s.current) s.current->commit();
+  return done;
+}
+
+bool flusher::add_metadata(std::string key, std::string raw_json) {
+  impl& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!s.current) return false;
+  s.current->tail_metadata.emplace_back(std::move(key), std::move(raw_json));
+  return true;
+}
+
+void flusher::flush_now() {
+  impl& s = state();
+  std::lock_guard lock(s.mutex);
+  s.drain(false, 0);
+  if (s.current) s.current->commit();
+}
+
+void wake_flusher() noexcept { flusher::instance().wake(); }
+bool flusher_running() noexcept { return flusher::instance().running(); }
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

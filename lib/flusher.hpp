@@ -1,0 +1,81 @@
+// Internal: the background thread that drains every ring, pairs begin/end
+// into complete events, writes them to the open trace window and keeps the
+// aggregates of the summary table.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "proftrace/config.hpp"
+#include "proftrace/key_averages.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+struct window_options {
+  std::filesystem::path path;  // the streaming (spool) file
+  // Raw JSON members written before "traceEvents", in order.
+  std::vector<std::pair<std::string, std::string>> head_metadata;
+  bool record_shapes = false;
+  bool with_stack = false;
+  bool with_modules = false;
+};
+
+// A closed trace window: its file, its aggregates and what it lost.
+struct finished_trace {
+  std::filesystem::path path;
+  std::uint64_t events_end = 0;  // where the tail begins in `path`
+  std::vector<event_average> averages;  // keyed by (name, input shapes)
+  loss_counts losses;
+  std::vector<std::pair<std::string, std::string>> tail_metadata;  // added while or after recording
+  std::string write_error;  // non-empty when the spool could not be written completely
+  std::int64_t start_unix_ns = 0;
+  std::int64_t stop_unix_ns = 0;
+
+  // The JSON that closes the file: late metadata, proftrace's counters and traceName.
+  std::string tail(const std::string& trace_name) const;
+};
+
+class window;
+
+class flusher {
+ public:
+  static flusher& instance();
+
+  // Starts the background thread (once) with this wake period.
+  void ensure_running(std::chrono::milliseconds period);
+  bool running() const noexcept;
+  void wake() noexcept;
+
+  // Opens the `next` window (if given) at `at_ticks` and drains every ring:
+  // events up to `at_ticks` go to the current window, later ones to `next`.
+  // Scopes open at `at_ticks` are clipped there and carried into `next`.
+  // Closes and returns the current window (null if none). Throws
+  // std::runtime_error, switching nothing, when next's file cannot be made.
+  // `discard_api_steps`: drop step annotations opened by profile::step()
+  // because PROF_STEP annotates steps in this session.
+  std::shared_ptr<finished_trace> switch_window(std::uint64_t at_ticks, std::optional<window_options> next,
+                                                bool discard_api_steps);
+
+  // Raw JSON metadata for the open window; false if none is open.
+  bool add_metadata(std::string key, std::string raw_json);
+
+  // Drains now (used by tests and by stop paths).
+  void flush_now();
+
+ private:
+  flusher() = default;
+  struct impl;
+  impl& state();
+};
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

@@ -1,0 +1,53 @@
+#include "proftrace/detail/recorder.hpp"
+
+#include "registry.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+namespace {
+std::atomic<overflow_policy> overflow{static_cast<overflow_policy>(PROFTRACE_OVERFLOW_POLICY)};
+}
+
+const site step_site{"ProfilerStep", "", __FILE__, 0, category::step};
+
+overflow_policy current_overflow_policy() noexcept { return overflow.load(std::memory_order_relaxed); }
+void set_overflow_policy(overflow_policy p) noexcept { overflow.store(p, std::memory_order_relaxed); }
+
+void record_begin_with_shapes(const site* s, std::initializer_list<std::initializer_list<std::int64_t>> shapes) noexcept {
+  ring* r = thread_ring();
+  if (!r) return;
+  if (!(session_state.load(std::memory_order_relaxed) & state_record_shapes)) {
+    r->push(now_ticks(), reinterpret_cast<std::uintptr_t>(s), 0, event_kind::begin);
+    return;
+  }
+  // Pack [count, ndim, dims..., ...] into words 0..2 of each extension slot
+  // (word 3 holds the slot's kind). Shapes that do not fit are cut off.
+  std::uint64_t words[max_shape_words] = {};
+  std::uint32_t used = 0;
+  const auto put = [&](std::int64_t v) {
+    if (used % words_per_event == 3) ++used;
+    if (used >= max_shape_words) return false;
+    words[used++] = static_cast<std::uint64_t>(v);
+    return true;
+  };
+  std::int64_t count = 0;
+  put(0);  // count, patched below
+  for (const auto& shape : shapes) {
+    const std::uint32_t mark = used;
+    bool fits = put(static_cast<std::int64_t>(shape.size()));
+    for (std::int64_t d : shape) fits = fits && put(d);
+    if (!fits) {
+      used = mark;
+      break;
+    }
+    ++count;
+  }
+  words[0] = static_cast<std::uint64_t>(count);
+  const std::uint32_t slots = (used + words_per_event - 1) / words_per_event;
+  r->push_record(now_ticks(), reinterpret_cast<std::uintptr_t>(s), 0, event_kind::shapes, words, slots);
+}
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

@@ -1,0 +1,119 @@
+#include "registry.hpp"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "proftrace/detail/recorder.hpp"
+#include "warn.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+namespace {
+
+constexpr std::size_t max_pooled_rings = 16;
+
+constinit thread_local bool this_thread_exiting = false;
+
+// Destroyed when the thread exits: hands the ring to the flusher, which
+// drains what is left and then frees it.
+struct thread_exit_hook {
+  thread_record* record = nullptr;
+  ~thread_exit_hook() {
+    this_thread_exiting = true;
+    this_thread_ring = nullptr;
+    if (record) {
+      record->exited.store(true, std::memory_order_release);
+      wake_flusher();
+    }
+  }
+};
+thread_local thread_exit_hook exit_hook;
+
+std::int64_t current_tid() noexcept { return static_cast<std::int64_t>(::syscall(SYS_gettid)); }
+
+}  // namespace
+
+registry& registry::instance() {
+  static registry* r = new registry;  // never destroyed: threads may exit after main
+  return *r;
+}
+
+thread_record* registry::attach(std::int64_t tid, std::uint32_t ring_events) {
+  auto rec = std::make_unique<thread_record>();
+  rec->tid = tid;
+  std::lock_guard lock(mutex_);
+  auto pooled = std::find_if(pool_.begin(), pool_.end(), [&](auto& r) { return r->capacity() == ring_events; });
+  if (pooled != pool_.end()) {
+    rec->events = std::move(*pooled);
+    pool_.erase(pooled);
+  } else {
+    rec->events = std::make_unique<ring>(ring_events);
+  }
+  records_.push_back(std::move(rec));
+  return records_.back().get();
+}
+
+std::vector<thread_record*> registry::snapshot() {
+  std::lock_guard lock(mutex_);
+  std::vector<thread_record*> out;
+  out.reserve(records_.size());
+  for (auto& r : records_) out.push_back(r.get());
+  return out;
+}
+
+void registry::reap(thread_record* r) {
+  std::lock_guard lock(mutex_);
+  auto it = std::find_if(records_.begin(), records_.end(), [&](auto& p) { return p.get() == r; });
+  if (it == records_.end()) return;
+  if (pool_.size() < max_pooled_rings) {
+    (*it)->events->reset();
+    pool_.push_back(std::move((*it)->events));
+  }
+  records_.erase(it);
+}
+
+void registry::set_name(thread_record* r, std::string name) {
+  std::lock_guard lock(mutex_);
+  r->name = std::move(name);
+}
+
+std::string registry::name_of(thread_record* r) {
+  std::lock_guard lock(mutex_);
+  return r->name;
+}
+
+ring* attach_this_thread() noexcept {
+  auto& reg = registry::instance();
+  if (this_thread_exiting) {
+    reg.unattached_drops.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  try {
+    thread_record* rec = reg.attach(current_tid(), reg.ring_events());
+    exit_hook.record = rec;
+    this_thread_ring = rec->events.get();
+    return this_thread_ring;
+  } catch (const std::exception& e) {
+    reg.unattached_drops.fetch_add(1, std::memory_order_relaxed);
+    warn_once("attach", std::string("cannot allocate this thread's event ring (") + e.what() +
+                            "); its events are dropped and counted");
+    return nullptr;
+  }
+}
+
+void set_thread_name(const char* name) noexcept {
+  if (!name) return;
+  ring* r = thread_ring();
+  if (!r) return;
+  try {
+    registry::instance().set_name(exit_hook.record, name);
+  } catch (...) {
+  }
+}
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

@@ -1,0 +1,60 @@
+// The process-wide list of thread rings, shared by the hot path's first
+// event on each thread and by the flusher. Internal to the library.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "proftrace/detail/ring.hpp"
+#include "proftrace/overflow.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+struct thread_record {
+  std::unique_ptr<ring> events;
+  std::int64_t tid = 0;
+  std::string name;                  // guarded by registry::mutex
+  std::atomic<bool> exited{false};   // set by the thread on exit; the flusher then drains and frees
+};
+
+class registry {
+ public:
+  static registry& instance();
+
+  thread_record* attach(std::int64_t tid, std::uint32_t ring_events);
+  // The live records; the caller holds the flusher lock so the list cannot
+  // shrink under it.
+  std::vector<thread_record*> snapshot();
+  // Frees exited, drained records (their rings go to a pool for reuse) and
+  // returns what they had dropped so the totals stay right.
+  void reap(thread_record* r);
+  void set_name(thread_record* r, std::string name);
+  std::string name_of(thread_record* r);
+
+  std::uint32_t ring_events() const noexcept { return ring_events_.load(std::memory_order_relaxed); }
+  void set_ring_events(std::uint32_t n) noexcept { ring_events_.store(n, std::memory_order_relaxed); }
+
+  // Events that found no ring (thread exiting, allocation failure).
+  std::atomic<std::uint64_t> unattached_drops{0};
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<thread_record>> records_;
+  std::vector<std::unique_ptr<ring>> pool_;
+  std::atomic<std::uint32_t> ring_events_{PROFTRACE_RING_EVENTS};
+};
+
+overflow_policy current_overflow_policy() noexcept;
+void set_overflow_policy(overflow_policy p) noexcept;
+void wake_flusher() noexcept;
+bool flusher_running() noexcept;
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

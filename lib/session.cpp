@@ -1,0 +1,390 @@
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/json/parse.hpp>
+#include <cstdlib>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "flusher.hpp"
+#include "json_text.hpp"
+#include "proftrace/detail/recorder.hpp"
+#include "proftrace/profile.hpp"
+#include "proftrace/trace_handler.hpp"
+#include "registry.hpp"
+#include "trace_file.hpp"
+#include "warn.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace {
+
+// Guards the running session; recursive because on_trace_ready may call
+// back into the session that invoked it.
+std::recursive_mutex session_mutex;
+session* active_session = nullptr;
+std::uint64_t session_generation = 0;
+std::uint64_t spool_sequence = 0;
+
+struct thread_steps {
+  std::uint64_t generation = 0;
+  std::int64_t step = 0;
+};
+thread_local thread_steps this_thread_steps;
+
+void check_json(std::string_view key, std::string_view value) {
+  boost::system::error_code ec;
+  boost::json::parse(value, ec);
+  if (ec) throw std::invalid_argument("proftrace: metadata '" + std::string(key) + "' is not valid JSON: " + ec.message());
+}
+
+std::string quoted(std::string_view s) {
+  std::string out;
+  detail::append_json_string(out, s);
+  return out;
+}
+
+std::filesystem::path default_spool_dir() {
+  if (const char* env = std::getenv("PROFTRACE_SPOOL_DIR"); env && *env) return env;
+  std::error_code ec;
+  auto tmp = std::filesystem::temp_directory_path(ec);
+  return ec ? std::filesystem::path("/tmp") : tmp;
+}
+
+}  // namespace
+
+struct session::impl {
+  profile_options opts;
+  activity_set activities;
+  schedule_fn sched;
+  bool record_steps = false;
+  std::int64_t step_num = 0;
+  profiler_action current = profiler_action::none;
+  std::uint64_t generation = 0;
+  bool scoped_steps = false;  // PROF_STEP ran in this session
+  bool api_step_open = false;
+  std::thread::id api_step_thread;
+  bool trace_open = false;
+  std::vector<std::pair<std::string, std::string>> preset;
+  std::shared_ptr<detail::finished_trace> last;
+
+  ~impl() { discard_last(); }
+
+  void discard_last() {
+    if (!last) return;
+    std::error_code ec;
+    std::filesystem::remove(last->path, ec);
+    last.reset();
+  }
+
+  detail::window_options window_for_next_trace() {
+    detail::window_options w;
+    const std::filesystem::path dir = opts.spool_dir.empty() ? default_spool_dir() : opts.spool_dir;
+    w.path = dir / ("proftrace-" + std::to_string(::getpid()) + "-" + std::to_string(++spool_sequence) +
+                    ".pt.trace.json.part");
+    if (opts.profile_memory) w.head_metadata.emplace_back("profile_memory", "1");
+    if (opts.with_stack) w.head_metadata.emplace_back("with_stack", "1");
+    if (opts.record_shapes) w.head_metadata.emplace_back("record_shapes", "1");
+    if (opts.with_modules) w.head_metadata.emplace_back("with_modules", "1");
+    if (opts.with_flops) w.head_metadata.emplace_back("with_flops", "1");
+    for (auto& kv : preset) w.head_metadata.push_back(kv);
+    w.record_shapes = opts.record_shapes;
+    w.with_stack = opts.with_stack;
+    w.with_modules = opts.with_modules;
+    return w;
+  }
+
+  std::uint32_t recording_bits() const {
+    std::uint32_t bits = detail::state_session;
+    if (activities.contains(activity::cpu)) bits |= detail::state_recording;
+    if (opts.record_shapes) bits |= detail::state_record_shapes;
+    return bits;
+  }
+
+  void set_recording(bool on) {
+    detail::session_state.store(on ? recording_bits() : detail::state_session, std::memory_order_release);
+  }
+
+  void finish(std::shared_ptr<detail::finished_trace> done) {
+    if (!done) return;
+    discard_last();
+    last = std::move(done);
+    if (!last->write_error.empty()) detail::warn(last->write_error + "; the exported trace would be incomplete");
+  }
+
+  void start_trace() {
+    // Throws, recording nothing, when the spool cannot be created.
+    detail::flusher::instance().switch_window(detail::now_ticks(), window_for_next_trace(), scoped_steps);
+    trace_open = true;
+    set_recording(true);
+  }
+
+  void stop_trace() {
+    if (!trace_open) return;
+    set_recording(false);
+    const std::uint64_t t = detail::now_ticks();
+    trace_open = false;
+    finish(detail::flusher::instance().switch_window(t, std::nullopt, scoped_steps));
+  }
+
+  // stop_trace immediately followed by start_trace: one switch, so recording
+  // never pauses and a scope open across it appears in both traces.
+  void restart_trace() {
+    if (!trace_open) return start_trace();
+    try {
+      finish(detail::flusher::instance().switch_window(detail::now_ticks(), window_for_next_trace(), scoped_steps));
+    } catch (...) {
+      stop_trace();  // the next trace's file could not be made: end this one cleanly
+      throw;
+    }
+  }
+
+  void transit(session& self, profiler_action previous, std::optional<profiler_action> next) {
+    const auto ops = transition(previous, next);
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      switch (ops[i]) {
+        case transition_op::warn_warmup_then_none: detail::warn("Incorrect schedule: WARMUP followed by NONE"); break;
+        case transition_op::warn_record_then_none: detail::warn("Incorrect schedule: RECORD followed by NONE"); break;
+        case transition_op::warn_record_then_warmup: detail::warn("Incorrect schedule: RECORD followed by WARMUP"); break;
+        case transition_op::prepare_trace: break;  // the CPU collector needs no preparation
+        case transition_op::start_trace: start_trace(); break;
+        case transition_op::stop_trace: {
+          const bool restarts = std::find(ops.begin() + static_cast<std::ptrdiff_t>(i), ops.end(),
+                                          transition_op::start_trace) != ops.end();
+          if (!restarts) {
+            stop_trace();
+            break;
+          }
+          restart_trace();
+          // trace_ready still runs (below); the later start_trace is done.
+          for (std::size_t j = i + 1; j < ops.size(); ++j)
+            if (ops[j] == transition_op::trace_ready && opts.on_trace_ready) opts.on_trace_ready(self);
+          return;
+        }
+        case transition_op::trace_ready:
+          if (opts.on_trace_ready) opts.on_trace_ready(self);
+          break;
+      }
+    }
+  }
+
+  void open_api_step() {
+    if (!record_steps || scoped_steps || !detail::recording()) return;
+    detail::record_begin(&detail::step_site, static_cast<std::uint64_t>(step_num) | detail::api_step_bit);
+    api_step_open = true;
+    api_step_thread = std::this_thread::get_id();
+  }
+
+  void close_api_step() {
+    if (!api_step_open) return;
+    api_step_open = false;
+    if (api_step_thread != std::this_thread::get_id()) return;  // the flusher clips it
+    const std::uint64_t t = detail::now_ticks();
+    if (auto* r = detail::thread_ring())
+      r->push(t, reinterpret_cast<std::uintptr_t>(&detail::step_site), scoped_steps ? detail::cancel_end : 0,
+              detail::event_kind::end);
+  }
+
+  void advance(session& self) {
+    const profiler_action previous = current;
+    ++step_num;
+    current = sched(step_num);
+    transit(self, previous, current);
+  }
+};
+
+session::session(profile_options options, activity_set compiled) : impl_(std::make_unique<impl>()) {
+  impl& s = *impl_;
+  s.opts = std::move(options);
+  if (s.opts.activities.empty()) {
+    s.activities = compiled;
+  } else {
+    s.activities = s.opts.activities & compiled;
+    for (activity a : {activity::cpu, activity::cuda, activity::memory, activity::flops})
+      if (s.opts.activities.contains(a) && !compiled.contains(a))
+        detail::warn("activity " + std::string(to_string(a)) + " is not compiled into this build; ignored");
+  }
+  if (s.activities.empty()) throw std::invalid_argument("No valid profiler activities found");
+  if (s.opts.ring_events < 64 || (s.opts.ring_events & (s.opts.ring_events - 1)) != 0)
+    throw std::invalid_argument("proftrace: ring_events must be a power of two >= 64");
+  s.record_steps = static_cast<bool>(s.opts.schedule);
+  s.sched = s.opts.schedule ? s.opts.schedule : schedule_fn(default_schedule);
+  s.current = s.sched(0);
+}
+
+session::~session() {
+  try {
+    stop();
+  } catch (const std::exception& e) {
+    detail::warn(std::string("stopping the profiler at destruction failed: ") + e.what());
+  } catch (...) {
+  }
+}
+
+void session::start() {
+  std::lock_guard lock(session_mutex);
+  if (active_session == this) throw std::logic_error("proftrace: this profiler is already running");
+  if (active_session) throw std::logic_error("proftrace: another profiler is already running; stop it before starting a new one");
+  impl& s = *impl_;
+  detail::calibrate_clock();  // chooses the time source before anything is recorded
+  detail::set_overflow_policy(s.opts.overflow.value_or(static_cast<overflow_policy>(PROFTRACE_OVERFLOW_POLICY)));
+  detail::registry::instance().set_ring_events(s.opts.ring_events);
+  detail::flusher::instance().ensure_running(s.opts.flush_period);
+  s.generation = ++session_generation;
+  s.scoped_steps = false;
+  active_session = this;
+  detail::session_state.store(detail::state_session, std::memory_order_release);
+  try {
+    s.transit(*this, profiler_action::none, s.current);
+  } catch (...) {
+    s.set_recording(false);
+    s.trace_open = false;
+    detail::session_state.store(0, std::memory_order_release);
+    active_session = nullptr;
+    throw;
+  }
+  s.open_api_step();
+}
+
+void session::stop() {
+  std::lock_guard lock(session_mutex);
+  if (active_session != this) return;
+  impl& s = *impl_;
+  s.close_api_step();
+  struct reset_on_exit {
+    ~reset_on_exit() {
+      detail::session_state.store(0, std::memory_order_release);
+      active_session = nullptr;
+    }
+  } reset;
+  s.transit(*this, s.current, std::nullopt);
+}
+
+void session::step() {
+  std::lock_guard lock(session_mutex);
+  if (active_session != this) throw std::logic_error("proftrace: step() called on a profiler that is not running");
+  impl& s = *impl_;
+  s.close_api_step();
+  s.advance(*this);
+  s.open_api_step();
+}
+
+bool session::running() const {
+  std::lock_guard lock(session_mutex);
+  return active_session == this;
+}
+std::int64_t session::step_num() const {
+  std::lock_guard lock(session_mutex);
+  return impl_->step_num;
+}
+profiler_action session::current_action() const {
+  std::lock_guard lock(session_mutex);
+  return impl_->current;
+}
+activity_set session::activities() const { return impl_->activities; }
+
+event_averages session::key_averages(bool group_by_input_shape) const {
+  std::lock_guard lock(session_mutex);
+  if (!impl_->last) throw std::logic_error("proftrace: key_averages(): no trace has been recorded yet");
+  event_averages out;
+  out.losses = impl_->last->losses;
+  out.grouped_by_input_shape = group_by_input_shape;
+  if (group_by_input_shape) {
+    out.rows = impl_->last->averages;
+    return out;
+  }
+  for (const auto& r : impl_->last->averages) {
+    auto it = std::find_if(out.rows.begin(), out.rows.end(), [&](const event_average& e) { return e.key == r.key; });
+    if (it == out.rows.end()) {
+      out.rows.push_back(r);
+      out.rows.back().input_shapes.clear();
+    } else {
+      it->count += r.count;
+      it->cpu_time_total_ns += r.cpu_time_total_ns;
+      it->self_cpu_time_total_ns += r.self_cpu_time_total_ns;
+    }
+  }
+  return out;
+}
+
+void session::export_chrome_trace(const std::filesystem::path& path) const {
+  std::lock_guard lock(session_mutex);
+  const auto& last = impl_->last;
+  if (!last) throw std::logic_error("proftrace: export_chrome_trace(): no trace has been recorded yet");
+  if (!last->write_error.empty())
+    throw std::runtime_error("proftrace: the trace could not be recorded completely (" + last->write_error + ")");
+  detail::export_trace(last->path, last->events_end, last->tail(path.string()), path);
+}
+
+std::filesystem::path session::trace_path() const {
+  std::lock_guard lock(session_mutex);
+  return impl_->last ? impl_->last->path : std::filesystem::path{};
+}
+
+void session::add_metadata(std::string_view key, std::string_view value) { add_metadata_json(key, quoted(value)); }
+
+void session::add_metadata_json(std::string_view key, std::string_view json_value) {
+  check_json(key, json_value);
+  std::lock_guard lock(session_mutex);
+  impl& s = *impl_;
+  if (s.trace_open && detail::flusher::instance().add_metadata(std::string(key), std::string(json_value))) return;
+  if (s.last) {
+    s.last->tail_metadata.emplace_back(key, json_value);
+    return;
+  }
+  s.preset.emplace_back(key, json_value);
+}
+
+void session::preset_metadata_json(std::string_view key, std::string_view json_value) {
+  check_json(key, json_value);
+  std::lock_guard lock(session_mutex);
+  impl_->preset.emplace_back(key, json_value);
+}
+
+namespace detail {
+
+std::int64_t enter_step() noexcept {
+  std::lock_guard lock(session_mutex);
+  session* s = active_session;
+  if (!s) return -1;
+  session::impl& im = *s->impl_;
+  im.scoped_steps = true;
+  thread_steps& mine = this_thread_steps;
+  if (mine.generation != im.generation) mine = {im.generation, im.step_num};
+  else ++mine.step;
+  try {
+    while (im.step_num < mine.step) im.advance(*s);
+  } catch (const std::exception& e) {
+    warn(std::string("PROF_STEP: advancing the profiler schedule failed: ") + e.what());
+  } catch (...) {
+    warn("PROF_STEP: advancing the profiler schedule failed");
+  }
+  return recording() ? mine.step : -1;
+}
+
+}  // namespace detail
+
+trace_ready_fn tensorboard_trace_handler(std::filesystem::path dir, std::string worker_name, bool use_gzip) {
+  return [dir = std::move(dir), worker_name = std::move(worker_name), use_gzip](session& p) mutable {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) {
+      std::filesystem::create_directories(dir, ec);
+      if (ec) throw std::runtime_error("Can't create directory: " + dir.string());
+    }
+    if (worker_name.empty()) {
+      char host[256] = {};
+      ::gethostname(host, sizeof host - 1);
+      worker_name = std::string(host) + "_" + std::to_string(::getpid());
+    }
+    const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    std::string file = worker_name + "." + std::to_string(now_ns) + ".pt.trace.json";
+    if (use_gzip) file += ".gz";
+    p.export_chrome_trace(dir / file);
+  };
+}
+
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

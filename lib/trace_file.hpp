@@ -1,0 +1,56 @@
+// Internal: the trace file a window streams into, and its export.
+//
+// The file is plain JSON and valid at every commit: events are written where
+// the previous tail began, then a fresh tail closes the array and the object.
+// A crash or SIGKILL therefore loses at most what was not yet committed (one
+// flush period), and the file left behind still parses.
+#pragma once
+
+#include "proftrace/config.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+class trace_file {
+ public:
+  // Creates (or truncates) `path` and writes `head` followed by `tail`.
+  // Throws std::runtime_error naming the path and the reason.
+  trace_file(std::filesystem::path path, std::string_view head, std::string_view tail);
+  ~trace_file();
+  trace_file(const trace_file&) = delete;
+  trace_file& operator=(const trace_file&) = delete;
+
+  // Appends `events` (already comma-separated) and rewrites the tail. False
+  // once a write failed; error() says why, and later commits do nothing.
+  bool commit(std::string_view events, std::string_view tail) noexcept;
+  void close() noexcept;
+
+  const std::filesystem::path& path() const noexcept { return path_; }
+  std::uint64_t events_end() const noexcept { return events_end_; }
+  const std::string& error() const noexcept { return error_; }
+
+ private:
+  bool write_at(std::uint64_t offset, std::string_view data) noexcept;
+
+  std::filesystem::path path_;
+  int fd_ = -1;
+  std::uint64_t events_end_ = 0;
+  std::uint64_t tail_size_ = 0;
+  std::string error_;
+};
+
+// Writes the first `events_end` bytes of `source` followed by `tail` to
+// `dest`, compressed according to dest's suffix: ".gz" gzip, ".zst" zstd,
+// anything else plain. Throws std::runtime_error naming dest and the reason.
+void export_trace(const std::filesystem::path& source, std::uint64_t events_end, std::string_view tail,
+                  const std::filesystem::path& dest);
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace
