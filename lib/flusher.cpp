@@ -64,7 +64,7 @@ struct open_scope {
   std::int64_t begin_ns = 0;
   std::int64_t child_ns = 0;
   std::uint64_t external_id = 0;
-  std::uint64_t payload = 0;  // step number (+ api_step_bit)
+  std::uint64_t payload = 0;  // the step number of a step annotation
   std::string shapes;
 };
 
@@ -183,7 +183,7 @@ class window {
     buffer += "\", \"name\": ";
     if (where.cat == category::step) {
       std::string name = "ProfilerStep#";
-      append_int(name, s.payload & ~api_step_bit);
+      append_int(name, s.payload);
       append_json_string(buffer, name);
     } else {
       append_json_string(buffer, where.name);
@@ -204,16 +204,21 @@ class window {
     }
     if (opts.with_stack) {
       std::string frames;
-      const auto frame = [&](const site& f) {
+      const auto frame = [&](const open_scope& f) {
         if (!frames.empty()) frames += ';';
-        frames += f.file;
+        if (f.where->cat == category::step) {
+          frames += "ProfilerStep#";
+          append_int(frames, f.payload);
+          return;
+        }
+        frames += f.where->file;
         frames += '(';
-        append_int(frames, f.line);
+        append_int(frames, f.where->line);
         frames += "): ";
-        frames += f.cat == category::step ? "ProfilerStep" : f.name;
+        frames += f.where->name;
       };
-      frame(where);
-      for (std::size_t i = depth; i-- > 0;) frame(*ts.stack[i].where);
+      frame(s);
+      for (std::size_t i = depth; i-- > 0;) frame(ts.stack[i]);
       buffer += ", \"Call stack\": ";
       append_json_string(buffer, frames);
     }
@@ -391,7 +396,7 @@ struct flusher::impl {
   void close_top(thread_state& ts, window* w, std::int64_t end_ns, bool cancelled) {
     open_scope s = std::move(ts.stack.back());
     ts.stack.pop_back();
-    const bool api_step = s.where->cat == category::step && (s.payload & api_step_bit);
+    const bool api_step = s.where == &api_step_site;
     if (cancelled || (api_step && discard_api_steps)) return;
     const std::int64_t dur = end_ns > s.begin_ns ? end_ns - s.begin_ns : 0;
     if (!ts.stack.empty()) ts.stack.back().child_ns += dur;
@@ -522,7 +527,7 @@ std::shared_ptr<finished_trace> flusher::switch_window(std::uint64_t at_ticks, s
     ts.stack.clear();
     if (next) {
       for (auto& c : carried) {
-        const bool api_step = c.where->cat == category::step && (c.payload & api_step_bit);
+        const bool api_step = c.where == &api_step_site;
         if (api_step && discard_api_steps) continue;
         c.begin_ns = next_at;
         c.child_ns = 0;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "proftrace/detail/ring.hpp"
+#include "proftrace/detail/site.hpp"
 #include "proftrace/overflow.hpp"
 
 namespace proftrace {
@@ -49,6 +50,10 @@ class registry {
   std::vector<std::unique_ptr<ring>> pool_;
   std::atomic<std::uint32_t> ring_events_{PROFTRACE_RING_EVENTS};
 };
+
+// The site of the ProfilerStep#N annotations that profile::start()/step()
+// open (torch's record_steps); PROF_STEP uses step_site.
+extern const site api_step_site;
 
 overflow_policy current_overflow_policy() noexcept;
 void set_overflow_policy(overflow_policy p) noexcept;

@@ -171,7 +171,7 @@ struct session::impl {
 
   void open_api_step() {
     if (!record_steps || scoped_steps || !detail::recording()) return;
-    detail::record_begin(&detail::step_site, static_cast<std::uint64_t>(step_num) | detail::api_step_bit);
+    detail::record_begin(&detail::api_step_site, static_cast<std::uint64_t>(step_num));
     api_step_open = true;
     api_step_thread = std::this_thread::get_id();
   }
@@ -182,7 +182,7 @@ struct session::impl {
     if (api_step_thread != std::this_thread::get_id()) return;  // the flusher clips it
     const std::uint64_t t = detail::now_ticks();
     if (auto* r = detail::thread_ring())
-      r->push(t, reinterpret_cast<std::uintptr_t>(&detail::step_site), scoped_steps ? detail::cancel_end : 0,
+      r->push(t, reinterpret_cast<std::uintptr_t>(&detail::api_step_site), scoped_steps ? detail::cancel_end : 0,
               detail::event_kind::end);
   }
 

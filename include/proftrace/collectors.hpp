@@ -55,7 +55,7 @@ struct type_list {
   static constexpr std::size_t size = sizeof...(C);
 };
 
-namespace detail {
+namespace meta {
 template <class Done, class... Rest>
 struct keep_available;
 template <class... Done>
@@ -67,11 +67,11 @@ struct keep_available<type_list<Done...>, First, Rest...> {
   using type = typename keep_available<
       std::conditional_t<is_available<First>::value, type_list<Done..., First>, type_list<Done...>>, Rest...>::type;
 };
-}  // namespace detail
+}  // namespace meta
 
 // The available collectors among C..., in order.
 template <class... C>
-using collector_list = typename detail::keep_available<type_list<>, C...>::type;
+using collector_list = typename meta::keep_available<type_list<>, C...>::type;
 
 template <class List>
 struct activities_of;

@@ -31,10 +31,10 @@ struct table_options {
   // One of torch's keys: cpu_time, cpu_time_total, self_cpu_time_total, count
   // (device and memory keys arrive with their collectors). Empty: the order
   // in which names were first seen. Sorted descending.
-  std::string sort_by;
+  std::string sort_by{};
   int row_limit = 100;  // -1: every row
   int max_name_column_width = 55;
-  std::string header;   // printed above the table under a line of '='
+  std::string header{};  // printed above the table under a line of '='
 };
 
 // What a trace lost, reported under the table and in the trace metadata.

@@ -36,9 +36,6 @@ static_assert(alignof(event) == 8);
 
 inline constexpr std::uint32_t words_per_event = 4;
 
-// Step payloads carry the step number, plus this bit for the annotations
-// that profile::start()/step() open (torch's record_steps) rather than PROF_STEP.
-inline constexpr std::uint64_t api_step_bit = std::uint64_t{1} << 62;
 // An end whose payload is cancel_end closes its begin without writing it.
 inline constexpr std::uint64_t cancel_end = 1;
 
