@@ -270,6 +270,8 @@ void session::step() {
   s.open_api_step();
 }
 
+void session::flush() { detail::flusher::instance().flush_now(); }
+
 bool session::running() const {
   std::lock_guard lock(session_mutex);
   return active_session == this;

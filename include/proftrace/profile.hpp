@@ -73,6 +73,10 @@ class session {
   // Signals that the next step has begun: torch's profile.step().
   void step();
 
+  // Drains every thread's ring into the trace in progress now, instead of at
+  // the flusher's next wake-up (for example before a checkpoint).
+  void flush();
+
   bool running() const;
   std::int64_t step_num() const;
   profiler_action current_action() const;
