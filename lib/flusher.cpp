@@ -377,9 +377,23 @@ struct flusher::impl {
         std::size_t k = ts.stack.size();
         while (k > 0 && ts.stack[k - 1].where != where) --k;
         if (k == 0) break;  // its begin preceded the window (or was lost): nothing to close
-        w->losses.unpaired += ts.stack.size() - k;  // inner begins whose ends were lost
-        ts.stack.resize(k);
+        // profile::step()'s annotations need not nest with user scopes (as
+        // torch's record_function): they close in place and are stepped
+        // over. Any other scope still open above the match lost its end.
+        std::vector<open_scope> kept;
+        if (where != &api_step_site) {
+          for (std::size_t i = k; i < ts.stack.size(); ++i) {
+            if (ts.stack[i].where == &api_step_site) kept.push_back(std::move(ts.stack[i]));
+            else ++w->losses.unpaired;
+          }
+          ts.stack.resize(k);
+        } else {
+          kept.assign(std::make_move_iterator(ts.stack.begin() + static_cast<std::ptrdiff_t>(k)),
+                      std::make_move_iterator(ts.stack.end()));
+          ts.stack.resize(k);
+        }
         close_top(ts, w, ns, e->payload == cancel_end);
+        for (auto& s : kept) ts.stack.push_back(std::move(s));
         break;
       }
       case event_kind::instant: w->write_instant(ts, *where, ns); break;

@@ -1,0 +1,163 @@
+// The schedule against torch.profiler.schedule's own output, and the
+// session's transitions against torch's action_map.
+#include <doctest/doctest.h>
+
+#include <proftrace/proftrace.hpp>
+
+#include <barrier>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "test_support.hpp"
+
+using proftrace::profiler_action;
+using test_support::warning_capture;
+
+namespace {
+
+// Digits as torch prints ProfilerAction values: 0 NONE, 1 WARMUP, 2 RECORD, 3 RECORD_AND_SAVE.
+std::string actions(const proftrace::schedule_fn& f, int steps) {
+  std::string out;
+  for (int i = 0; i < steps; ++i) out += static_cast<char>('0' + static_cast<int>(f(i)));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("schedule matches torch.profiler.schedule step by step") {
+  warning_capture warnings;
+  // Expected strings produced by running torch's schedule_fn (profiler.py) for steps 0..19.
+  CHECK(actions(proftrace::schedule({.wait = 1, .warmup = 1, .active = 2, .repeat = 1}), 20) == "01230000000000000000");
+  CHECK(actions(proftrace::schedule({.wait = 0, .warmup = 0, .active = 1}), 20) == "33333333333333333333");
+  CHECK(actions(proftrace::schedule({.wait = 2, .warmup = 1, .active = 3, .repeat = 2, .skip_first = 3}), 20) ==
+        "00000122300122300000");
+  CHECK(actions(proftrace::schedule({.wait = 0, .warmup = 2, .active = 1, .repeat = 0, .skip_first = 1}), 20) ==
+        "01131131131131131131");
+  CHECK(actions(proftrace::schedule({.wait = 3, .warmup = 0, .active = 2, .repeat = 3}), 20) == "00023000230002300000");
+}
+
+TEST_CASE("schedule warns without warmup and rejects invalid arguments") {
+  warning_capture warnings;
+  proftrace::schedule({.wait = 1, .warmup = 0, .active = 1});
+  REQUIRE(warnings.seen.size() == 1);
+  CHECK(warnings.seen[0] == "Profiler won't be using warmup, this can skew profiler results");
+  warnings.seen.clear();
+  proftrace::schedule({.wait = 1, .warmup = 1, .active = 1});
+  CHECK(warnings.seen.empty());
+  CHECK_THROWS_WITH_AS(proftrace::schedule({.wait = 1, .warmup = 1, .active = 0}), "Invalid profiler schedule arguments",
+                       std::invalid_argument);
+  CHECK_THROWS_AS(proftrace::schedule({.wait = -1, .warmup = 1, .active = 1}), std::invalid_argument);
+  CHECK_THROWS_AS(proftrace::schedule({.wait = 1, .warmup = 1, .active = 1, .repeat = -2}), std::invalid_argument);
+  CHECK_THROWS_AS(proftrace::schedule({.wait = 1, .warmup = 1, .active = 1, .skip_first = -1}), std::invalid_argument);
+}
+
+TEST_CASE("transition table is torch's action_map") {
+  using A = profiler_action;
+  using T = proftrace::transition_op;
+  using V = std::vector<T>;
+  CHECK(proftrace::transition(A::none, A::none) == V{});
+  CHECK(proftrace::transition(A::none, A::warmup) == V{T::prepare_trace});
+  CHECK(proftrace::transition(A::none, A::record) == V{T::prepare_trace, T::start_trace});
+  CHECK(proftrace::transition(A::none, A::record_and_save) == V{T::prepare_trace, T::start_trace});
+  CHECK(proftrace::transition(A::warmup, A::none) == V{T::warn_warmup_then_none, T::start_trace, T::stop_trace});
+  CHECK(proftrace::transition(A::warmup, A::warmup) == V{});
+  CHECK(proftrace::transition(A::warmup, A::record) == V{T::start_trace});
+  CHECK(proftrace::transition(A::warmup, A::record_and_save) == V{T::start_trace});
+  CHECK(proftrace::transition(A::record, A::none) == V{T::warn_record_then_none, T::stop_trace});
+  CHECK(proftrace::transition(A::record, A::warmup) == V{T::warn_record_then_warmup, T::stop_trace});
+  CHECK(proftrace::transition(A::record, A::record) == V{});
+  CHECK(proftrace::transition(A::record, A::record_and_save) == V{});
+  CHECK(proftrace::transition(A::record_and_save, A::none) == V{T::stop_trace, T::trace_ready});
+  CHECK(proftrace::transition(A::record_and_save, A::warmup) == V{T::stop_trace, T::trace_ready, T::prepare_trace});
+  CHECK(proftrace::transition(A::record_and_save, A::record) ==
+        V{T::stop_trace, T::trace_ready, T::prepare_trace, T::start_trace});
+  CHECK(proftrace::transition(A::record_and_save, A::record_and_save) ==
+        V{T::stop_trace, T::trace_ready, T::prepare_trace, T::start_trace});
+  CHECK(proftrace::transition(A::warmup, std::nullopt) == V{T::start_trace, T::stop_trace});
+  CHECK(proftrace::transition(A::record, std::nullopt) == V{T::stop_trace, T::trace_ready});
+  CHECK(proftrace::transition(A::record_and_save, std::nullopt) == V{T::stop_trace, T::trace_ready});
+  CHECK(proftrace::transition(A::none, std::nullopt) == V{});
+}
+
+TEST_CASE("a session runs on_trace_ready where torch does, with ProfilerStep annotations") {
+  warning_capture warnings;
+  std::vector<std::int64_t> ready_at;
+  std::vector<std::vector<std::string>> step_names;
+  proftrace::profile p({.schedule = proftrace::schedule({.wait = 1, .warmup = 1, .active = 2, .repeat = 2}),
+                        .on_trace_ready = [&](proftrace::session& s) {
+                          ready_at.push_back(s.step_num());
+                          const auto trace = test_support::read_trace(s.trace_path());
+                          std::vector<std::string> names;
+                          for (auto& e : trace.at("traceEvents").as_array())
+                            if (e.as_object().at("name").as_string().starts_with("ProfilerStep#"))
+                              names.emplace_back(e.as_object().at("name").as_string());
+                          step_names.push_back(names);
+                        }});
+  p.start();
+  for (int i = 0; i < 10; ++i) {
+    { PROF_SCOPE("work"); }
+    p.step();
+  }
+  p.stop();
+  // Actions 0..9: 0 1 2 3 0 1 2 3 0 0 -> traces end when step 4 and step 8 begin.
+  CHECK(ready_at == std::vector<std::int64_t>{4, 8});
+  REQUIRE(step_names.size() == 2);
+  CHECK(step_names[0] == std::vector<std::string>{"ProfilerStep#2", "ProfilerStep#3"});
+  CHECK(step_names[1] == std::vector<std::string>{"ProfilerStep#6", "ProfilerStep#7"});
+  CHECK(warnings.seen.empty());
+}
+
+TEST_CASE("incorrect schedules warn like torch") {
+  warning_capture warnings;
+  int ready = 0;
+  // WARMUP then NONE, then RECORD then NONE, then RECORD then WARMUP.
+  const std::vector<profiler_action> plan = {profiler_action::warmup, profiler_action::none, profiler_action::record,
+                                             profiler_action::none,   profiler_action::record, profiler_action::warmup,
+                                             profiler_action::none};
+  proftrace::profile p({.schedule = [&](std::int64_t step) { return plan[static_cast<std::size_t>(step)]; },
+                        .on_trace_ready = [&](proftrace::session&) { ++ready; }});
+  p.start();
+  for (int i = 0; i < 6; ++i) p.step();
+  p.stop();
+  CHECK(warnings.contains("Incorrect schedule: WARMUP followed by NONE"));
+  CHECK(warnings.contains("Incorrect schedule: RECORD followed by NONE"));
+  CHECK(warnings.contains("Incorrect schedule: RECORD followed by WARMUP"));
+  CHECK(ready == 0);  // only RECORD_AND_SAVE (or the exit from RECORD) hands a trace over
+}
+
+TEST_CASE("PROF_STEP on several threads drives one schedule") {
+  warning_capture warnings;
+  test_support::temp_dir out("steps");
+  proftrace::profile p({.schedule = proftrace::schedule({.wait = 1, .warmup = 1, .active = 2, .repeat = 1}),
+                        .on_trace_ready = proftrace::tensorboard_trace_handler(out.path, "w")});
+  constexpr int threads = 3, steps = 6;
+  std::barrier sync(threads);
+  p.start();
+  {
+    std::vector<std::jthread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&] {
+        for (int s = 0; s < steps; ++s) {
+          {
+            PROF_STEP();
+            PROF_SCOPE("body");
+          }
+          sync.arrive_and_wait();
+        }
+      });
+  }
+  CHECK(p.step_num() == steps - 1);
+  p.stop();
+  const auto files = test_support::files_in(out.path);
+  REQUIRE(files.size() == 1);
+  const auto trace = test_support::read_trace(files[0]);
+  std::map<std::int64_t, std::set<std::string>> per_thread;
+  for (auto& e : trace.at("traceEvents").as_array()) {
+    const auto& o = e.as_object();
+    if (o.at("name").as_string().starts_with("ProfilerStep#"))
+      per_thread[o.at("tid").as_int64()].insert(std::string(o.at("name").as_string()));
+  }
+  CHECK(per_thread.size() == threads);
+  for (auto& [tid, names] : per_thread) CHECK(names == std::set<std::string>{"ProfilerStep#2", "ProfilerStep#3"});
+}

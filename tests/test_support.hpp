@@ -1,0 +1,89 @@
+// Helpers shared by the runtime test suites: temporary directories, warning
+// capture, and reading a trace back (plain, gzip or zstd) as JSON.
+#pragma once
+
+#include <unistd.h>
+
+#include <boost/iostreams/copy.hpp>
+#include <boost/iostreams/filter/gzip.hpp>
+#include <boost/iostreams/filter/zstd.hpp>
+#include <boost/iostreams/filtering_stream.hpp>
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <proftrace/warnings.hpp>
+
+namespace test_support {
+
+// A fresh directory removed at scope exit.
+struct temp_dir {
+  std::filesystem::path path;
+  explicit temp_dir(const std::string& tag) {
+    path = std::filesystem::temp_directory_path() /
+           ("proftrace-test-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  static int& counter() {
+    static int n = 0;
+    return n;
+  }
+};
+
+// Collects warnings while alive.
+struct warning_capture {
+  std::vector<std::string> seen;
+  proftrace::warning_handler previous;
+  warning_capture() {
+    previous = proftrace::set_warning_handler([this](std::string_view m) { seen.emplace_back(m); });
+  }
+  ~warning_capture() { proftrace::set_warning_handler(std::move(previous)); }
+  bool contains(std::string_view needle) const {
+    for (auto& s : seen)
+      if (s.find(needle) != std::string::npos) return true;
+    return false;
+  }
+};
+
+inline std::string read_text(const std::filesystem::path& p) {
+  namespace io = boost::iostreams;
+  std::ifstream file(p, std::ios::binary);
+  io::filtering_istream in;
+  const std::string name = p.filename().string();
+  if (name.size() > 3 && name.substr(name.size() - 3) == ".gz") in.push(io::gzip_decompressor());
+  else if (name.size() > 4 && name.substr(name.size() - 4) == ".zst") in.push(io::zstd_decompressor());
+  in.push(file);
+  std::ostringstream out;
+  io::copy(in, out);
+  return out.str();
+}
+
+inline boost::json::object read_trace(const std::filesystem::path& p) {
+  return boost::json::parse(read_text(p)).as_object();
+}
+
+inline std::vector<boost::json::object> events_named(const boost::json::object& trace, std::string_view name) {
+  std::vector<boost::json::object> out;
+  for (auto& e : trace.at("traceEvents").as_array()) {
+    const auto& o = e.as_object();
+    if (o.contains("name") && o.at("name").as_string() == name) out.push_back(o);
+  }
+  return out;
+}
+
+inline std::vector<std::filesystem::path> files_in(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> out;
+  for (auto& e : std::filesystem::directory_iterator(dir)) out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace test_support

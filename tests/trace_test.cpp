@@ -1,0 +1,302 @@
+// Trace files: Kineto's layout, JSON escaping, compression by suffix,
+// metadata, crash-safe streaming, and every failure path of the session API.
+#include <doctest/doctest.h>
+
+#include <proftrace/proftrace.hpp>
+
+#include <thread>
+
+#include "test_support.hpp"
+
+using test_support::read_trace;
+using test_support::temp_dir;
+using test_support::warning_capture;
+
+namespace {
+
+void nested_work() {
+  PROF_FUNCTION();
+  {
+    PROF_SCOPE("inner \"quoted\"\n\ttab\x01");
+    PROF_SCOPE_SHAPES("gemm", {64, 128}, {128, 256});
+  }
+  PROF_INSTANT("marker");
+  PROF_COUNTER("queue_depth", 3.5);
+}
+
+}  // namespace
+
+TEST_CASE("a trace carries Kineto's keys, nesting and exact times") {
+  temp_dir out("keys");
+  proftrace::profile p({.record_shapes = true});
+  p.preset_metadata_json("run", R"({"id": 7})");
+  p.start();
+  PROF_THREAD_NAME("main \"thread\"");
+  nested_work();
+  p.add_metadata("note", "has \"quotes\"");
+  p.stop();
+  p.export_chrome_trace(out.path / "t.pt.trace.json");
+  const std::string text = test_support::read_text(out.path / "t.pt.trace.json");
+  const auto trace = read_trace(out.path / "t.pt.trace.json");
+
+  // Keys, in Kineto's order up to traceEvents.
+  std::vector<std::string> keys;
+  for (auto& kv : trace) keys.emplace_back(kv.key());
+  REQUIRE(keys.size() >= 8);
+  CHECK(keys[0] == "schemaVersion");
+  CHECK(keys[1] == "deviceProperties");
+  CHECK(trace.at("schemaVersion").as_int64() == 1);
+  CHECK(trace.at("deviceProperties").as_array().empty());
+  CHECK(trace.at("record_shapes").as_int64() == 1);
+  CHECK(trace.at("run").as_object().at("id").as_int64() == 7);
+  CHECK(trace.at("displayTimeUnit").as_string() == "ms");
+  CHECK(trace.at("baseTimeNanoseconds").as_int64() > 1600000000000000000);
+  CHECK(trace.at("note").as_string() == "has \"quotes\"");
+  CHECK(trace.at("traceName").as_string() == (out.path / "t.pt.trace.json").string());
+  CHECK(text.find("\"traceEvents\"") < text.find("\"traceName\""));
+
+  const auto fn = test_support::events_named(trace, "nested_work");
+  const auto inner = test_support::events_named(trace, "inner \"quoted\"\n\ttab\x01");
+  const auto gemm = test_support::events_named(trace, "gemm");
+  REQUIRE(fn.size() == 1);
+  REQUIRE(inner.size() == 1);
+  REQUIRE(gemm.size() == 1);
+  CHECK(fn[0].at("ph").as_string() == "X");
+  CHECK(fn[0].at("cat").as_string() == "user_annotation");
+  CHECK(gemm[0].at("cat").as_string() == "cpu_op");
+  CHECK(fn[0].at("pid").as_int64() == ::getpid());
+  CHECK(boost::json::serialize(gemm[0].at("args").at("Input Dims")) == "[[64,128],[128,256]]");
+  // Nesting: gemm inside inner inside nested_work; external ids in begin order.
+  const auto ts = [](const boost::json::object& e) { return e.at("ts").to_number<double>(); };
+  const auto end = [&](const boost::json::object& e) { return ts(e) + e.at("dur").to_number<double>(); };
+  CHECK(ts(fn[0]) <= ts(inner[0]));
+  CHECK(end(inner[0]) <= end(fn[0]));
+  CHECK(ts(inner[0]) <= ts(gemm[0]));
+  CHECK(end(gemm[0]) <= end(inner[0]));
+  CHECK(fn[0].at("args").at("External id").as_int64() < inner[0].at("args").at("External id").as_int64());
+  // Three decimals exactly, no exponent.
+  CHECK(text.find("\"ts\": ") != std::string::npos);
+  for (std::size_t at = text.find("\"dur\": "); at != std::string::npos; at = text.find("\"dur\": ", at + 1)) {
+    const std::size_t dot = text.find('.', at);
+    const std::size_t stop = text.find_first_of(",}", at);
+    REQUIRE(dot < stop);
+    CHECK(stop - dot - 1 == 3);
+  }
+  // Raw control characters never reach the file.
+  for (char c : text) CHECK_FALSE((static_cast<unsigned char>(c) < 0x20 && c != '\n'));
+
+  const auto instant = test_support::events_named(trace, "marker");
+  REQUIRE(instant.size() == 1);
+  CHECK(instant[0].at("ph").as_string() == "i");
+  const auto counter = test_support::events_named(trace, "queue_depth");
+  REQUIRE(counter.size() == 1);
+  CHECK(counter[0].at("ph").as_string() == "C");
+  CHECK(counter[0].at("args").at("queue_depth").to_number<double>() == 3.5);
+
+  bool named = false;
+  for (auto& e : trace.at("traceEvents").as_array()) {
+    const auto& o = e.as_object();
+    if (o.at("ph").as_string() == "M" && o.at("name").as_string() == "thread_name" &&
+        o.at("args").at("name").as_string() == "main \"thread\"")
+      named = true;
+    if (o.at("ph").as_string() == "X") CHECK(o.contains("cat"));
+  }
+  CHECK(named);
+  CHECK(test_support::events_named(trace, "process_name").size() == 1);
+}
+
+TEST_CASE("gzip and zstd exports round-trip to the same JSON") {
+  temp_dir out("compress");
+  proftrace::profile p;
+  p.start();
+  for (int i = 0; i < 200; ++i) nested_work();
+  p.stop();
+  for (const char* name : {"t.json", "t.json.gz", "t.json.zst"}) p.export_chrome_trace(out.path / name);
+  const auto plain = test_support::read_text(out.path / "t.json");
+  auto expect = read_trace(out.path / "t.json");
+  for (const char* name : {"t.json.gz", "t.json.zst"}) {
+    auto got = read_trace(out.path / name);
+    CHECK(std::filesystem::file_size(out.path / name) < plain.size());
+    CHECK(got.at("traceEvents") == expect.at("traceEvents"));
+    CHECK(got.at("traceName").as_string() == (out.path / name).string());
+  }
+  // gzip really is gzip: the magic bytes.
+  std::ifstream gz(out.path / "t.json.gz", std::ios::binary);
+  unsigned char magic[2] = {};
+  gz.read(reinterpret_cast<char*>(magic), 2);
+  CHECK(magic[0] == 0x1f);
+  CHECK(magic[1] == 0x8b);
+}
+
+TEST_CASE("with_stack and with_modules annotate events") {
+  temp_dir out("stack");
+  proftrace::profile p({.with_stack = true, .with_modules = true});
+  p.start();
+  {
+    PROF_MODULE("model");
+    PROF_MODULE("encoder");
+    PROF_OP("matmul");
+  }
+  p.stop();
+  p.export_chrome_trace(out.path / "t.json");
+  const auto trace = read_trace(out.path / "t.json");
+  const auto mm = test_support::events_named(trace, "matmul");
+  REQUIRE(mm.size() == 1);
+  CHECK(mm[0].at("args").at("Module Hierarchy").as_string() == "model.encoder");
+  const std::string stack(mm[0].at("args").at("Call stack").as_string());
+  CHECK(stack.find("): matmul;") != std::string::npos);
+  CHECK(stack.find("trace_test.cpp(") != std::string::npos);
+  CHECK(stack.find("): encoder;") < stack.find("): model"));
+}
+
+TEST_CASE("the spool file is valid JSON at every flush, before the trace ends") {
+  temp_dir spool("spool");
+  proftrace::profile p({.spool_dir = spool.path});
+  p.start();
+  for (int i = 0; i < 100; ++i) nested_work();
+  p.flush();
+  const auto files = test_support::files_in(spool.path);
+  REQUIRE(files.size() == 1);
+  CHECK(files[0].string().ends_with(".pt.trace.json.part"));
+  auto mid = read_trace(files[0]);  // parses while recording continues
+  CHECK(test_support::events_named(mid, "nested_work").size() == 100);
+  for (int i = 0; i < 100; ++i) nested_work();
+  p.flush();
+  mid = read_trace(files[0]);
+  CHECK(test_support::events_named(mid, "nested_work").size() == 200);
+  p.stop();
+  CHECK(test_support::events_named(read_trace(p.trace_path()), "nested_work").size() == 200);
+}
+
+TEST_CASE("starting a second session is a clear error") {
+  proftrace::profile a, b;
+  a.start();
+  CHECK_THROWS_WITH_AS(a.start(), "proftrace: this profiler is already running", std::logic_error);
+  CHECK_THROWS_WITH_AS(b.start(), doctest::Contains("another profiler is already running"), std::logic_error);
+  a.stop();
+  b.start();  // fine once the first stopped
+  b.stop();
+}
+
+TEST_CASE("API misuse gives clear errors") {
+  proftrace::profile p;
+  CHECK_THROWS_AS(p.key_averages(), std::logic_error);
+  CHECK_THROWS_AS(p.export_chrome_trace("x.json"), std::logic_error);
+  CHECK_THROWS_AS(p.step(), std::logic_error);
+  CHECK_THROWS_AS(p.add_metadata_json("bad", "{not json"), std::invalid_argument);
+  CHECK_THROWS_AS(p.preset_metadata_json("bad", "[1,"), std::invalid_argument);
+  CHECK_THROWS_AS(proftrace::profile({.ring_events = 1000}), std::invalid_argument);
+}
+
+TEST_CASE("unwritable paths give clear errors and never crash") {
+  warning_capture warnings;
+  SUBCASE("export to a path under a regular file") {
+    proftrace::profile p;
+    p.start();
+    nested_work();
+    p.stop();
+    CHECK_THROWS_WITH_AS(p.export_chrome_trace("/etc/passwd/trace.json"),
+                         doctest::Contains("cannot write trace '/etc/passwd/trace.json'"), std::runtime_error);
+    CHECK_THROWS_AS(p.export_chrome_trace("/etc/passwd/trace.json.gz"), std::runtime_error);
+  }
+  SUBCASE("spool directory that cannot hold files: start() throws and nothing records") {
+    proftrace::profile p({.spool_dir = "/etc/passwd"});
+    CHECK_THROWS_WITH_AS(p.start(), doctest::Contains("/etc/passwd/proftrace-"), std::runtime_error);
+    CHECK_FALSE(p.running());
+    nested_work();  // no session: nothing happens
+    proftrace::profile q;
+    q.start();  // the failed start left no session behind
+    q.stop();
+  }
+  SUBCASE("tensorboard_trace_handler with an impossible directory") {
+    proftrace::profile p({.schedule = proftrace::schedule({.wait = 0, .warmup = 1, .active = 1}),
+                          .on_trace_ready = proftrace::tensorboard_trace_handler("/etc/passwd/logs")});
+    p.start();
+    p.step();  // warmup -> record_and_save
+    CHECK_THROWS_WITH_AS(p.step(), "Can't create directory: /etc/passwd/logs", std::runtime_error);
+    p.stop();
+  }
+  SUBCASE("a PROF_STEP-driven trace whose handler fails warns instead of throwing into the program") {
+    proftrace::profile p({.schedule = proftrace::schedule({.wait = 0, .warmup = 1, .active = 1}),
+                          .on_trace_ready = proftrace::tensorboard_trace_handler("/etc/passwd/logs")});
+    p.start();
+    for (int i = 0; i < 3; ++i) {
+      PROF_STEP();
+      nested_work();
+    }
+    p.stop();
+    CHECK(warnings.contains("Can't create directory: /etc/passwd/logs"));
+  }
+}
+
+TEST_CASE("tensorboard_trace_handler names files the way TensorBoard expects") {
+  temp_dir out("tb");
+  proftrace::profile p({.schedule = proftrace::schedule({.wait = 0, .warmup = 1, .active = 1, .repeat = 2}),
+                        .on_trace_ready = proftrace::tensorboard_trace_handler(out.path / "log", "worker0", true)});
+  p.start();
+  for (int i = 0; i < 4; ++i) {
+    nested_work();
+    p.step();
+  }
+  p.stop();
+  const auto files = test_support::files_in(out.path / "log");
+  REQUIRE(files.size() == 2);
+  for (auto& f : files) {
+    const std::string name = f.filename().string();
+    CHECK(name.starts_with("worker0."));
+    CHECK(name.ends_with(".pt.trace.json.gz"));
+    const auto trace = read_trace(f);
+    CHECK(test_support::events_named(trace, "nested_work").size() == 1);
+  }
+}
+
+TEST_CASE("a scope open across a trace boundary appears, clipped, in both traces") {
+  temp_dir out("clip");
+  warning_capture warnings;  // warmup == 0 warns
+  // Every step is RECORD_AND_SAVE: each step() closes one trace and opens the next.
+  proftrace::profile p({.schedule = proftrace::schedule({.wait = 0, .warmup = 0, .active = 1}),
+                        .on_trace_ready = proftrace::tensorboard_trace_handler(out.path, "w")});
+  p.start();
+  {
+    PROF_SCOPE("epoch");
+    for (int i = 0; i < 3; ++i) {
+      nested_work();
+      p.step();
+    }
+  }
+  p.stop();
+  const auto files = test_support::files_in(out.path);
+  REQUIRE(files.size() == 4);
+  for (auto& f : files) {
+    const auto trace = read_trace(f);
+    const auto epoch = test_support::events_named(trace, "epoch");
+    REQUIRE(epoch.size() == 1);
+    // Clipped to its window: it starts no earlier than the trace's base.
+    CHECK(epoch[0].at("ts").to_number<double>() >= 0);
+  }
+}
+
+TEST_CASE("the summary table has torch's layout") {
+  proftrace::profile p;
+  p.start();
+  for (int i = 0; i < 3; ++i) nested_work();
+  p.stop();
+  const auto avg = p.key_averages();
+  const std::string table = avg.table({.sort_by = "count", .header = "HEADER"});
+  CHECK(table.find("HEADER\n") != std::string::npos);
+  CHECK(table.find("Name") != std::string::npos);
+  CHECK(table.find("Self CPU %") != std::string::npos);
+  CHECK(table.find("# of Calls") != std::string::npos);
+  CHECK(table.find("Self CPU time total: ") != std::string::npos);
+  CHECK_THROWS_AS(avg.table({.sort_by = "bogus"}), std::invalid_argument);
+  bool found = false;
+  for (auto& r : avg.rows)
+    if (r.key == "nested_work") {
+      found = true;
+      CHECK(r.count == 3);
+      CHECK(r.self_cpu_time_total_ns <= r.cpu_time_total_ns);
+    }
+  CHECK(found);
+  const auto by_shape = p.key_averages(true);
+  CHECK(by_shape.table().find("Input Shapes") != std::string::npos);
+}
