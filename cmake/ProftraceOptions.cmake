@@ -9,6 +9,7 @@ set(PROFTRACE_RING_EVENTS 32768 CACHE STRING "Default events per thread ring (po
 option(PROFTRACE_BUILD_TESTS "Build the doctest suites" ${PROJECT_IS_TOP_LEVEL})
 option(PROFTRACE_BUILD_EXAMPLES "Build the examples (the demo)" ${PROJECT_IS_TOP_LEVEL})
 option(PROFTRACE_BUILD_BENCH "Build the Google Benchmark overhead suite" OFF)
+set(PROFTRACE_SANITIZE "" CACHE STRING "Build everything with -fsanitize=<list> (e.g. thread, or address,undefined)")
 set_property(CACHE PROFTRACE_WITH_CUDA PROPERTY STRINGS ON OFF AUTO)
 set_property(CACHE PROFTRACE_OVERFLOW_POLICY PROPERTY STRINGS drop block drop_oldest)
 
@@ -61,3 +62,8 @@ set(PROFTRACE_WARNING_FLAGS -Wall -Wextra -Wundef)
 function(proftrace_warnings target)
   target_compile_options(${target} PRIVATE ${PROFTRACE_WARNING_FLAGS})
 endfunction()
+
+if(PROFTRACE_SANITIZE)
+  add_compile_options(-fsanitize=${PROFTRACE_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_link_options(-fsanitize=${PROFTRACE_SANITIZE})
+endif()

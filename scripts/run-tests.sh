@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs every test under ctest: the normal build, then the
+# concurrency suites again under ThreadSanitizer and under AddressSanitizer
+# with UndefinedBehaviorSanitizer.
+#   bash scripts/run-tests.sh            # everything
+#   PROFTRACE_SANITIZERS=0 bash scripts/run-tests.sh   # the normal build only
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+jobs="$(nproc)"
+bash "$root/scripts/setup.sh"
+
+run_suite() {  # run_suite BUILD_DIR [cmake args...]
+  local dir="$1"; shift
+  echo "=== ctest in ${dir#$root/} $*"
+  cmake -S "$root" -B "$dir" "$@" >/dev/null
+  cmake --build "$dir" -j"$jobs"
+  (cd "$dir" && ctest --output-on-failure -j"$jobs")
+}
+
+run_suite "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROFTRACE_BUILD_BENCH=ON
+if [ "${PROFTRACE_SANITIZERS:-1}" != 0 ]; then
+  run_suite "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROFTRACE_SANITIZE=thread -DPROFTRACE_BUILD_EXAMPLES=OFF
+  run_suite "$root/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROFTRACE_SANITIZE=address,undefined -DPROFTRACE_BUILD_EXAMPLES=OFF
+fi
