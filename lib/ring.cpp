@@ -15,8 +15,9 @@ namespace detail {
 
 ring::ring(std::uint32_t capacity) {
   if (capacity < 64 || (capacity & (capacity - 1)) != 0) throw std::invalid_argument("proftrace: ring capacity must be a power of two >= 64");
-  const std::size_t bytes = std::size_t{capacity} * sizeof(event);
-  words_ = static_cast<std::uint64_t*>(std::aligned_alloc(4096, bytes));
+  constexpr std::size_t page = 4096;
+  const std::size_t bytes = (std::size_t{capacity} * sizeof(event) + page - 1) / page * page;
+  words_ = static_cast<std::uint64_t*>(std::aligned_alloc(page, bytes));
   if (!words_) throw std::bad_alloc();
   std::memset(words_, 0, bytes);  // touch every page now, not on the hot path
   mask_ = capacity - 1;
