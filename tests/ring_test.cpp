@@ -210,3 +210,46 @@ TEST_CASE("overflow under drop_oldest: the newest survive and the overwritten ar
   REQUIRE(!n.empty());
   CHECK(n.back().at("args").as_object().at("n").to_number<double>() == 19999);
 }
+
+TEST_CASE("threads that exit are drained, then their rings freed") {
+  proftrace::profile p({.flush_period = std::chrono::milliseconds(5)});
+  p.start();
+  const auto before = pd::registry::instance().snapshot().size();
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::jthread> pool;
+    for (int t = 0; t < 4; ++t) pool.emplace_back([] { PROF_SCOPE("short-lived"); });
+  }
+  p.flush();  // drains the exited threads' rings and frees them
+  CHECK(pd::registry::instance().snapshot().size() <= before);
+  p.stop();
+  for (auto& r : p.key_averages().rows)
+    if (r.key == "short-lived") CHECK(r.count == 12);
+}
+
+TEST_CASE("clock: ticks convert to Unix nanoseconds close to the system clock") {
+  const auto cal = pd::calibrate_clock();
+  const std::int64_t unix_now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count();
+  const std::int64_t converted = cal.to_unix_ns(pd::now_ticks());
+  CHECK(std::llabs(converted - unix_now) < 2'000'000);  // 2 ms
+  // A 10 ms sleep measures as 10 ms on the converted scale.
+  const auto t0 = pd::now_ticks();
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const auto t1 = pd::now_ticks();
+  const double ms = static_cast<double>(cal.to_unix_ns(t1) - cal.to_unix_ns(t0)) / 1e6;
+  CHECK(ms >= 9.5);
+  CHECK(ms < 50);
+#if PROFTRACE_DETAIL_HAS_TSC
+  MESSAGE("time source: " << (pd::clock_uses_tsc.load() ? "invariant TSC" : "CLOCK_MONOTONIC_RAW")
+                          << ", ns per tick " << cal.ns_per_tick);
+#endif
+}
+
+TEST_CASE("clock: the portable fallback counts nanoseconds") {
+  const auto a = pd::fallback_clock_ns();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  const auto b = pd::fallback_clock_ns();
+  CHECK(b - a >= 2'000'000);
+  CHECK(b - a < 50'000'000);
+}
