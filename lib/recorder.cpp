@@ -15,7 +15,7 @@ const site api_step_site{"ProfilerStep", "", __FILE__, 0, category::step};
 overflow_policy current_overflow_policy() noexcept { return overflow.load(std::memory_order_relaxed); }
 void set_overflow_policy(overflow_policy p) noexcept { overflow.store(p, std::memory_order_relaxed); }
 
-void record_begin_with_shapes(const site* s, std::initializer_list<std::initializer_list<std::int64_t>> shapes) noexcept {
+void record_begin_with_shapes(const site* s, shape_list shapes) noexcept {
   ring* r = thread_ring();
   if (!r) return;
   if (!(session_state.load(std::memory_order_relaxed) & state_record_shapes)) {
@@ -37,7 +37,7 @@ void record_begin_with_shapes(const site* s, std::initializer_list<std::initiali
   for (const auto& shape : shapes) {
     const std::uint32_t mark = used;
     bool fits = put(static_cast<std::int64_t>(shape.size()));
-    for (std::int64_t d : shape) fits = fits && put(d);
+    for (shape_dim d : shape) fits = fits && put(d.value);
     if (!fits) {
       used = mark;
       break;

@@ -46,20 +46,25 @@
     &PROFTRACE_DETAIL_CAT(proftrace_site_, id), { __VA_ARGS__ }                                \
   }
 
-#define PROFTRACE_DETAIL_INSTANT(id, name)                                          \
-  do {                                                                              \
-    PROFTRACE_DETAIL_SITE(id, name, instant);                                       \
-    if (::proftrace::detail::recording())                                           \
-      ::proftrace::detail::record_instant(&PROFTRACE_DETAIL_CAT(proftrace_site_, id)); \
-  } while (0)
+// PROF_INSTANT and PROF_COUNTER are void expressions, like their disabled
+// form ((void)0); the site lives in a capture-less lambda so that an
+// expression can own it. The value is evaluated only while recording.
+#define PROFTRACE_DETAIL_SITE_OF(id, name, cat)          \
+  []() noexcept -> const ::proftrace::detail::site* {     \
+    PROFTRACE_DETAIL_SITE(id, name, cat);                 \
+    return &PROFTRACE_DETAIL_CAT(proftrace_site_, id);    \
+  }()
 
-#define PROFTRACE_DETAIL_COUNTER(id, name, value)                                     \
-  do {                                                                                \
-    PROFTRACE_DETAIL_SITE(id, name, counter);                                         \
-    if (::proftrace::detail::recording())                                             \
-      ::proftrace::detail::record_counter(&PROFTRACE_DETAIL_CAT(proftrace_site_, id), \
-                                          static_cast<double>(value));                \
-  } while (0)
+#define PROFTRACE_DETAIL_INSTANT(id, name)                                                              \
+  (::proftrace::detail::recording()                                                                     \
+       ? ::proftrace::detail::record_instant(PROFTRACE_DETAIL_SITE_OF(id, name, instant))              \
+       : (void)0)
+
+#define PROFTRACE_DETAIL_COUNTER(id, name, value)                                                       \
+  (::proftrace::detail::recording()                                                                     \
+       ? ::proftrace::detail::record_counter(PROFTRACE_DETAIL_SITE_OF(id, name, counter),               \
+                                             static_cast<double>(value))                                \
+       : (void)0)
 
 // A named scope: "cat": "user_annotation".
 #define PROF_SCOPE(name) PROFTRACE_DETAIL_SCOPE(__COUNTER__, name, user_annotation)

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <type_traits>
 
 #include "../config.hpp"
 #include "clock.hpp"
@@ -72,16 +73,26 @@ class scope_guard {
   const site* site_;
 };
 
+// One dimension of an input shape: any integer type converts without a
+// narrowing error (PROF_SCOPE_SHAPES("gemm", {m, k}) with size_t m, int k).
+struct shape_dim {
+  template <class Int>
+    requires std::is_integral_v<Int>
+  constexpr shape_dim(Int v) noexcept : value(static_cast<std::int64_t>(v)) {}
+  std::int64_t value;
+};
+using shape_list = std::initializer_list<std::initializer_list<shape_dim>>;
+
 // Input shapes travel in extension slots after the begin event:
 // [count, ndim0, dims0..., ndim1, dims1...], at most max_shape_words words.
 inline constexpr std::uint32_t max_shape_slots = 15;
 inline constexpr std::uint32_t max_shape_words = max_shape_slots * words_per_event;
 
-void record_begin_with_shapes(const site* s, std::initializer_list<std::initializer_list<std::int64_t>> shapes) noexcept;
+void record_begin_with_shapes(const site* s, shape_list shapes) noexcept;
 
 class shapes_scope_guard {
  public:
-  shapes_scope_guard(const site* s, std::initializer_list<std::initializer_list<std::int64_t>> shapes) noexcept
+  shapes_scope_guard(const site* s, shape_list shapes) noexcept
       : site_(recording() ? s : nullptr) {
     if (site_) record_begin_with_shapes(site_, shapes);
   }

@@ -1,0 +1,245 @@
+// PROFTRACE_ENABLED=0: every PROF_* macro expands to nothing (declarations)
+// or ((void)0) (expressions), keeps its syntactic role, does not evaluate its
+// arguments and references no proftrace symbol.
+//
+// tests/CMakeLists.txt builds this file twice:
+//   disabled_macros                 PROFTRACE_ENABLED=0, NOT linked with
+//                                   libproftrace (linking at all proves no
+//                                   proftrace symbol is referenced; the
+//                                   disabled_macros_nm test checks the object)
+//   disabled_macros_enabled_twin    the normal enabled build: proves that
+//                                   every "syntactic position" used below is
+//                                   one the real (enabled) macros accept, so
+//                                   the disabled expansions are checked
+//                                   against the macros' actual roles.
+#include <doctest/doctest.h>
+
+#include <proftrace/collect/cpu_ranges.hpp>
+#include <proftrace/collectors.hpp>
+#include <proftrace/macros.hpp>
+
+#include <type_traits>
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Positions valid in both builds (names are string literals, as the enabled
+// macros require: they build a static constexpr site from them).
+// ---------------------------------------------------------------------------
+
+int plain_function(int n) {
+  PROF_FUNCTION();
+  int sum = 0;
+  for (int i = 0; i < n; ++i) {
+    PROF_STEP();
+    PROF_SCOPE("loop body");
+    PROF_OP("op");
+    PROF_SCOPE_SHAPES("gemm", {n, i}, {i, n});
+    PROF_MODULE("model.layer");
+    sum += i;
+    PROF_COUNTER("sum", sum);
+    PROF_INSTANT("iteration done");
+  }
+  return sum;
+}
+
+// Several declaration-like macros in one scope, even on one line (each gets
+// its own __COUNTER__ name when enabled).
+int same_line(int x) {
+  PROF_SCOPE("a"); PROF_SCOPE("b"); PROF_OP("c"); PROF_MODULE("d"); PROF_STEP(); PROF_STEP();
+  return x + 1;
+}
+
+template <class T>
+T in_template(T v) {
+  PROF_FUNCTION();
+  PROF_SCOPE_SHAPES("template", {static_cast<int>(v)});
+  PROF_COUNTER("value", v);
+  return v * 2;
+}
+
+struct with_members {
+  int value;
+  explicit with_members(int v) : value(v) {
+    PROF_FUNCTION();
+    PROF_INSTANT("constructed");
+  }
+  int get() const {
+    PROF_SCOPE("get");
+    return value;
+  }
+};
+
+// Expression-statement macros as the lone (unbraced) sub-statement of if/else,
+// for, while: they must be exactly one statement, so no dangling else and no
+// half-guarded expansion.
+int unbraced_statements(int x) {
+  int taken = 0;
+  if (x > 0)
+    PROF_COUNTER("positive", x);
+  else
+    PROF_INSTANT("not positive");
+  if (x > 1)
+    PROF_THREAD_NAME("worker");
+  else
+    PROF_COUNTER("small", x);
+  if (x > 2) {
+    if (x > 3)
+      PROF_INSTANT("nested");
+    else
+      ++taken;
+  }
+  for (int i = 0; i < x; ++i)
+    PROF_COUNTER("i", i);
+  while (x-- > 5)
+    PROF_INSTANT("loop");
+  return taken;
+}
+
+// PROF_THREAD_NAME is an expression of type void in both builds (enabled: a
+// call to a void function), so it may appear in a comma expression.
+int thread_name_in_comma_expression(int x) { return (PROF_THREAD_NAME("comma"), x + 1); }
+static_assert(std::is_void_v<decltype(PROF_THREAD_NAME("decltype"))>);
+
+// PROF_INSTANT and PROF_COUNTER are void expressions in both builds too.
+int expression_macros(int x) {
+  const int y = (PROF_INSTANT("comma"), PROF_COUNTER("comma", x), x + 1);
+  x > 0 ? PROF_INSTANT("then") : PROF_COUNTER("else", x);
+  return y;
+}
+static_assert(std::is_void_v<decltype(PROF_INSTANT("decltype"))>);
+static_assert(std::is_void_v<decltype(PROF_COUNTER("decltype", 1))>);
+
+// Shapes of any integer type, mixed within one shape, without narrowing errors.
+std::size_t shapes_of_any_integer(std::size_t m, int k, long n) {
+  PROF_SCOPE_SHAPES("mixed", {m, k}, {k, n}, {std::size_t{3}, 4u, short{5}});
+  return m + static_cast<std::size_t>(k + n);
+}
+
+}  // namespace
+
+TEST_CASE("the macros compile in every position and leave the program's behaviour alone") {
+  CHECK(plain_function(4) == 6);
+  CHECK(same_line(1) == 2);
+  CHECK(in_template(21) == 42);
+  CHECK(in_template(1.5) == 3.0);
+  CHECK(with_members(7).get() == 7);
+  CHECK(unbraced_statements(0) == 0);
+  CHECK(unbraced_statements(3) == 1);
+  CHECK(unbraced_statements(4) == 0);
+  CHECK(thread_name_in_comma_expression(1) == 2);
+  CHECK(expression_macros(1) == 2);
+  CHECK(expression_macros(-1) == 0);
+  CHECK(shapes_of_any_integer(1, 2, 3) == 6);
+  // A lambda body is a block like any other.
+  auto lambda = [](int v) {
+    PROF_SCOPE("lambda");
+    PROF_COUNTER("lambda value", v);
+    return v;
+  };
+  CHECK(lambda(5) == 5);
+}
+
+#if !PROFTRACE_ENABLED
+// ---------------------------------------------------------------------------
+// Only with PROFTRACE_ENABLED=0.
+// ---------------------------------------------------------------------------
+
+static_assert(PROFTRACE_ENABLED == 0);
+
+// The collector trait follows the master switch: cpu_ranges drops out of
+// every collector list, so nothing of the session side is instantiated.
+static_assert(!proftrace::is_available<proftrace::collect::cpu_ranges>::value);
+static_assert(proftrace::collector_list<proftrace::collect::cpu_ranges>::size == 0);
+static_assert(std::is_same_v<proftrace::collector_list<proftrace::collect::cpu_ranges>, proftrace::type_list<>>);
+
+namespace {
+
+int evaluations = 0;
+
+// Never called: the disabled macros discard them unevaluated.
+[[maybe_unused]] const char* name_with_side_effect(const char* name) {
+  ++evaluations;
+  return name;
+}
+[[maybe_unused]] int value_with_side_effect(int value) {
+  ++evaluations;
+  return value;
+}
+
+}  // namespace
+
+// Declared, never defined anywhere, with external linkage: if any macro
+// evaluated (odr-used) its argument, this executable would fail to link.
+namespace disabled_macros_test {
+const char* never_defined_name();
+int never_defined_value();
+}  // namespace disabled_macros_test
+using disabled_macros_test::never_defined_name;
+using disabled_macros_test::never_defined_value;
+
+TEST_CASE("disabled macros never evaluate their arguments") {
+  evaluations = 0;
+  int counter = 0;
+  {
+    PROF_SCOPE(name_with_side_effect("scope"));
+    PROF_FUNCTION();
+    PROF_OP(name_with_side_effect("op"));
+    PROF_SCOPE_SHAPES(name_with_side_effect("shapes"), {++counter, value_with_side_effect(3)},
+                      {counter++, value_with_side_effect(4)});
+    PROF_MODULE(name_with_side_effect("module"));
+    PROF_STEP();
+    PROF_INSTANT(name_with_side_effect("instant"));
+    PROF_COUNTER(name_with_side_effect("counter"), value_with_side_effect(++counter));
+    PROF_COUNTER("counter", counter += 10);
+    PROF_THREAD_NAME(name_with_side_effect("thread"));
+  }
+  CHECK(evaluations == 0);
+  CHECK(counter == 0);
+
+  // Arguments that would not even link if they were evaluated.
+  PROF_SCOPE(never_defined_name());
+  PROF_OP(never_defined_name());
+  PROF_MODULE(never_defined_name());
+  PROF_SCOPE_SHAPES(never_defined_name(), {never_defined_value()});
+  PROF_INSTANT(never_defined_name());
+  PROF_COUNTER(never_defined_name(), never_defined_value());
+  PROF_THREAD_NAME(never_defined_name());
+  CHECK(evaluations == 0);
+}
+
+TEST_CASE("disabled expression macros are ((void)0): void expressions usable anywhere an expression is") {
+  // Their documented disabled expansion is ((void)0), an expression of type
+  // void (enabled, they are void expressions as well).
+  static_assert(std::is_void_v<decltype(PROF_INSTANT("x"))>);
+  static_assert(std::is_void_v<decltype(PROF_COUNTER("x", 1))>);
+  static_assert(std::is_void_v<decltype(PROF_THREAD_NAME("x"))>);
+  evaluations = 0;
+  int n = 0;
+  n = (PROF_INSTANT(name_with_side_effect("i")), PROF_COUNTER("c", value_with_side_effect(1)),
+       PROF_THREAD_NAME(name_with_side_effect("t")), n + 1);
+  CHECK(n == 1);
+  n > 0 ? PROF_INSTANT(name_with_side_effect("then")) : PROF_COUNTER("else", value_with_side_effect(n));
+  CHECK(evaluations == 0);
+}
+
+TEST_CASE("disabled declaration macros expand to nothing: an empty statement") {
+  // `PROF_SCOPE("x");` is `;` — valid as a statement anywhere, including a
+  // constexpr function (the enabled form's static site is not allowed there
+  // before C++23, so this is a property of the disabled build only).
+  struct local {
+    static constexpr int f(int v) {
+      PROF_SCOPE("constexpr");
+      PROF_FUNCTION();
+      PROF_STEP();
+      PROF_SCOPE_SHAPES("constexpr shapes", {v});
+      return v + 1;
+    }
+  };
+  static_assert(local::f(1) == 2);
+  CHECK(local::f(2) == 3);
+}
+#else
+// The enabled twin: the trait keeps cpu_ranges when the macros are on.
+static_assert(proftrace::collector_list<proftrace::collect::cpu_ranges>::size == (PROFTRACE_WITH_CPU_RANGES ? 1 : 0));
+#endif

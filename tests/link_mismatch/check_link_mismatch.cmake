@@ -1,0 +1,141 @@
+# Link-time detection of mixed collector selections (run with cmake -P).
+#
+# The collector selection and the overflow default name an inline namespace
+# (PROFTRACE_ABI_NAMESPACE, e.g. abi_c1_m0_f0_k0_o0), so a translation unit
+# built with a selection other than the library's references symbols the
+# library does not define. This script compiles tests/link_mismatch/main.cpp
+# against the already-built static library:
+#   control   with the library's own definitions: compiles, links and runs;
+#   mismatch  the same with PROFTRACE_WITH_MEMORY=1: compiles, but linking
+#             fails with an undefined reference into abi_c1_m1_...;
+#   mismatch  the same with another PROFTRACE_OVERFLOW_POLICY: also fails to
+#             link, naming that policy's namespace.
+#
+# Inputs (-D...): CXX, SRC, LIBRARY (the static libproftrace), WORK_DIR, and
+# '|'-separated lists INCLUDE_DIRS, DEFINITIONS (the library's PUBLIC
+# definitions, NAME=VALUE), LINK_FLAGS.
+cmake_minimum_required(VERSION 3.22)
+
+foreach(v CXX SRC LIBRARY WORK_DIR INCLUDE_DIRS DEFINITIONS LINK_FLAGS)
+  if(NOT DEFINED ${v} OR "${${v}}" STREQUAL "")
+    message(FATAL_ERROR "check_link_mismatch.cmake: -D${v}=... is required")
+  endif()
+endforeach()
+foreach(v INCLUDE_DIRS DEFINITIONS LINK_FLAGS)
+  string(REPLACE "|" ";" ${v} "${${v}}")
+endforeach()
+set(inc_flags)
+foreach(d IN LISTS INCLUDE_DIRS)
+  list(APPEND inc_flags "-I${d}")
+endforeach()
+if(NOT EXISTS "${LIBRARY}")
+  message(FATAL_ERROR "library ${LIBRARY} not built")
+endif()
+
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+set(ENV{PROFTRACE_SPOOL_DIR} "${WORK_DIR}")
+
+# The library's selection as -D flags, with NAME overridden to VALUE.
+function(definitions_with out_var name value)
+  set(flags)
+  set(found FALSE)
+  foreach(d IN LISTS DEFINITIONS)
+    string(REGEX MATCH "^([A-Za-z_0-9]+)=(.*)$" m "${d}")
+    if(CMAKE_MATCH_1 STREQUAL name)
+      list(APPEND flags "-D${name}=${value}")
+      set(found TRUE)
+    else()
+      list(APPEND flags "-D${d}")
+    endif()
+  endforeach()
+  if(name AND NOT found)
+    list(APPEND flags "-D${name}=${value}")
+  endif()
+  set(${out_var} "${flags}" PARENT_SCOPE)
+endfunction()
+
+function(library_value out_var name)
+  foreach(d IN LISTS DEFINITIONS)
+    if(d MATCHES "^${name}=(.*)$")
+      set(${out_var} "${CMAKE_MATCH_1}" PARENT_SCOPE)
+      return()
+    endif()
+  endforeach()
+  message(FATAL_ERROR "${name} is not among the library's definitions: ${DEFINITIONS}")
+endfunction()
+
+# Compiles (must succeed) then links; sets <tag>_link_rc and <tag>_link_log.
+function(build tag)
+  set(obj "${WORK_DIR}/${tag}.o")
+  set(exe "${WORK_DIR}/${tag}")
+  execute_process(COMMAND ${CXX} -std=c++20 ${inc_flags} ${ARGN} -c "${SRC}" -o "${obj}"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "[${tag}] compiling failed, but only the link may fail:\n${out}\n${err}")
+  endif()
+  execute_process(COMMAND ${CXX} "${obj}" "${LIBRARY}" ${LINK_FLAGS} -o "${exe}"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  set(${tag}_link_rc "${rc}" PARENT_SCOPE)
+  set(${tag}_link_log "${out}${err}" PARENT_SCOPE)
+  set(${tag}_exe "${exe}" PARENT_SCOPE)
+endfunction()
+
+set(failures 0)
+macro(fail msg)
+  message(SEND_ERROR "${msg}")
+  math(EXPR failures "${failures} + 1")
+endmacro()
+
+# Positive control: the library's own selection links and runs.
+definitions_with(same "" "")
+build(control ${same})
+if(NOT control_link_rc EQUAL 0)
+  fail("[control] the library's own selection failed to link:\n${control_link_log}")
+else()
+  execute_process(COMMAND "${control_exe}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    fail("[control] the program linked but failed (${rc}):\n${out}${err}")
+  else()
+    message(STATUS "[control] links and runs: ${out}")
+  endif()
+endif()
+
+# Mismatches: compile fine, fail at link time naming the other ABI namespace.
+library_value(policy PROFTRACE_OVERFLOW_POLICY)
+if(policy STREQUAL "0")
+  set(other_policy 1)
+else()
+  set(other_policy 0)
+endif()
+library_value(cpu PROFTRACE_WITH_CPU_RANGES)
+library_value(flops PROFTRACE_WITH_FLOPS)
+library_value(cuda PROFTRACE_WITH_CUDA)
+library_value(memory PROFTRACE_WITH_MEMORY)
+if(NOT memory STREQUAL "0")
+  message(FATAL_ERROR "this check assumes a library built with PROFTRACE_WITH_MEMORY=0")
+endif()
+
+foreach(case "memory;PROFTRACE_WITH_MEMORY;1;abi_c${cpu}_m1"
+             "overflow;PROFTRACE_OVERFLOW_POLICY;${other_policy};abi_c${cpu}_m${memory}_f${flops}_k${cuda}_o${other_policy}")
+  list(GET case 0 tag)
+  list(GET case 1 name)
+  list(GET case 2 value)
+  list(GET case 3 namespace)
+  definitions_with(flags ${name} ${value})
+  build(${tag} ${flags})
+  if(${tag}_link_rc EQUAL 0)
+    fail("[${tag}] ${name}=${value} against a library built with the other selection LINKED: the mismatch went undetected")
+  elseif(NOT ${tag}_link_log MATCHES "undefined (reference|symbol)")
+    fail("[${tag}] the link failed, but not with an undefined reference:\n${${tag}_link_log}")
+  elseif(NOT ${tag}_link_log MATCHES "${namespace}")
+    fail("[${tag}] the undefined references do not name ${namespace}:\n${${tag}_link_log}")
+  else()
+    string(REGEX MATCH "[^\n]*undefined (reference|symbol)[^\n]*" first "${${tag}_link_log}")
+    message(STATUS "[${tag}] ${name}=${value} fails to link as required: ${first}")
+  endif()
+endforeach()
+
+if(failures GREATER 0)
+  message(FATAL_ERROR "${failures} link-mismatch check(s) failed")
+endif()
