@@ -58,11 +58,11 @@ bool trace_file::write_at(std::uint64_t offset, std::string_view data) noexcept 
 
 bool trace_file::commit(std::string_view events, std::string_view tail) noexcept {
   if (fd_ < 0 || !error_.empty()) return false;
+  const std::uint64_t old_end = events_end_ + tail_size_;
   if (!write_at(events_end_, events)) return false;
   events_end_ += events.size();
   if (!write_at(events_end_, tail)) return false;
-  if (events.empty() && tail.size() < tail_size_ &&
-      ::ftruncate(fd_, static_cast<off_t>(events_end_ + tail.size())) != 0) {
+  if (events_end_ + tail.size() < old_end && ::ftruncate(fd_, static_cast<off_t>(events_end_ + tail.size())) != 0) {
     error_ = describe(path_, "truncate trace", errno);
     return false;
   }
