@@ -4,6 +4,9 @@
 
 #include <proftrace/proftrace.hpp>
 
+#include <sys/resource.h>
+
+#include <csignal>
 #include <thread>
 
 #include "test_support.hpp"
@@ -299,4 +302,35 @@ TEST_CASE("the summary table has torch's layout") {
   CHECK(found);
   const auto by_shape = p.key_averages(true);
   CHECK(by_shape.table().find("Input Shapes") != std::string::npos);
+}
+
+TEST_CASE("a trace write that fails mid-run (file size limit) warns once and the summary still counts") {
+  warning_capture warnings;
+  temp_dir spool("full");
+  // The kernel refuses writes past 64 KiB from here on (EFBIG), as a full disk would.
+  struct rlimit saved {};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
+  const auto saved_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = saved;
+  small.rlim_cur = 64 * 1024;
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+
+  proftrace::profile p({.spool_dir = spool.path});
+  p.start();
+  for (int i = 0; i < 3000; ++i) nested_work();
+  p.flush();
+  p.stop();
+
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, saved_handler);
+
+  CHECK(warnings.contains("cannot write trace"));
+  std::size_t write_warnings = 0;
+  for (auto& w : warnings.seen)
+    if (w.find("the trace file stops here") != std::string::npos) ++write_warnings;
+  CHECK(write_warnings == 1);
+  for (auto& r : p.key_averages().rows)
+    if (r.key == "nested_work") CHECK(r.count == 3000);
+  CHECK_THROWS_WITH_AS(p.export_chrome_trace(spool.path / "out.json"), doctest::Contains("could not be recorded completely"),
+                       std::runtime_error);
 }
