@@ -283,7 +283,7 @@ class window {
     if (!file) return;
     if (!file->commit(buffer, result_tail()) && !warned) {
       warned = true;
-      warn(file->error() + "; the trace file stops here, the summary still counts every event");
+      pending_warning = file->error() + "; the trace file stops here, the summary still counts every event";
     }
     buffer.clear();
   }
@@ -298,6 +298,7 @@ class window {
   std::string buffer;
   bool first_event = true;
   bool warned = false;
+  std::string pending_warning;  // emitted once the flusher lock is released
   std::vector<event_average> rows;
   std::unordered_map<const site*, std::size_t> by_site;
   std::unordered_map<std::string, std::size_t> by_key;
@@ -466,6 +467,14 @@ struct flusher::impl {
     ts.overwritten_seen = o;
   }
 
+  // User code (a warning handler) never runs under the flusher lock: it may
+  // record events, and a full ring under `block` would wait for this lock.
+  std::string take_warning() {
+    std::string w;
+    if (current) w.swap(current->pending_warning);
+    return w;
+  }
+
   void run() {
     std::unique_lock lock(mutex);
     while (!quit) {
@@ -473,6 +482,11 @@ struct flusher::impl {
       wake_requested.store(false, std::memory_order_relaxed);
       drain(false, 0);
       if (current) current->commit();
+      if (std::string w = take_warning(); !w.empty()) {
+        lock.unlock();
+        warn(w);
+        lock.lock();
+      }
     }
     alive.store(false, std::memory_order_release);
   }
@@ -521,7 +535,8 @@ void flusher::wake() noexcept {
 std::shared_ptr<finished_trace> flusher::switch_window(std::uint64_t at_ticks, std::optional<window_options> next_options,
                                                        bool discard_api_steps) {
   impl& s = state();
-  std::lock_guard lock(s.mutex);
+  std::vector<std::string> warnings;
+  std::unique_lock lock(s.mutex);
   std::unique_ptr<window> next;
   if (next_options) next = std::make_unique<window>(std::move(*next_options), at_ticks, ++s.windows_made);
   s.discard_api_steps = discard_api_steps;
@@ -552,6 +567,7 @@ std::shared_ptr<finished_trace> flusher::switch_window(std::uint64_t at_ticks, s
   }
   if (old) {
     old->commit();
+    if (!old->pending_warning.empty()) warnings.push_back(std::move(old->pending_warning));
     auto f = std::make_shared<finished_trace>(old->snapshot());
     f->events_end = old->file->events_end();
     f->write_error = old->file->error();
@@ -570,6 +586,9 @@ std::shared_ptr<finished_trace> flusher::switch_window(std::uint64_t at_ticks, s
     }
   }
   if (s.current) s.current->commit();
+  if (std::string w = s.take_warning(); !w.empty()) warnings.push_back(std::move(w));
+  lock.unlock();
+  for (auto& w : warnings) warn(w);
   return done;
 }
 
@@ -583,9 +602,14 @@ bool flusher::add_metadata(std::string key, std::string raw_json) {
 
 void flusher::flush_now() {
   impl& s = state();
-  std::lock_guard lock(s.mutex);
-  s.drain(false, 0);
-  if (s.current) s.current->commit();
+  std::string warning;
+  {
+    std::lock_guard lock(s.mutex);
+    s.drain(false, 0);
+    if (s.current) s.current->commit();
+    warning = s.take_warning();
+  }
+  if (!warning.empty()) warn(warning);
 }
 
 void wake_flusher() noexcept { flusher::instance().wake(); }

@@ -11,6 +11,7 @@
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -38,15 +39,20 @@ struct temp_dir {
   }
 };
 
-// Collects warnings while alive.
+// Collects warnings while alive (the flusher thread may emit them too).
 struct warning_capture {
   std::vector<std::string> seen;
+  std::mutex mutex;
   proftrace::warning_handler previous;
   warning_capture() {
-    previous = proftrace::set_warning_handler([this](std::string_view m) { seen.emplace_back(m); });
+    previous = proftrace::set_warning_handler([this](std::string_view m) {
+      std::lock_guard lock(mutex);
+      seen.emplace_back(m);
+    });
   }
   ~warning_capture() { proftrace::set_warning_handler(std::move(previous)); }
-  bool contains(std::string_view needle) const {
+  bool contains(std::string_view needle) {
+    std::lock_guard lock(mutex);
     for (auto& s : seen)
       if (s.find(needle) != std::string::npos) return true;
     return false;
