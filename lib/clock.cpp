@@ -51,6 +51,19 @@ sample take_sample() noexcept {
   return best;
 }
 
+}  // namespace
+
+bool choose_clock_source() noexcept {
+  static const bool tsc = [] {
+    const bool invariant = tsc_is_invariant();
+    clock_uses_tsc.store(invariant ? 1 : 0, std::memory_order_relaxed);
+    return invariant;
+  }();
+  return tsc;
+}
+
+namespace {
+
 std::mutex calibration_mutex;
 bool initialised = false;
 sample first;
@@ -60,9 +73,9 @@ sample first;
 clock_calibration calibrate_clock() {
   std::lock_guard lock(calibration_mutex);
   if (!initialised) {
-    clock_uses_tsc.store(tsc_is_invariant() ? 1 : 0, std::memory_order_relaxed);
+    const bool tsc = choose_clock_source();
     first = take_sample();
-    if (clock_uses_tsc.load(std::memory_order_relaxed)) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (tsc) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     initialised = true;
   }
   const sample now = take_sample();

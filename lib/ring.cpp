@@ -22,6 +22,8 @@ ring::ring(std::uint32_t capacity) {
   std::memset(words_, 0, bytes);  // touch every page now, not on the hot path
   mask_ = capacity - 1;
   watermark_ = capacity / 2;
+  limit_ = watermark_;
+  tsc_ = choose_clock_source();
 }
 
 ring::~ring() { std::free(words_); }
@@ -33,11 +35,13 @@ void ring::reset() noexcept {
   dropped_.store(0, std::memory_order_relaxed);
   overwritten_.store(0, std::memory_order_relaxed);
   tail_cache_ = floor_local_ = next_wake_ = 0;
+  limit_ = watermark_;
 }
 
 bool ring::make_room(std::uint64_t h, std::uint32_t n) noexcept {
   const std::uint64_t cap = mask_ + 1;
   tail_cache_ = std::max(tail_.load(std::memory_order_acquire), floor_local_);
+  limit_ = tail_cache_ + watermark_;
   if (h + n - tail_cache_ >= watermark_ && h >= next_wake_) {
     next_wake_ = h + watermark_ / 4;
     wake_flusher();
@@ -56,6 +60,7 @@ bool ring::make_room(std::uint64_t h, std::uint32_t n) noexcept {
         else std::this_thread::sleep_for(std::chrono::microseconds(50));
         tail_cache_ = tail_.load(std::memory_order_acquire);
       }
+      limit_ = tail_cache_ + watermark_;
       return true;
     }
     case overflow_policy::drop_oldest: {
@@ -65,6 +70,7 @@ bool ring::make_room(std::uint64_t h, std::uint32_t n) noexcept {
       floor_.store(floor_local_, std::memory_order_relaxed);
       std::atomic_thread_fence(std::memory_order_release);
       tail_cache_ = floor_local_;
+      limit_ = tail_cache_ + watermark_;
       return true;
     }
     case overflow_policy::drop:
@@ -78,7 +84,7 @@ void ring::push_record(std::uint64_t ticks, std::uint64_t where, std::uint64_t p
                        const std::uint64_t* ext_words, std::uint32_t n_ext) noexcept {
   const std::uint64_t h = head_.load(std::memory_order_relaxed);
   const std::uint32_t n = 1 + n_ext;
-  if (h + n - tail_cache_ >= watermark_ && !make_room(h, n)) return;
+  if (h + n > limit_ && !make_room(h, n)) return;
   store_slot(h, ticks, where, payload, static_cast<std::uint64_t>(kind) | (std::uint64_t{n_ext} << 32));
   for (std::uint32_t i = 0; i < n_ext; ++i) {
     const std::uint64_t* w = ext_words + i * words_per_event;

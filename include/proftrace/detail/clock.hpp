@@ -22,9 +22,12 @@ namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
 
-// 1 when the invariant TSC is the time source; set once by calibrate_clock()
-// before the first session records anything.
+// 1 when the invariant TSC is the time source; set once by
+// choose_clock_source() before any ring exists.
 inline constinit std::atomic<std::uint8_t> clock_uses_tsc{0};
+
+// Decides the time source (once; cheap: a cpuid) and returns whether it is the TSC.
+bool choose_clock_source() noexcept;
 
 inline std::uint64_t fallback_clock_ns() noexcept {
   timespec ts;
@@ -51,7 +54,7 @@ struct clock_calibration {
   }
 };
 
-// Chooses the time source (first call only) and returns a calibration whose
+// Returns a calibration (choosing the time source first if need be) whose
 // rate is measured over the longest baseline available so far.
 clock_calibration calibrate_clock();
 

@@ -48,29 +48,34 @@ PROFTRACE_ALWAYS_INLINE ring* thread_ring() noexcept {
   return r;
 }
 
-// The clock is read after the ring is found on the way in and before it on
-// the way out, so attaching a thread never inflates a measured scope.
+// The clock is read after the ring is found on the way in and before the
+// write on the way out, so attaching a thread never inflates a measured scope.
 PROFTRACE_ALWAYS_INLINE void record_begin(const site* s, std::uint64_t payload = 0) noexcept {
-  if (ring* r = thread_ring()) r->push(now_ticks(), reinterpret_cast<std::uintptr_t>(s), payload, event_kind::begin);
+  if (ring* r = thread_ring()) r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), payload, event_kind::begin);
 }
 PROFTRACE_ALWAYS_INLINE void record_end(const site* s) noexcept {
-  const std::uint64_t t = now_ticks();
-  if (ring* r = thread_ring()) r->push(t, reinterpret_cast<std::uintptr_t>(s), 0, event_kind::end);
+  if (ring* r = thread_ring()) r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), 0, event_kind::end);
 }
 
+// Keeps the ring it began in, so the way out needs no thread-local lookup.
 class scope_guard {
  public:
-  PROFTRACE_ALWAYS_INLINE explicit scope_guard(const site* s) noexcept : site_(recording() ? s : nullptr) {
-    if (site_) record_begin(site_);
+  PROFTRACE_ALWAYS_INLINE explicit scope_guard(const site* s) noexcept {
+    if (recording()) {
+      ring_ = thread_ring();
+      site_ = s;
+      if (ring_) ring_->push(ring_->now(), reinterpret_cast<std::uintptr_t>(s), 0, event_kind::begin);
+    }
   }
   PROFTRACE_ALWAYS_INLINE ~scope_guard() {
-    if (site_) record_end(site_);
+    if (ring_) ring_->push(ring_->now(), reinterpret_cast<std::uintptr_t>(site_), 0, event_kind::end);
   }
   scope_guard(const scope_guard&) = delete;
   scope_guard& operator=(const scope_guard&) = delete;
 
  private:
-  const site* site_;
+  ring* ring_ = nullptr;
+  const site* site_ = nullptr;
 };
 
 // One dimension of an input shape: any integer type converts without a
@@ -134,13 +139,13 @@ class step_guard {
 };
 
 PROFTRACE_ALWAYS_INLINE void record_instant(const site* s) noexcept {
-  if (ring* r = thread_ring()) r->push(now_ticks(), reinterpret_cast<std::uintptr_t>(s), 0, event_kind::instant);
+  if (ring* r = thread_ring()) r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), 0, event_kind::instant);
 }
 
 PROFTRACE_ALWAYS_INLINE void record_counter(const site* s, double value) noexcept {
   std::uint64_t bits;
   std::memcpy(&bits, &value, sizeof bits);
-  if (ring* r = thread_ring()) r->push(now_ticks(), reinterpret_cast<std::uintptr_t>(s), bits, event_kind::counter);
+  if (ring* r = thread_ring()) r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), bits, event_kind::counter);
 }
 
 // Names the calling thread in traces (copied; works with or without a session).

@@ -18,6 +18,7 @@
 
 #include "../config.hpp"
 #include "../overflow.hpp"
+#include "clock.hpp"
 #include "event.hpp"
 
 namespace proftrace {
@@ -41,10 +42,19 @@ class ring {
 
   // ---- producer side (the owning thread only) ----
 
+  // The time stamp: the clock choice sits in this ring's read-only line,
+  // which the push touches anyway.
+  PROFTRACE_ALWAYS_INLINE std::uint64_t now() const noexcept {
+#if PROFTRACE_DETAIL_HAS_TSC
+    if (PROFTRACE_LIKELY(tsc_)) return __rdtsc();
+#endif
+    return fallback_clock_ns();
+  }
+
   PROFTRACE_ALWAYS_INLINE void push(std::uint64_t ticks, std::uint64_t where, std::uint64_t payload,
                                     event_kind kind) noexcept {
     const std::uint64_t h = head_.load(std::memory_order_relaxed);
-    if (PROFTRACE_UNLIKELY(h - tail_cache_ >= watermark_) && !make_room(h, 1)) return;
+    if (PROFTRACE_UNLIKELY(h >= limit_) && !make_room(h, 1)) return;
     store_slot(h, ticks, where, payload, static_cast<std::uint64_t>(kind));
     head_.store(h + 1, std::memory_order_release);
   }
@@ -86,6 +96,7 @@ class ring {
 
   // Producer cache line.
   alignas(64) std::atomic<std::uint64_t> head_{0};
+  std::uint64_t limit_ = 0;  // tail_cache_ + watermark_: past it, make_room() looks again
   std::uint64_t tail_cache_ = 0;
   std::uint64_t floor_local_ = 0;
   std::uint64_t next_wake_ = 0;
@@ -100,6 +111,7 @@ class ring {
   alignas(64) std::uint64_t* words_ = nullptr;
   std::uint64_t mask_ = 0;
   std::uint64_t watermark_ = 0;
+  bool tsc_ = false;
 };
 
 }  // namespace detail

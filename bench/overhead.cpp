@@ -1,0 +1,258 @@
+// bench/overhead.cpp — what one PROF_SCOPE costs, next to its floor (two raw
+// timestamp reads) and its peers, all in one binary and one run.
+//
+// Every case times batches of kBatch (4096) inner iterations; the
+// `per_scope` counter is the time of one inner iteration. See
+// bench/README.md for the cases and how to read them.
+#include <proftrace/macros.hpp>
+#include <proftrace/profile.hpp>
+
+#include <x86intrin.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "batch.hpp"
+
+#if PROFTRACE_BENCH_NVTX3
+#include <nvtx3/nvtx3.hpp>
+#endif
+
+namespace {
+
+using proftrace_bench::kBatch;
+using proftrace_bench::keep;
+using proftrace_bench::report_per_scope;
+
+// (a) The loop alone: the counter kept in a register, nothing else.
+void BM_empty_loop(benchmark::State& state) {
+  for (auto _ : state) {
+    PROFTRACE_BENCH_INNER_LOOP()
+  }
+  report_per_scope(state);
+}
+
+// (b) The floor of a recorded scope: two raw rdtsc reads (no fence), both
+// results kept.
+void BM_rdtsc_pair(benchmark::State& state) {
+  for (auto _ : state) {
+    PROFTRACE_BENCH_INNER_LOOP(keep(__rdtsc()); keep(__rdtsc());)
+  }
+  report_per_scope(state);
+}
+
+// Runs after a recorded case: the session must have lost nothing and its "x"
+// row must count every scope (the timed ones plus `extra` untimed ones).
+void check_session(benchmark::State& state, proftrace::profile& p, std::int64_t extra) {
+  const std::int64_t expected = state.iterations() * static_cast<std::int64_t>(kBatch) + extra;
+  const proftrace::event_averages avg = p.key_averages();
+  std::int64_t seen = 0;
+  for (const auto& row : avg.rows)
+    if (row.key == "x") seen += row.count;
+  const proftrace::loss_counts& l = avg.losses;
+  if (l.total() != 0) {
+    state.SkipWithError(("session lost events: dropped=" + std::to_string(l.dropped) +
+                         " overwritten=" + std::to_string(l.overwritten) + " unattached=" + std::to_string(l.unattached) +
+                         " late=" + std::to_string(l.late) + " unpaired=" + std::to_string(l.unpaired))
+                            .c_str());
+  } else if (seen != expected) {
+    state.SkipWithError(("\"x\" counted " + std::to_string(seen) + " scopes, expected " + std::to_string(expected)).c_str());
+  }
+  state.counters["lost"] = static_cast<double>(l.total());
+}
+
+// (c) One recorded PROF_SCOPE per inner iteration, a default session
+// running. The ring (32768 events, watermark 16384) is drained between
+// batches with the timer paused, so each batch (8192 events) writes into
+// ring memory touched long before (no page faults), never takes the slow
+// path and drops nothing. The drain itself runs on this core and evicts part
+// of the ring from its caches (see README: "what the ring writes cost").
+void BM_scope_recorded(benchmark::State& state) {
+  proftrace::profile p;
+  p.start();
+  { PROF_SCOPE("x"); }  // attaches (allocates and touches) this thread's ring
+  p.flush();
+  for (auto _ : state) {
+    PROFTRACE_BENCH_INNER_LOOP(PROF_SCOPE("x");)
+    state.PauseTiming();
+    p.flush();
+    state.ResumeTiming();
+  }
+  p.stop();
+  report_per_scope(state);
+  check_session(state, p, 1);
+}
+
+// (e) PROF_SCOPE compiled in, no session running: one relaxed load of the
+// session state and a not-taken branch per scope.
+void BM_scope_runtime_off(benchmark::State& state) {
+  if (proftrace::detail::recording()) {
+    state.SkipWithError("a session is running");
+    return;
+  }
+  for (auto _ : state) {
+    PROFTRACE_BENCH_INNER_LOOP(PROF_SCOPE("x");)
+  }
+  report_per_scope(state);
+}
+
+// Diagnostic (not a macro a user writes): the two ring pushes of a recorded
+// scope without its clock reads and without the guard — timestamps are a
+// per-batch base plus the loop counter — to show what the ring writes alone
+// cost. Same session, same draining as (c).
+void BM_diag_ring_push_pair(benchmark::State& state) {
+  namespace d = proftrace::detail;
+  static constexpr d::site site{"x", "BM_diag_ring_push_pair", __FILE__, __LINE__, d::category::user_annotation};
+  const auto where = reinterpret_cast<std::uintptr_t>(&site);
+  proftrace::profile p;
+  p.start();
+  { PROF_SCOPE("x"); }
+  p.flush();
+  d::ring* r = d::thread_ring();
+  for (auto _ : state) {
+    const std::uint64_t base = d::now_ticks();
+    for (std::uint32_t i = 0; i < kBatch; ++i) {
+      r->push(base + 2 * i, where, 0, d::event_kind::begin);
+      r->push(base + 2 * i + 1, where, 0, d::event_kind::end);
+      keep(i);
+    }
+    state.PauseTiming();
+    p.flush();
+    state.ResumeTiming();
+  }
+  p.stop();
+  report_per_scope(state);
+  check_session(state, p, 1);
+}
+
+// ---- paired cases: the ratios, measured batch against batch ----
+//
+// On a shared VM the speed of the core drifts by 10-30% between one case and
+// the next, which moves a ratio of two separately measured medians by as
+// much. A paired case runs the two batches back to back in every iteration
+// (order alternating), timing each with steady_clock, so both see the same
+// conditions; its `ratio` counter is total(B) / total(A) over the run.
+
+using batch_fn = void (*)() noexcept;
+
+__attribute__((noinline)) void empty_batch() noexcept { PROFTRACE_BENCH_INNER_LOOP() }
+__attribute__((noinline)) void rdtsc_batch() noexcept { PROFTRACE_BENCH_INNER_LOOP(keep(__rdtsc()); keep(__rdtsc());) }
+__attribute__((noinline)) void scope_batch() noexcept { PROFTRACE_BENCH_INNER_LOOP(PROF_SCOPE("x");) }
+
+double time_batch(batch_fn f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void set_seconds_per_scope(benchmark::State& state, const char* name, double total_s) {
+  state.counters[name] = total_s / (static_cast<double>(state.iterations()) * kBatch);
+}
+
+// Recorded PROF_SCOPE (B) against the rdtsc pair (A), session running, ring
+// drained after every iteration (untimed for the ratio). Manual time is B's,
+// so unlike (c) no PauseTiming/ResumeTiming cost is spread over the batch.
+void BM_paired_recorded_vs_rdtsc(benchmark::State& state) {
+  proftrace::profile p;
+  p.start();
+  { PROF_SCOPE("x"); }
+  p.flush();
+  double a = 0, b = 0, flushing = 0;
+  bool a_first = true;
+  for (auto _ : state) {
+    double ta, tb;
+    if (a_first) {
+      ta = time_batch(rdtsc_batch);
+      tb = time_batch(scope_batch);
+    } else {
+      tb = time_batch(scope_batch);
+      ta = time_batch(rdtsc_batch);
+    }
+    a_first = !a_first;
+    a += ta;
+    b += tb;
+    state.SetIterationTime(tb);
+    const auto f0 = std::chrono::steady_clock::now();
+    p.flush();
+    flushing += std::chrono::duration<double>(std::chrono::steady_clock::now() - f0).count();
+  }
+  p.stop();
+  report_per_scope(state);
+  check_session(state, p, 1);
+  set_seconds_per_scope(state, "rdtsc_pair", a);
+  state.counters["ratio"] = a > 0 ? b / a : 0;
+  // Not part of the scope's cost: session::flush() time per scope drained
+  // (two events). Above per_scope, a thread recording without pause
+  // outruns the flusher and its ring eventually overflows.
+  set_seconds_per_scope(state, "flush_per_scope", flushing);
+}
+
+// The empty loop (A) against PROF_SCOPE compiled out and compiled in with no
+// session (runtime off), all three as out-of-line batches, rotating order.
+void BM_paired_off_vs_empty(benchmark::State& state) {
+  if (proftrace::detail::recording()) {
+    state.SkipWithError("a session is running");
+    return;
+  }
+  static constexpr batch_fn fns[3] = {empty_batch, proftrace_bench::compiled_out_batch, scope_batch};
+  double t[3] = {0, 0, 0};
+  unsigned rot = 0;
+  for (auto _ : state) {
+    double it[3];
+    for (unsigned k = 0; k < 3; ++k) {
+      const unsigned j = (rot + k) % 3;
+      it[j] = time_batch(fns[j]);
+    }
+    rot = (rot + 1) % 3;
+    for (unsigned j = 0; j < 3; ++j) t[j] += it[j];
+    state.SetIterationTime(it[0]);
+  }
+  report_per_scope(state);
+  set_seconds_per_scope(state, "empty", t[0]);
+  set_seconds_per_scope(state, "compiled_out", t[1]);
+  set_seconds_per_scope(state, "runtime_off", t[2]);
+  state.counters["ratio_compiled_out"] = t[0] > 0 ? t[1] / t[0] : 0;
+  state.counters["ratio_runtime_off"] = t[0] > 0 ? t[2] / t[0] : 0;
+}
+
+#if PROFTRACE_BENCH_NVTX3
+// (f) NVTX3 with no tool attached: the first call finds no injection library
+// and sets the function-pointer table to null, so each later call is a load
+// and a not-taken branch.
+void BM_nvtx3_push_pop(benchmark::State& state) {
+  nvtxRangePushA("x");  // first call: initialisation
+  nvtxRangePop();
+  for (auto _ : state) {
+    PROFTRACE_BENCH_INNER_LOOP(nvtxRangePushA("x"); nvtxRangePop();)
+  }
+  report_per_scope(state);
+}
+
+void BM_nvtx3_scoped_range(benchmark::State& state) {
+  { nvtx3::scoped_range r{"x"}; }
+  for (auto _ : state) {
+    PROFTRACE_BENCH_INNER_LOOP(nvtx3::scoped_range r{"x"};)
+  }
+  report_per_scope(state);
+}
+#endif
+
+}  // namespace
+
+using proftrace_bench::BM_scope_compiled_out;
+
+BENCHMARK(BM_empty_loop);
+BENCHMARK(BM_rdtsc_pair);
+BENCHMARK(BM_scope_recorded);
+BENCHMARK(BM_scope_compiled_out);
+BENCHMARK(BM_scope_runtime_off);
+BENCHMARK(BM_diag_ring_push_pair)->MinTime(0.1);  // a diagnostic: its flushes take 40x its timed part
+BENCHMARK(BM_paired_recorded_vs_rdtsc)->UseManualTime();
+BENCHMARK(BM_paired_off_vs_empty)->UseManualTime();
+#if PROFTRACE_BENCH_NVTX3
+BENCHMARK(BM_nvtx3_push_pop);
+BENCHMARK(BM_nvtx3_scoped_range);
+#endif
+
+BENCHMARK_MAIN();
