@@ -525,7 +525,7 @@ void flusher::ensure_running(std::chrono::milliseconds period) {
   }
 }
 
-bool flusher::running() const noexcept { return const_cast<flusher*>(this)->state().alive.load(std::memory_order_acquire); }
+bool flusher::running() const noexcept { return state().alive.load(std::memory_order_acquire); }
 
 void flusher::wake() noexcept {
   impl& s = state();

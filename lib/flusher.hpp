@@ -43,8 +43,6 @@ struct finished_trace {
   std::string tail(const std::string& trace_name) const;
 };
 
-class window;
-
 class flusher {
  public:
   static flusher& instance();
@@ -73,7 +71,7 @@ class flusher {
  private:
   flusher() = default;
   struct impl;
-  impl& state();
+  static impl& state();
 };
 
 }  // namespace detail

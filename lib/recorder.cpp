@@ -19,7 +19,7 @@ void record_begin_with_shapes(const site* s, shape_list shapes) noexcept {
   ring* r = thread_ring();
   if (!r) return;
   if (!(session_state.load(std::memory_order_relaxed) & state_record_shapes)) {
-    r->push(now_ticks(), reinterpret_cast<std::uintptr_t>(s), 0, event_kind::begin);
+    r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), 0, event_kind::begin);
     return;
   }
   // Pack [count, ndim, dims..., ...] into words 0..2 of each extension slot
@@ -46,7 +46,7 @@ void record_begin_with_shapes(const site* s, shape_list shapes) noexcept {
   }
   words[0] = static_cast<std::uint64_t>(count);
   const std::uint32_t slots = (used + words_per_event - 1) / words_per_event;
-  r->push_record(now_ticks(), reinterpret_cast<std::uintptr_t>(s), 0, event_kind::shapes, words, slots);
+  r->push_record(r->now(), reinterpret_cast<std::uintptr_t>(s), 0, event_kind::shapes, words, slots);
 }
 
 }  // namespace detail

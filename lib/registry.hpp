@@ -32,8 +32,7 @@ class registry {
   // The live records; the caller holds the flusher lock so the list cannot
   // shrink under it.
   std::vector<thread_record*> snapshot();
-  // Frees exited, drained records (their rings go to a pool for reuse) and
-  // returns what they had dropped so the totals stay right.
+  // Frees an exited, drained record; its ring goes to a pool for reuse.
   void reap(thread_record* r);
   void set_name(thread_record* r, std::string name);
   std::string name_of(thread_record* r);
