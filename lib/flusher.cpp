@@ -147,6 +147,23 @@ class window {
     }
   }
 
+  // `{"ph": "X", "cat": ..., "name": ..., "pid": N, "tid": ` for a site,
+  // escaped once per trace instead of once per event.
+  const std::string& complete_prefix(const site& where) {
+    auto [it, fresh] = prefixes.try_emplace(&where);
+    if (fresh) {
+      std::string& p = it->second;
+      p = "{\"ph\": \"X\", \"cat\": \"";
+      p += where.cat == category::cpu_op ? "cpu_op" : "user_annotation";
+      p += "\", \"name\": ";
+      append_json_string(p, where.name);
+      p += ", \"pid\": ";
+      append_int(p, pid);
+      p += ", \"tid\": ";
+    }
+    return it->second;
+  }
+
   event_average& row_for(const open_scope& s) {
     const bool is_step = s.where->cat == category::step;
     if (s.shapes.empty() || is_step) {
@@ -178,19 +195,15 @@ class window {
     row.self_cpu_time_total_ns += dur > s.child_ns ? dur - s.child_ns : 0;
 
     begin_event();
-    buffer += "{\"ph\": \"X\", \"cat\": \"";
-    buffer += where.cat == category::cpu_op ? "cpu_op" : "user_annotation";
-    buffer += "\", \"name\": ";
     if (where.cat == category::step) {
-      std::string name = "ProfilerStep#";
-      append_int(name, s.payload);
-      append_json_string(buffer, name);
+      buffer += "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#";
+      append_int(buffer, s.payload);
+      buffer += "\", \"pid\": ";
+      append_int(buffer, pid);
+      buffer += ", \"tid\": ";
     } else {
-      append_json_string(buffer, where.name);
+      buffer += complete_prefix(where);
     }
-    buffer += ", \"pid\": ";
-    append_int(buffer, pid);
-    buffer += ", \"tid\": ";
     append_int(buffer, ts.tid);
     buffer += ", \"ts\": ";
     append_us3(buffer, s.begin_ns - base_ns);
@@ -301,6 +314,7 @@ class window {
   std::string pending_warning;  // emitted once the flusher lock is released
   std::vector<event_average> rows;
   std::unordered_map<const site*, std::size_t> by_site;
+  std::unordered_map<const site*, std::string> prefixes;
   std::unordered_map<std::string, std::size_t> by_key;
   loss_counts losses;
   std::vector<std::pair<std::string, std::string>> tail_metadata;

@@ -45,18 +45,22 @@ inline void append_int(std::string& out, Int v) {
   out.append(buf, r.ptr);
 }
 
-// Nanoseconds as microseconds with exactly three decimals ("12.345").
+// Nanoseconds as microseconds with exactly three decimals ("12.345"),
+// formatted on the stack and appended once.
 inline void append_us3(std::string& out, std::int64_t ns) {
+  char buf[32];
+  char* p = buf;
   if (ns < 0) {
-    out.push_back('-');
+    *p++ = '-';
     ns = -ns;
   }
-  append_int(out, ns / 1000);
+  p = std::to_chars(p, buf + 24, ns / 1000).ptr;
   const auto frac = static_cast<int>(ns % 1000);
-  out.push_back('.');
-  out.push_back(static_cast<char>('0' + frac / 100));
-  out.push_back(static_cast<char>('0' + frac / 10 % 10));
-  out.push_back(static_cast<char>('0' + frac % 10));
+  p[0] = '.';
+  p[1] = static_cast<char>('0' + frac / 100);
+  p[2] = static_cast<char>('0' + frac / 10 % 10);
+  p[3] = static_cast<char>('0' + frac % 10);
+  out.append(buf, p + 4);
 }
 
 // JSON has no NaN or infinity: those become null.
