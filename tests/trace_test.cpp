@@ -341,3 +341,23 @@ TEST_CASE("a trace write that fails mid-run (file size limit) warns once and the
   CHECK_THROWS_WITH_AS(p.export_chrome_trace(spool.path / "out.json"), doctest::Contains("could not be recorded completely"),
                        std::runtime_error);
 }
+
+TEST_CASE("RAII: session_scope records for a block; a destroyed session stops and frees the slot") {
+  proftrace::profile p;
+  {
+    proftrace::session_scope recording(p);
+    CHECK(p.running());
+    nested_work();
+  }
+  CHECK_FALSE(p.running());
+  CHECK(test_support::events_named(read_trace(p.trace_path()), "nested_work").size() == 1);
+  std::filesystem::path spool;
+  {
+    proftrace::profile forgotten;
+    forgotten.start();
+    nested_work();
+  }  // destroyed while running: stopped, its spool removed
+  proftrace::profile next;
+  CHECK_NOTHROW(next.start());
+  next.stop();
+}
