@@ -351,7 +351,6 @@ TEST_CASE("RAII: session_scope records for a block; a destroyed session stops an
   }
   CHECK_FALSE(p.running());
   CHECK(test_support::events_named(read_trace(p.trace_path()), "nested_work").size() == 1);
-  std::filesystem::path spool;
   {
     proftrace::profile forgotten;
     forgotten.start();
