@@ -68,13 +68,17 @@ void check_session(benchmark::State& state, proftrace::profile& p, std::int64_t 
 // ring memory touched long before (no page faults), never takes the slow
 // path and drops nothing. The drain itself runs on this core and evicts part
 // of the ring from its caches (see README: "what the ring writes cost").
-void BM_scope_recorded(benchmark::State& state) {
+// Runs `batch` once per benchmark iteration inside a running default
+// session whose ring is drained, untimed, after each batch; then checks that
+// nothing was lost.
+template <class Batch>
+void run_recorded(benchmark::State& state, Batch batch) {
   proftrace::profile p;
   p.start();
   { PROF_SCOPE("x"); }  // attaches (allocates and touches) this thread's ring
   p.flush();
   for (auto _ : state) {
-    PROFTRACE_BENCH_INNER_LOOP(PROF_SCOPE("x");)
+    batch();
     state.PauseTiming();
     p.flush();
     state.ResumeTiming();
@@ -82,6 +86,10 @@ void BM_scope_recorded(benchmark::State& state) {
   p.stop();
   report_per_scope(state);
   check_session(state, p, 1);
+}
+
+void BM_scope_recorded(benchmark::State& state) {
+  run_recorded(state, [] { PROFTRACE_BENCH_INNER_LOOP(PROF_SCOPE("x");) });
 }
 
 // (e) PROF_SCOPE compiled in, no session running: one relaxed load of the
@@ -105,25 +113,15 @@ void BM_diag_ring_push_pair(benchmark::State& state) {
   namespace d = proftrace::detail;
   static constexpr d::site site{"x", "BM_diag_ring_push_pair", __FILE__, __LINE__, d::category::user_annotation};
   const auto where = reinterpret_cast<std::uintptr_t>(&site);
-  proftrace::profile p;
-  p.start();
-  { PROF_SCOPE("x"); }
-  p.flush();
-  d::ring* r = d::thread_ring();
-  for (auto _ : state) {
+  run_recorded(state, [where] {
+    d::ring* r = d::thread_ring();
     const std::uint64_t base = d::now_ticks();
     for (std::uint32_t i = 0; i < kBatch; ++i) {
       r->push(base + 2 * i, where, 0, d::event_kind::begin);
       r->push(base + 2 * i + 1, where, 0, d::event_kind::end);
       keep(i);
     }
-    state.PauseTiming();
-    p.flush();
-    state.ResumeTiming();
-  }
-  p.stop();
-  report_per_scope(state);
-  check_session(state, p, 1);
+  });
 }
 
 // ---- paired cases: the ratios, measured batch against batch ----
