@@ -164,24 +164,48 @@ class window {
     return it->second;
   }
 
-  event_average& row_for(const open_scope& s) {
+  // The aggregate row of a completed scope: one per (name, input shapes),
+  // and per enclosing stack when with_stack is on.
+  event_average& row_for(const open_scope& s, const thread_state& ts, std::size_t depth) {
     const bool is_step = s.where->cat == category::step;
-    if (s.shapes.empty() || is_step) {
+    const char* name = is_step ? "ProfilerStep*" : s.where->name;
+    std::vector<std::string> frames;
+    if (opts.with_stack) {
+      for (std::size_t i = depth; i-- > 0;) {
+        const site& f = *ts.stack[i].where;
+        std::string frame = f.cat == category::step ? std::string("ProfilerStep*") : std::string(f.file);
+        if (f.cat != category::step) {
+          frame += '(';
+          append_int(frame, f.line);
+          frame += "): ";
+          frame += f.name;
+        }
+        frames.push_back(std::move(frame));
+      }
+    }
+    if ((s.shapes.empty() || is_step) && frames.empty()) {
       auto [it, fresh] = by_site.try_emplace(s.where, rows.size());
       if (fresh) {
         rows.emplace_back();
-        rows.back().key = is_step ? "ProfilerStep*" : s.where->name;
+        rows.back().key = name;
+        rows.back().top_level = depth == 0;
       }
       return rows[it->second];
     }
-    std::string key = s.where->name;
+    std::string key = name;
     key += '\x1f';
     key += s.shapes;
+    for (auto& f : frames) {
+      key += '\n';
+      key += f;
+    }
     auto [it, fresh] = by_key.try_emplace(std::move(key), rows.size());
     if (fresh) {
       rows.emplace_back();
-      rows.back().key = s.where->name;
-      rows.back().input_shapes = s.shapes;
+      rows.back().key = name;
+      rows.back().input_shapes = is_step ? std::string() : s.shapes;
+      rows.back().stack = std::move(frames);
+      rows.back().top_level = depth == 0;
     }
     return rows[it->second];
   }
@@ -189,10 +213,22 @@ class window {
   void write_complete(const thread_state& ts, const open_scope& s, std::int64_t end_ns, std::size_t depth) {
     const site& where = *s.where;
     const std::int64_t dur = end_ns > s.begin_ns ? end_ns - s.begin_ns : 0;
-    event_average& row = row_for(s);
+    const std::int64_t self = dur > s.child_ns ? dur - s.child_ns : 0;
+    event_average& row = row_for(s, ts, depth);
     row.count += 1;
     row.cpu_time_total_ns += dur;
-    row.self_cpu_time_total_ns += dur > s.child_ns ? dur - s.child_ns : 0;
+    row.self_cpu_time_total_ns += self;
+    if (opts.retain_events) {
+      function_event& e = retained.emplace_back();
+      e.name = where.cat == category::step ? "ProfilerStep#" + std::to_string(s.payload) : std::string(where.name);
+      e.input_shapes = s.shapes;
+      e.thread = ts.tid;
+      e.start_unix_ns = s.begin_ns;
+      e.duration_ns = dur;
+      e.self_duration_ns = self;
+      e.external_id = s.external_id;
+      e.depth = static_cast<int>(depth);
+    }
 
     begin_event();
     if (where.cat == category::step) {
@@ -287,6 +323,8 @@ class window {
     f.losses = losses;
     f.tail_metadata = tail_metadata;
     f.start_unix_ns = base_ns;
+    f.with_stack = opts.with_stack;
+    f.retained_events = opts.retain_events;
     return f;
   }
 
@@ -315,6 +353,7 @@ class window {
   std::vector<event_average> rows;
   std::unordered_map<const site*, std::size_t> by_site;
   std::unordered_map<const site*, std::string> prefixes;
+  std::vector<function_event> retained;
   std::unordered_map<std::string, std::size_t> by_key;
   loss_counts losses;
   std::vector<std::pair<std::string, std::string>> tail_metadata;
@@ -583,6 +622,7 @@ std::shared_ptr<finished_trace> flusher::switch_window(std::uint64_t at_ticks, s
     old->commit();
     if (!old->pending_warning.empty()) warnings.push_back(std::move(old->pending_warning));
     auto f = std::make_shared<finished_trace>(old->snapshot());
+    f->events = std::move(old->retained);
     f->events_end = old->file->events_end();
     f->write_error = old->file->error();
     f->stop_unix_ns = old_at;

@@ -26,6 +26,7 @@ struct window_options {
   bool record_shapes = false;
   bool with_stack = false;
   bool with_modules = false;
+  bool retain_events = false;
 };
 
 // A closed trace window: its file, its aggregates and what it lost.
@@ -38,6 +39,9 @@ struct finished_trace {
   std::string write_error;  // non-empty when the spool could not be written completely
   std::int64_t start_unix_ns = 0;
   std::int64_t stop_unix_ns = 0;
+  bool with_stack = false;
+  bool retained_events = false;
+  std::vector<function_event> events;  // only with retain_events
 
   // The JSON that closes the file: late metadata, proftrace's counters and traceName.
   std::string tail(const std::string& trace_name) const;

@@ -9,6 +9,7 @@ namespace {
 
 constexpr int column_width = 12;
 constexpr int spacing = 2;
+constexpr std::size_t max_stack_entries = 5;  // torch's MAX_STACK_ENTRY
 
 std::string format(const char* fmt, double v) {
   char buf[64];
@@ -27,6 +28,26 @@ std::string format_share(double us, double total_us) {
   if (total_us == 0) return "0.00%";
   return format("%.2f%%", us * 100.0 / total_us);
 }
+
+// torch's trim_path: keep the end of a long source location.
+std::string trim_path(const std::string& path, std::size_t width) {
+  if (path.size() <= width) return path;
+  std::string tail = path.substr(path.size() - width);
+  if (tail.size() > 3) tail = "..." + tail.substr(3);
+  return tail;
+}
+
+struct sort_key {
+  const char* name;
+  double (*value)(const event_average&);
+};
+
+constexpr sort_key sort_keys[] = {
+    {"cpu_time", [](const event_average& e) { return e.cpu_time_avg_us(); }},
+    {"cpu_time_total", [](const event_average& e) { return e.cpu_time_total_us(); }},
+    {"self_cpu_time_total", [](const event_average& e) { return e.self_cpu_time_total_us(); }},
+    {"count", [](const event_average& e) { return static_cast<double>(e.count); }},
+};
 
 struct table_layout {
   std::vector<int> widths;
@@ -58,30 +79,46 @@ std::int64_t event_averages::self_cpu_time_total_ns() const noexcept {
   return total;
 }
 
+event_average event_averages::total_average() const {
+  event_average total;
+  total.key = "Total";
+  for (const auto& r : rows) {
+    total.count += r.count;
+    total.cpu_time_total_ns += r.cpu_time_total_ns;
+    total.self_cpu_time_total_ns += r.self_cpu_time_total_ns;
+  }
+  return total;
+}
+
 std::string event_averages::table(const table_options& options) const {
   std::vector<const event_average*> order;
   order.reserve(rows.size());
-  for (const auto& r : rows) order.push_back(&r);
+  for (const auto& r : rows)
+    if (!options.top_level_events_only || r.top_level) order.push_back(&r);
   if (!options.sort_by.empty()) {
-    using key_fn = double (*)(const event_average&);
-    key_fn key = nullptr;
-    const std::string& s = options.sort_by;
-    if (s == "cpu_time") key = [](const event_average& e) { return e.cpu_time_avg_us(); };
-    else if (s == "cpu_time_total") key = [](const event_average& e) { return e.cpu_time_total_us(); };
-    else if (s == "self_cpu_time_total") key = [](const event_average& e) { return e.self_cpu_time_total_us(); };
-    else if (s == "count") key = [](const event_average& e) { return static_cast<double>(e.count); };
-    else throw std::invalid_argument("proftrace: unknown sort_by key '" + s + "'");
-    std::stable_sort(order.begin(), order.end(), [&](auto* a, auto* b) { return key(*a) > key(*b); });
+    const auto* key = std::find_if(std::begin(sort_keys), std::end(sort_keys),
+                                   [&](const sort_key& k) { return options.sort_by == k.name; });
+    if (key == std::end(sort_keys)) {
+      std::string valid;
+      for (const auto& k : sort_keys) valid += std::string(valid.empty() ? "" : ", ") + k.name;
+      throw std::invalid_argument("proftrace: unknown sort_by key '" + options.sort_by + "' (valid keys: " + valid + ")");
+    }
+    std::stable_sort(order.begin(), order.end(), [&](auto* a, auto* b) { return key->value(*a) > key->value(*b); });
   }
   if (options.row_limit >= 0 && order.size() > static_cast<std::size_t>(options.row_limit))
     order.resize(static_cast<std::size_t>(options.row_limit));
 
-  std::size_t longest = 0;
-  for (auto* r : order) longest = std::max(longest, r->key.size());
+  std::size_t longest = 0, shapes_longest = 0, src_longest = 0;
+  bool has_stack = false;
+  for (auto* r : order) {
+    longest = std::max(longest, r->key.size());
+    shapes_longest = std::max(shapes_longest, r->input_shapes.size());
+    for (std::size_t i = 0; i < r->stack.size() && i < max_stack_entries; ++i) src_longest = std::max(src_longest, r->stack[i].size());
+    has_stack = has_stack || !r->stack.empty();
+  }
   const int name_width = std::min(static_cast<int>(longest) + 4, options.max_name_column_width);
-  std::size_t shapes_width = 0;
-  if (grouped_by_input_shape)
-    for (auto* r : order) shapes_width = std::max(shapes_width, r->input_shapes.size());
+  const int shapes_width = std::min(static_cast<int>(shapes_longest) + 4, options.max_shapes_column_width);
+  const int src_width = std::min(static_cast<int>(src_longest) + 4, options.max_src_column_width);
 
   table_layout layout;
   std::vector<std::string> headers = {"Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg", "# of Calls"};
@@ -89,7 +126,11 @@ std::string event_averages::table(const table_options& options) const {
   for (std::size_t i = 1; i < headers.size(); ++i) layout.add(column_width);
   if (grouped_by_input_shape) {
     headers.push_back("Input Shapes");
-    layout.add(static_cast<int>(std::min<std::size_t>(std::max<std::size_t>(shapes_width + 4, column_width), 80)), true);
+    layout.add(shapes_width, true);
+  }
+  if (has_stack) {
+    headers.push_back("Source Location");
+    layout.add(src_width, true);
   }
 
   const double self_total_us = static_cast<double>(self_cpu_time_total_ns()) / 1e3;
@@ -114,8 +155,15 @@ std::string event_averages::table(const table_options& options) const {
                                       format_time(r->cpu_time_total_us()),
                                       format_time(r->cpu_time_avg_us()),
                                       std::to_string(r->count)};
-    if (grouped_by_input_shape) cells.push_back(r->input_shapes.substr(0, 80));
+    if (grouped_by_input_shape) cells.push_back(r->input_shapes.substr(0, static_cast<std::size_t>(shapes_width)));
+    if (has_stack) cells.push_back(r->stack.empty() ? "" : trim_path(r->stack[0], static_cast<std::size_t>(src_width)));
     line(layout.row(cells));
+    // Further stack frames go on their own lines under the source column.
+    for (std::size_t i = 1; has_stack && i < r->stack.size() && i < max_stack_entries; ++i) {
+      std::vector<std::string> more(cells.size());
+      more.back() = trim_path(r->stack[i], static_cast<std::size_t>(src_width));
+      line(layout.row(more));
+    }
   }
   line(layout.separator);
   line("Self CPU time total: " + format_time(self_total_us));
@@ -123,6 +171,26 @@ std::string event_averages::table(const table_options& options) const {
     line("Lost events: " + std::to_string(losses.total()) + " (dropped " + std::to_string(losses.dropped) +
          ", overwritten " + std::to_string(losses.overwritten) + ", unattached " + std::to_string(losses.unattached) +
          ", late " + std::to_string(losses.late) + ", unpaired " + std::to_string(losses.unpaired) + ")");
+  }
+  return out;
+}
+
+std::string event_averages::csv() const {
+  const auto quoted = [](const std::string& s) {
+    std::string q = "\"";
+    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  };
+  const double self_total_us = static_cast<double>(self_cpu_time_total_ns()) / 1e3;
+  std::string out = "NAME,SELF CPU %,SELF CPU,CPU TOTAL %,CPU TOTAL,CPU TIME AVG,# OF CALLS";
+  if (grouped_by_input_shape) out += ",INPUT SHAPES";
+  out += "\n";
+  for (const auto& r : rows) {
+    out += quoted(r.key) + "," + format_share(r.self_cpu_time_total_us(), self_total_us) + "," +
+           format_time(r.self_cpu_time_total_us()) + "," + format_share(r.cpu_time_total_us(), self_total_us) + "," +
+           format_time(r.cpu_time_total_us()) + "," + format_time(r.cpu_time_avg_us()) + "," + std::to_string(r.count);
+    if (grouped_by_input_shape) out += "," + quoted(r.input_shapes);
+    out += "\n";
   }
   return out;
 }

@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <boost/json/parse.hpp>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <unordered_map>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -92,6 +96,7 @@ struct session::impl {
     w.record_shapes = opts.record_shapes;
     w.with_stack = opts.with_stack;
     w.with_modules = opts.with_modules;
+    w.retain_events = opts.retain_events;
     return w;
   }
 
@@ -286,28 +291,74 @@ profiler_action session::current_action() const {
 }
 activity_set session::activities() const { return impl_->activities; }
 
-event_averages session::key_averages(bool group_by_input_shape) const {
+event_averages session::key_averages(bool group_by_input_shape, int group_by_stack_n) const {
   std::lock_guard lock(session_mutex);
   if (!impl_->last) throw std::logic_error("proftrace: key_averages(): no trace has been recorded yet");
   event_averages out;
   out.losses = impl_->last->losses;
   out.grouped_by_input_shape = group_by_input_shape;
-  if (group_by_input_shape) {
-    out.rows = impl_->last->averages;
-    return out;
-  }
+  const auto stack_n = static_cast<std::size_t>(std::max(group_by_stack_n, 0));
+  std::unordered_map<std::string, std::size_t> index;
   for (const auto& r : impl_->last->averages) {
-    auto it = std::find_if(out.rows.begin(), out.rows.end(), [&](const event_average& e) { return e.key == r.key; });
-    if (it == out.rows.end()) {
-      out.rows.push_back(r);
-      out.rows.back().input_shapes.clear();
-    } else {
-      it->count += r.count;
-      it->cpu_time_total_ns += r.cpu_time_total_ns;
-      it->self_cpu_time_total_ns += r.self_cpu_time_total_ns;
+    std::string key = r.key;
+    key += '\x1f';
+    if (group_by_input_shape) key += r.input_shapes;
+    for (std::size_t i = 0; i < std::min(stack_n, r.stack.size()); ++i) key += '\n' + r.stack[i];
+    auto [it, fresh] = index.try_emplace(std::move(key), out.rows.size());
+    if (fresh) {
+      event_average row = r;
+      if (!group_by_input_shape) row.input_shapes.clear();
+      row.stack.resize(std::min(stack_n, r.stack.size()));
+      out.rows.push_back(std::move(row));
+      continue;
     }
+    event_average& row = out.rows[it->second];
+    row.count += r.count;
+    row.cpu_time_total_ns += r.cpu_time_total_ns;
+    row.self_cpu_time_total_ns += r.self_cpu_time_total_ns;
   }
   return out;
+}
+
+std::vector<function_event> session::events() const {
+  std::lock_guard lock(session_mutex);
+  if (!impl_->last) throw std::logic_error("proftrace: events(): no trace has been recorded yet");
+  if (!impl_->last->retained_events) throw std::logic_error("proftrace: events() needs profile_options::retain_events = true");
+  return impl_->last->events;
+}
+
+void session::export_stacks(const std::filesystem::path& path, std::string_view metric) const {
+  if (metric != "self_cpu_time_total" && metric != "self_cuda_time_total")
+    throw std::invalid_argument("proftrace: export_stacks(): metric must be self_cpu_time_total or self_cuda_time_total, not '" +
+                                std::string(metric) + "'");
+  std::lock_guard lock(session_mutex);
+  const auto& last = impl_->last;
+  if (!last) throw std::logic_error("proftrace: export_stacks(): no trace has been recorded yet");
+  if (!last->with_stack) throw std::logic_error("proftrace: export_stacks() requires with_stack=true");
+  // Frames outermost first, the op last; separators inside a frame become '_'.
+  const auto clean = [](std::string frame) {
+    for (char& c : frame)
+      if (c == ' ' || c == ';' || c == '\t' || c == '\n') c = '_';
+    return frame;
+  };
+  std::vector<std::pair<std::string, std::int64_t>> lines;
+  std::unordered_map<std::string, std::size_t> index;
+  for (const auto& r : last->averages) {
+    // No device time is collected yet, so the CUDA metric has no positive line.
+    const std::int64_t value_us = metric == "self_cpu_time_total" ? r.self_cpu_time_total_ns / 1000 : 0;
+    std::string stack;
+    for (auto it = r.stack.rbegin(); it != r.stack.rend(); ++it) stack += clean(*it) + ";";
+    stack += clean(r.key);
+    auto [it, fresh] = index.try_emplace(stack, lines.size());
+    if (fresh) lines.emplace_back(stack, 0);
+    lines[it->second].second += value_us;
+  }
+  std::ofstream out(path, std::ios::trunc);
+  if (!out) throw std::runtime_error("proftrace: cannot write stacks '" + path.string() + "': " + std::strerror(errno));
+  for (const auto& [stack, value] : lines)
+    if (value > 0) out << stack << ' ' << value << '\n';
+  out.flush();
+  if (!out) throw std::runtime_error("proftrace: cannot write stacks '" + path.string() + "'");
 }
 
 void session::export_chrome_trace(const std::filesystem::path& path) const {

@@ -18,6 +18,10 @@ namespace proftrace {
 struct event_average {
   std::string key;           // the scope's name; every ProfilerStep#N is "ProfilerStep*"
   std::string input_shapes;  // "[[64, 128], [128, 256]]" when grouped by input shape
+  // Enclosing scopes, innermost first, as "file(line): name" (with_stack);
+  // kept to the first n frames when grouped by stack.
+  std::vector<std::string> stack;
+  bool top_level = false;    // its first occurrence had no enclosing scope
   std::int64_t count = 0;
   std::int64_t cpu_time_total_ns = 0;
   std::int64_t self_cpu_time_total_ns = 0;
@@ -34,7 +38,23 @@ struct table_options {
   std::string sort_by{};
   int row_limit = 100;  // -1: every row
   int max_name_column_width = 55;
+  int max_shapes_column_width = 80;
+  int max_src_column_width = 75;
   std::string header{};  // printed above the table under a line of '='
+  bool top_level_events_only = false;
+};
+
+// One complete event of a finished trace, kept only when the session asked
+// for it (profile_options::retain_events); the aggregates never need them.
+struct function_event {
+  std::string name;
+  std::string input_shapes;
+  std::int64_t thread = 0;
+  std::int64_t start_unix_ns = 0;
+  std::int64_t duration_ns = 0;
+  std::int64_t self_duration_ns = 0;
+  std::uint64_t external_id = 0;
+  int depth = 0;  // 0: no enclosing scope on its thread
 };
 
 // What a trace lost, reported under the table and in the trace metadata.
@@ -53,10 +73,16 @@ class event_averages {
   loss_counts losses;
   bool grouped_by_input_shape = false;
 
-  // torch's key_averages().table(): throws std::invalid_argument for an
-  // unknown sort key.
+  // torch's key_averages().table(): throws std::invalid_argument, naming the
+  // valid keys, for an unknown sort key.
   std::string table(const table_options& options = {}) const;
+  // The rows as CSV (torch_geometric's save_profile_data columns, values
+  // formatted as in the table), a header line first.
+  std::string csv() const;
+  // All rows summed into one, keyed "Total".
+  event_average total_average() const;
   std::int64_t self_cpu_time_total_ns() const noexcept;
+  double self_cpu_time_total() const noexcept { return static_cast<double>(self_cpu_time_total_ns()) / 1e3; }  // us
 };
 
 }  // namespace proftrace

@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "collect/cpu_ranges.hpp"
 #include "collectors.hpp"
@@ -51,6 +52,7 @@ struct profile_options {
   bool with_stack = false;    // "Call stack" (file(line): name, innermost first) on each event
   bool with_flops = false;
   bool with_modules = false;  // "Module Hierarchy" from enclosing PROF_MODULE scopes
+  bool retain_events = false; // keep every complete event for events() (memory grows with the trace)
   std::optional<overflow_policy> overflow{};  // empty: PROFTRACE_OVERFLOW_POLICY
   std::uint32_t ring_events = PROFTRACE_RING_EVENTS;  // for threads that attach from now on
   std::chrono::milliseconds flush_period{100};
@@ -82,8 +84,19 @@ class session {
   profiler_action current_action() const;
   activity_set activities() const;
 
-  // Aggregates of the last finished trace (throws std::logic_error if none).
-  event_averages key_averages(bool group_by_input_shape = false) const;
+  // Aggregates of the last finished trace (throws std::logic_error if none),
+  // by name, and by input shape and the first `group_by_stack_n` enclosing
+  // frames (with_stack) when asked.
+  event_averages key_averages(bool group_by_input_shape = false, int group_by_stack_n = 0) const;
+  // The complete events of the last finished trace; needs retain_events
+  // (std::logic_error otherwise).
+  std::vector<function_event> events() const;
+  // Collapsed stacks ("outer;inner;op 123", integer microseconds of
+  // `metric`) for flamegraph.pl and speedscope. Needs with_stack
+  // (std::logic_error); metric is self_cpu_time_total or
+  // self_cuda_time_total (std::invalid_argument otherwise); an unwritable
+  // path throws std::runtime_error.
+  void export_stacks(const std::filesystem::path& path, std::string_view metric = "self_cpu_time_total") const;
   // Writes the last finished trace: ".json", ".json.gz" or ".json.zst".
   // Throws std::logic_error with no trace yet, std::runtime_error naming the
   // path when it cannot be written.

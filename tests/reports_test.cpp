@@ -1,0 +1,180 @@
+// Reports from a session: torch's table line by line, sort keys, row limits,
+// top-level filtering, stack grouping, CSV, total_average, events() and
+// export_stacks.
+#include <doctest/doctest.h>
+
+#include <proftrace/proftrace.hpp>
+
+#include <chrono>
+#include <map>
+#include <sstream>
+
+#include "test_support.hpp"
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+proftrace::event_averages hand_built() {
+  proftrace::event_averages a;
+  const auto row = [&](std::string key, std::int64_t count, std::int64_t total_ns, std::int64_t self_ns, bool top) {
+    proftrace::event_average r;
+    r.key = std::move(key);
+    r.count = count;
+    r.cpu_time_total_ns = total_ns;
+    r.self_cpu_time_total_ns = self_ns;
+    r.top_level = top;
+    a.rows.push_back(r);
+  };
+  row("matmul", 4, 2'000'000, 1'500'000, false);
+  row("ProfilerStep*", 2, 3'000'000, 500'000, true);
+  row("a_very_long_scope_name_that_goes_past_the_name_column_width_x", 1, 1'234, 1'234, false);
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("table: torch's layout, units, percentages and truncation, line by line") {
+  // Expected lines computed with torch's _build_table formatting rules.
+  const std::vector<std::string> expected = {
+      "-------------------------------------------------------  ------------  ------------  ------------  ------------  ------------  ------------  ",
+      "Name                                                       Self CPU %      Self CPU   CPU total %     CPU total  CPU time avg    # of Calls  ",
+      "-------------------------------------------------------  ------------  ------------  ------------  ------------  ------------  ------------  ",
+      "matmul                                                         74.95%       1.500ms        99.94%       2.000ms     500.000us             4  ",
+      "ProfilerStep*                                                  24.98%     500.000us       149.91%       3.000ms       1.500ms             2  ",
+      "a_very_long_scope_name_that_goes_past_the_name_colum...         0.06%       1.234us         0.06%       1.234us       1.234us             1  ",
+      "-------------------------------------------------------  ------------  ------------  ------------  ------------  ------------  ------------  ",
+      "Self CPU time total: 2.001ms",
+  };
+  const auto got = lines_of(hand_built().table({.sort_by = "self_cpu_time_total"}));
+  REQUIRE(got.size() == expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) CHECK(got[i] == expected[i]);
+}
+
+TEST_CASE("table: sort keys, row limit, header, top-level rows") {
+  const auto a = hand_built();
+  auto rows = lines_of(a.table({.sort_by = "count", .row_limit = 2}));
+  REQUIRE(rows.size() == 7);
+  CHECK(rows[3].starts_with("matmul "));
+  CHECK(rows[4].starts_with("ProfilerStep* "));
+  rows = lines_of(a.table({.sort_by = "cpu_time_total", .row_limit = 1, .header = "TITLE"}));
+  CHECK(rows[0] == std::string(rows[2].size(), '='));
+  CHECK(rows[1] == "TITLE");
+  CHECK(rows[5].starts_with("ProfilerStep* "));
+  rows = lines_of(a.table({.sort_by = "cpu_time"}));  // average: 1.5ms, 500us, 1.234us
+  CHECK(rows[3].starts_with("ProfilerStep* "));
+  rows = lines_of(a.table({.top_level_events_only = true}));
+  REQUIRE(rows.size() == 6);
+  CHECK(rows[3].starts_with("ProfilerStep* "));
+  CHECK_THROWS_WITH_AS(a.table({.sort_by = "cuda_time_totl"}),
+                       doctest::Contains("valid keys: cpu_time, cpu_time_total, self_cpu_time_total, count"),
+                       std::invalid_argument);
+  const auto total = a.total_average();
+  CHECK(total.key == "Total");
+  CHECK(total.count == 7);
+  CHECK(total.self_cpu_time_total_ns == 2'001'234);
+  CHECK(a.self_cpu_time_total() == doctest::Approx(2001.234));
+}
+
+TEST_CASE("csv: a header and one line per key") {
+  const auto lines = lines_of(hand_built().csv());
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[0] == "NAME,SELF CPU %,SELF CPU,CPU TOTAL %,CPU TOTAL,CPU TIME AVG,# OF CALLS");
+  CHECK(lines[1] == "\"matmul\",74.95%,1.500ms,99.94%,2.000ms,500.000us,4");
+  CHECK(lines[2] == "\"ProfilerStep*\",24.98%,500.000us,149.91%,3.000ms,1.500ms,2");
+}
+
+namespace {
+// Long enough that every scope has a positive whole number of microseconds.
+void spin_us(int us) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+void leaf() {
+  PROF_SCOPE("leaf");
+  spin_us(50);
+}
+void branch_a() {
+  PROF_SCOPE("branch a");
+  spin_us(20);
+  leaf();
+}
+void branch_b() {
+  PROF_SCOPE("branch;b");
+  spin_us(20);
+  leaf();
+  leaf();
+}
+}  // namespace
+
+TEST_CASE("a live session: self time, stacks grouping, events() and export_stacks") {
+  test_support::temp_dir out("reports");
+  proftrace::profile p({.with_stack = true, .retain_events = true});
+  p.start();
+  {
+    PROF_SCOPE("root");
+    spin_us(20);
+    branch_a();
+    branch_b();
+  }
+  p.stop();
+
+  const auto by_name = p.key_averages();
+  std::map<std::string, proftrace::event_average> rows;
+  for (auto& r : by_name.rows) rows[r.key] = r;
+  REQUIRE(rows.count("leaf"));
+  CHECK(rows["leaf"].count == 3);
+  CHECK(rows["leaf"].stack.empty());
+  CHECK(rows["root"].top_level);
+  CHECK_FALSE(rows["leaf"].top_level);
+  // Self time is total minus the children's totals.
+  const auto& root = rows["root"];
+  CHECK(root.self_cpu_time_total_ns ==
+        root.cpu_time_total_ns - rows["branch a"].cpu_time_total_ns - rows["branch;b"].cpu_time_total_ns);
+
+  // Grouped by the innermost enclosing frame, "leaf" splits by caller.
+  const auto by_stack = p.key_averages(false, 1);
+  int leaf_rows = 0;
+  for (auto& r : by_stack.rows)
+    if (r.key == "leaf") {
+      ++leaf_rows;
+      REQUIRE(r.stack.size() == 1);
+      CHECK((r.stack[0].ends_with("): branch a") || r.stack[0].ends_with("): branch;b")));
+    }
+  CHECK(leaf_rows == 2);
+  CHECK(by_stack.table().find("Source Location") != std::string::npos);
+
+  const auto events = p.events();
+  CHECK(events.size() == 6);
+  for (auto& e : events)
+    if (e.name == "leaf") CHECK(e.depth == 2);
+
+  p.export_stacks(out.path / "stacks.txt");
+  const auto stacks = lines_of(test_support::read_text(out.path / "stacks.txt"));
+  for (auto& line : stacks) {
+    const auto space = line.rfind(' ');
+    REQUIRE(space != std::string::npos);
+    CHECK(line.substr(0, space).find(' ') == std::string::npos);  // spaces inside frames became '_'
+    CHECK(std::stoll(line.substr(space + 1)) > 0);
+  }
+  // "branch;b" as a frame: its ';' and ' ' became '_', and leaf sits under it.
+  bool leaf_under_b = false;
+  for (auto& line : stacks)
+    if (line.find("):_branch_b;leaf ") != std::string::npos) leaf_under_b = true;
+  CHECK(leaf_under_b);
+  CHECK_THROWS_AS(p.export_stacks(out.path / "x.txt", "wall_time"), std::invalid_argument);
+  CHECK_THROWS_AS(p.export_stacks("/etc/passwd/stacks.txt"), std::runtime_error);
+
+  proftrace::profile plain;
+  plain.start();
+  leaf();
+  plain.stop();
+  CHECK_THROWS_WITH_AS(plain.export_stacks(out.path / "y.txt"), doctest::Contains("with_stack"), std::logic_error);
+  CHECK_THROWS_WITH_AS(plain.events(), doctest::Contains("retain_events"), std::logic_error);
+}
