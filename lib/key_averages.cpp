@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace proftrace {
 namespace {
@@ -172,6 +173,33 @@ std::string event_averages::table(const table_options& options) const {
          ", overwritten " + std::to_string(losses.overwritten) + ", unattached " + std::to_string(losses.unattached) +
          ", late " + std::to_string(losses.late) + ", unpaired " + std::to_string(losses.unpaired) + ")");
   }
+  return out;
+}
+
+std::string event_averages::collapsed_stacks(std::string_view metric) const {
+  if (metric != "self_cpu_time_total" && metric != "self_cuda_time_total")
+    throw std::invalid_argument("proftrace: stacks metric must be self_cpu_time_total or self_cuda_time_total, not '" +
+                                std::string(metric) + "'");
+  const auto clean = [](std::string frame) {
+    for (char& c : frame)
+      if (c == ' ' || c == ';' || c == '\t' || c == '\n') c = '_';
+    return frame;
+  };
+  std::vector<std::pair<std::string, std::int64_t>> lines;
+  std::unordered_map<std::string, std::size_t> index;
+  for (const auto& r : rows) {
+    // No device time is collected yet, so the CUDA metric has no positive line.
+    const std::int64_t value_us = metric == "self_cpu_time_total" ? r.self_cpu_time_total_ns / 1000 : 0;
+    std::string stack;
+    for (auto it = r.stack.rbegin(); it != r.stack.rend(); ++it) stack += clean(*it) + ";";
+    stack += clean(r.key);
+    auto [it, fresh] = index.try_emplace(stack, lines.size());
+    if (fresh) lines.emplace_back(stack, 0);
+    lines[it->second].second += value_us;
+  }
+  std::string out;
+  for (const auto& [stack, value] : lines)
+    if (value > 0) out += stack + " " + std::to_string(value) + "\n";
   return out;
 }
 

@@ -328,35 +328,19 @@ std::vector<function_event> session::events() const {
 }
 
 void session::export_stacks(const std::filesystem::path& path, std::string_view metric) const {
-  if (metric != "self_cpu_time_total" && metric != "self_cuda_time_total")
-    throw std::invalid_argument("proftrace: export_stacks(): metric must be self_cpu_time_total or self_cuda_time_total, not '" +
-                                std::string(metric) + "'");
-  std::lock_guard lock(session_mutex);
-  const auto& last = impl_->last;
-  if (!last) throw std::logic_error("proftrace: export_stacks(): no trace has been recorded yet");
-  if (!last->with_stack) throw std::logic_error("proftrace: export_stacks() requires with_stack=true");
-  // Frames outermost first, the op last; separators inside a frame become '_'.
-  const auto clean = [](std::string frame) {
-    for (char& c : frame)
-      if (c == ' ' || c == ';' || c == '\t' || c == '\n') c = '_';
-    return frame;
-  };
-  std::vector<std::pair<std::string, std::int64_t>> lines;
-  std::unordered_map<std::string, std::size_t> index;
-  for (const auto& r : last->averages) {
-    // No device time is collected yet, so the CUDA metric has no positive line.
-    const std::int64_t value_us = metric == "self_cpu_time_total" ? r.self_cpu_time_total_ns / 1000 : 0;
-    std::string stack;
-    for (auto it = r.stack.rbegin(); it != r.stack.rend(); ++it) stack += clean(*it) + ";";
-    stack += clean(r.key);
-    auto [it, fresh] = index.try_emplace(stack, lines.size());
-    if (fresh) lines.emplace_back(stack, 0);
-    lines[it->second].second += value_us;
+  std::string text;
+  {
+    std::lock_guard lock(session_mutex);
+    const auto& last = impl_->last;
+    if (!last) throw std::logic_error("proftrace: export_stacks(): no trace has been recorded yet");
+    if (!last->with_stack) throw std::logic_error("proftrace: export_stacks() requires with_stack=true");
+    event_averages all;
+    all.rows = last->averages;  // finest grouping: every distinct stack
+    text = all.collapsed_stacks(metric);
   }
   std::ofstream out(path, std::ios::trunc);
   if (!out) throw std::runtime_error("proftrace: cannot write stacks '" + path.string() + "': " + std::strerror(errno));
-  for (const auto& [stack, value] : lines)
-    if (value > 0) out << stack << ' ' << value << '\n';
+  out << text;
   out.flush();
   if (!out) throw std::runtime_error("proftrace: cannot write stacks '" + path.string() + "'");
 }

@@ -178,3 +178,21 @@ TEST_CASE("a live session: self time, stacks grouping, events() and export_stack
   CHECK_THROWS_WITH_AS(plain.export_stacks(out.path / "y.txt"), doctest::Contains("with_stack"), std::logic_error);
   CHECK_THROWS_WITH_AS(plain.events(), doctest::Contains("retain_events"), std::logic_error);
 }
+
+TEST_CASE("collapsed stacks: outermost first, the op last, separators cleaned, same stacks summed") {
+  proftrace::event_averages a;
+  proftrace::event_average r;
+  r.key = "aten::mm";
+  r.stack = {"model.py(12): forward", "train.py(3): step"};  // innermost first
+  r.self_cpu_time_total_ns = 2'500'000;
+  a.rows.push_back(r);
+  r.self_cpu_time_total_ns = 1'000'000;  // same stack again (different shapes, say)
+  a.rows.push_back(r);
+  r.key = "tiny";
+  r.stack = {};
+  r.self_cpu_time_total_ns = 999;  // under a microsecond: no line
+  a.rows.push_back(r);
+  CHECK(a.collapsed_stacks() == "train.py(3):_step;model.py(12):_forward;aten::mm 3500\n");
+  CHECK(a.collapsed_stacks("self_cuda_time_total").empty());
+  CHECK_THROWS_AS(a.collapsed_stacks("nope"), std::invalid_argument);
+}

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace proftrace {
@@ -79,6 +80,12 @@ class event_averages {
   // The rows as CSV (torch_geometric's save_profile_data columns, values
   // formatted as in the table), a header line first.
   std::string csv() const;
+  // Collapsed stacks for flamegraph.pl and speedscope: one line per distinct
+  // stack with a positive metric, frames outermost first joined by ';' with
+  // the row's name last, a space, then the integer microseconds of `metric`
+  // (self_cpu_time_total or self_cuda_time_total; std::invalid_argument
+  // otherwise). Spaces, ';', tabs and newlines inside a frame become '_'.
+  std::string collapsed_stacks(std::string_view metric = "self_cpu_time_total") const;
   // All rows summed into one, keyed "Total".
   event_average total_average() const;
   std::int64_t self_cpu_time_total_ns() const noexcept;
