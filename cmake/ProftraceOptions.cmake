@@ -8,6 +8,7 @@ set(PROFTRACE_OVERFLOW_POLICY drop CACHE STRING "Default ring overflow policy: d
 set(PROFTRACE_RING_EVENTS 32768 CACHE STRING "Default events per thread ring (power of two)")
 option(PROFTRACE_BUILD_TESTS "Build the doctest suites" ${PROJECT_IS_TOP_LEVEL})
 option(PROFTRACE_BUILD_EXAMPLES "Build the examples (the demo)" ${PROJECT_IS_TOP_LEVEL})
+option(PROFTRACE_BUILD_TOOLS "Build the proftrace command line (tools/)" ON)
 option(PROFTRACE_BUILD_BENCH "Build the Google Benchmark overhead suite" OFF)
 set(PROFTRACE_SANITIZE "" CACHE STRING "Build everything with -fsanitize=<list> (e.g. thread, or address,undefined)")
 set_property(CACHE PROFTRACE_WITH_CUDA PROPERTY STRINGS ON OFF AUTO)
