@@ -1,0 +1,478 @@
+// The `proftrace` command line and its streaming trace reader: summaries of a
+// PyTorch-style trace and of proftrace's own traces (.json, .gz, .zst), bad
+// input, validate's problem indices and diff's exit codes.
+#include <doctest/doctest.h>
+
+#include <proftrace/proftrace.hpp>
+
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "test_support.hpp"
+#include "trace_reader.hpp"
+
+namespace pt = proftrace::tools;
+using test_support::temp_dir;
+
+namespace {
+
+const std::string data_dir = PROFTRACE_TEST_DATA;
+const std::string pytorch_trace = data_dir + "/pytorch_style.pt.trace.json";
+
+struct cli_result {
+  int rc = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_file(const std::filesystem::path& p, std::string_view text) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+cli_result run_cli(const std::vector<std::string>& args) {
+  static temp_dir dir("cli-io");
+  std::string cmd = quote(PROFTRACE_CLI);
+  for (auto& a : args) cmd += " " + quote(a);
+  cmd += " >" + quote((dir.path / "out").string()) + " 2>" + quote((dir.path / "err").string());
+  const int status = std::system(cmd.c_str());
+  cli_result r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  r.out = slurp(dir.path / "out");
+  r.err = slurp(dir.path / "err");
+  return r;
+}
+
+std::size_t lines(const std::string& s) {
+  std::size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+std::map<std::string, proftrace::event_average> by_key(const proftrace::event_averages& a) {
+  std::map<std::string, proftrace::event_average> m;
+  for (auto& r : a.rows) {
+    auto& e = m[r.input_shapes.empty() ? r.key : r.key + " " + r.input_shapes];
+    e.key = r.key;
+    e.count += r.count;
+    e.cpu_time_total_ns += r.cpu_time_total_ns;
+    e.self_cpu_time_total_ns += r.self_cpu_time_total_ns;
+  }
+  return m;
+}
+
+proftrace::event_averages summarize(const std::filesystem::path& p, bool by_shape = false) {
+  std::vector<std::string> warnings;
+  auto a = pt::summarize(p, by_shape, warnings);
+  CHECK(warnings.empty());
+  return a;
+}
+
+std::vector<pt::problem> problems_of(const std::filesystem::path& p) {
+  std::vector<pt::problem> out;
+  pt::validate(p, [&](const pt::problem& x) { out.push_back(x); });
+  return out;
+}
+
+bool has_problem(const std::vector<pt::problem>& ps, std::int64_t index, std::string_view text) {
+  for (auto& p : ps)
+    if (p.index == index && p.message.find(text) != std::string::npos) return true;
+  return false;
+}
+
+void spin(std::chrono::microseconds d) {
+  const auto until = std::chrono::steady_clock::now() + d;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+void cli_leaf() {
+  PROF_OP("cli_leaf");
+  spin(std::chrono::microseconds(5));
+}
+
+void cli_work(int rows) {
+  PROF_SCOPE("cli_work");
+  for (int i = 0; i < 3; ++i) cli_leaf();
+  {
+    PROF_SCOPE_SHAPES("cli_gemm", {rows, 8}, {8, 2});
+    cli_leaf();
+  }
+  PROF_INSTANT("cli_marker");
+}
+
+}  // namespace
+
+TEST_CASE("a PyTorch-style trace: counts, self and total times, ProfilerStep*, device events left out") {
+  const auto rows = by_key(summarize(pytorch_trace));
+  const auto us = [](std::int64_t ns) { return static_cast<double>(ns) / 1e3; };
+  REQUIRE(rows.count("ProfilerStep*") == 1);
+  CHECK(rows.count("ProfilerStep#1") == 0);
+  CHECK(rows.at("ProfilerStep*").count == 2);  // the gpu_user_annotation copy is a device event
+  CHECK(us(rows.at("ProfilerStep*").cpu_time_total_ns) == doctest::Approx(900.0));
+  CHECK(us(rows.at("ProfilerStep*").self_cpu_time_total_ns) == doctest::Approx(460.0));
+  // aten::linear holds aten::t and aten::addmm; addmm holds cudaLaunchKernel.
+  CHECK(rows.at("aten::linear").count == 2);
+  CHECK(us(rows.at("aten::linear").cpu_time_total_ns) == doctest::Approx(350.0));
+  CHECK(us(rows.at("aten::linear").self_cpu_time_total_ns) == doctest::Approx(50.0));
+  CHECK(us(rows.at("aten::addmm").self_cpu_time_total_ns) == doctest::Approx(215.0));
+  CHECK(us(rows.at("aten::addmm").cpu_time_total_ns) == doctest::Approx(270.0));
+  CHECK(us(rows.at("cudaLaunchKernel").self_cpu_time_total_ns) == doctest::Approx(55.0));
+  CHECK(us(rows.at("aten::relu").self_cpu_time_total_ns) == doctest::Approx(35.0));
+  CHECK(us(rows.at("aten::clamp_min").cpu_time_total_ns) == doctest::Approx(55.0));
+  // Another thread overlapping in time nests only within itself.
+  CHECK(us(rows.at("aten::to").self_cpu_time_total_ns) == doctest::Approx(50.0));
+  CHECK(us(rows.at("aten::copy_").self_cpu_time_total_ns) == doctest::Approx(250.0));
+  // No device rows, no instant/flow/metadata rows.
+  CHECK(rows.count("void gemm_kernel<float>(float const*, float*)") == 0);
+  CHECK(rows.count("Memcpy HtoD (Pageable -> Device)") == 0);
+  CHECK(rows.count("[memory]") == 0);
+  CHECK(rows.count("ac2g") == 0);
+  CHECK(rows.count("process_name") == 0);
+  CHECK(rows.size() == 9);
+
+  const auto shaped = by_key(summarize(pytorch_trace, true));
+  REQUIRE(shaped.count("aten::addmm [[256], [64, 128], [128, 256], [], []]") == 1);
+  CHECK(us(shaped.at("aten::addmm [[256], [64, 128], [128, 256], [], []]").self_cpu_time_total_ns) ==
+        doctest::Approx(120.0));
+  CHECK(shaped.at("aten::t [[256, 128]]").count == 2);
+  CHECK(shaped.at("ProfilerStep*").count == 2);
+}
+
+TEST_CASE("the reader hands over metadata keys and every event") {
+  std::uint64_t n = 0, memory = 0;
+  std::string dims;
+  pt::read_options opts;
+  opts.chunk_size = 7;  // tiny chunks: strings, keys and numbers split across writes
+  opts.on_event = [&](const pt::trace_event& e) {
+    ++n;
+    if (e.name == "[memory]") ++memory;
+    if (e.name == "aten::addmm" && e.external_id == 4) dims = e.input_dims;
+    return true;
+  };
+  const auto r = pt::read_trace(pytorch_trace, opts);
+  CHECK(n == 36);
+  CHECK(r.events == 36);
+  CHECK(memory == 2);
+  CHECK(dims == "[[256], [64, 128], [128, 256], [], []]");
+  CHECK_FALSE(r.truncated);
+  std::map<std::string, std::string> meta;
+  for (auto& m : r.metadata) meta[m.key] = m.value;
+  CHECK(meta.at("schemaVersion") == "1");
+  CHECK(meta.at("displayTimeUnit") == "ms");
+  CHECK(meta.at("distributedInfo") == "{...}");
+  CHECK(meta.count("traceName") == 1);
+}
+
+TEST_CASE("events written in end order (children first) nest like events in start order") {
+  temp_dir dir("cli-order");
+  const std::string start_order = R"({"traceEvents": [
+    {"ph":"X","cat":"user_annotation","name":"outer","pid":1,"tid":1,"ts":0,"dur":100},
+    {"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":10,"dur":20},
+    {"ph":"X","cat":"cpu_op","name":"leaf","pid":1,"tid":1,"ts":12,"dur":5},
+    {"ph":"X","cat":"cpu_op","name":"b","pid":1,"tid":1,"ts":40,"dur":30},
+    {"ph":"X","cat":"cpu_op","name":"leaf","pid":1,"tid":1,"ts":40,"dur":0},
+    {"ph":"X","cat":"user_annotation","name":"outer","pid":1,"tid":1,"ts":200,"dur":10}]})";
+  const std::string end_order = R"({"traceEvents": [
+    {"ph":"X","cat":"cpu_op","name":"leaf","pid":1,"tid":1,"ts":12,"dur":5},
+    {"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":10,"dur":20},
+    {"ph":"X","cat":"cpu_op","name":"leaf","pid":1,"tid":1,"ts":40,"dur":0},
+    {"ph":"X","cat":"cpu_op","name":"b","pid":1,"tid":1,"ts":40,"dur":30},
+    {"ph":"X","cat":"user_annotation","name":"outer","pid":1,"tid":1,"ts":0,"dur":100},
+    {"ph":"X","cat":"user_annotation","name":"outer","pid":1,"tid":1,"ts":200,"dur":10}]})";
+  write_file(dir.path / "start.json", start_order);
+  write_file(dir.path / "end.json", end_order);
+  for (const char* f : {"start.json", "end.json"}) {
+    CAPTURE(f);
+    const auto rows = by_key(summarize(dir.path / f));
+    CHECK(rows.at("outer").count == 2);
+    CHECK(rows.at("outer").cpu_time_total_ns == 110000);
+    CHECK(rows.at("outer").self_cpu_time_total_ns == 60000);
+    CHECK(rows.at("a").self_cpu_time_total_ns == 15000);
+    CHECK(rows.at("b").self_cpu_time_total_ns == 30000);
+    CHECK(rows.at("leaf").count == 2);
+    CHECK(rows.at("leaf").self_cpu_time_total_ns == 5000);
+  }
+}
+
+TEST_CASE("a trace written by proftrace summarises to key_averages(), in .json, .json.gz and .json.zst") {
+  temp_dir dir("cli-own");
+  proftrace::profile p({.schedule = proftrace::schedule({.wait = 0, .warmup = 1, .active = 3, .repeat = 1}),
+                        .record_shapes = true});
+  p.start();
+  for (int step = 0; step < 4; ++step) {
+    cli_work(4 + step % 2);
+    std::thread worker([] {
+      PROF_THREAD_NAME("cli worker");
+      for (int i = 0; i < 2; ++i) cli_work(16);
+    });
+    worker.join();
+    p.step();
+  }
+  p.stop();
+  const auto expected = by_key(p.key_averages());
+  const auto expected_shapes = by_key(p.key_averages(true));
+  REQUIRE(expected.count("ProfilerStep*") == 1);
+  REQUIRE(expected.count("cli_work") == 1);
+  CHECK(expected.at("cli_work").count == 9);  // 3 active steps, 1 + 2 per step
+  for (const char* name : {"t.pt.trace.json", "t.pt.trace.json.gz", "t.pt.trace.json.zst"}) {
+    CAPTURE(name);
+    p.export_chrome_trace(dir.path / name);
+    for (bool shapes : {false, true}) {
+      CAPTURE(shapes);
+      const auto got = by_key(summarize(dir.path / name, shapes));
+      const auto& want = shapes ? expected_shapes : expected;
+      REQUIRE(got.size() == want.size());
+      for (auto& [key, w] : want) {
+        CAPTURE(key);
+        REQUIRE(got.count(key) == 1);
+        CHECK(got.at(key).count == w.count);
+        CHECK(got.at(key).cpu_time_total_ns == w.cpu_time_total_ns);
+        CHECK(got.at(key).self_cpu_time_total_ns == w.self_cpu_time_total_ns);
+      }
+    }
+    const auto r = run_cli({"summary", (dir.path / name).string(), "--row-limit", "-1"});
+    CHECK(r.rc == 0);
+    CHECK(r.err.empty());
+    CHECK(r.out.find("cli_leaf") != std::string::npos);
+    CHECK(r.out.find("Self CPU time total: ") != std::string::npos);
+    CHECK(run_cli({"validate", (dir.path / name).string()}).rc == 0);
+  }
+}
+
+TEST_CASE("the command line: summary, help and usage errors") {
+  auto r = run_cli({"summary", pytorch_trace, "--sort-by", "count", "--row-limit", "3"});
+  CHECK(r.rc == 0);
+  CHECK(r.err.empty());
+  CHECK(r.out.find("ProfilerStep*") != std::string::npos);
+  CHECK(r.out.find("# of Calls") != std::string::npos);
+  CHECK(lines(r.out) == 3 + 3 + 2);  // 3 lines of header, 3 rows, dashes and total
+  r = run_cli({"summary", pytorch_trace, "--group-by-shape", "--sort-by=self_cpu_time_total"});
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("Input Shapes") != std::string::npos);
+  CHECK(r.out.find("[[64, 128], [256, 128], [256]]") != std::string::npos);
+
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"--help"}, {"summary", "--help"}, {"validate", "--help"}, {"diff", "--help"}, {"diff", "-h"}}) {
+    r = run_cli(args);
+    CHECK(r.rc == 0);
+    CHECK(r.out.find("usage: proftrace") != std::string::npos);
+    CHECK(r.out.find("exit codes") != std::string::npos);
+  }
+  for (auto args : std::vector<std::vector<std::string>>{{},
+                                                         {"frobnicate"},
+                                                         {"summary"},
+                                                         {"summary", pytorch_trace, "--bogus"},
+                                                         {"summary", pytorch_trace, "--sort-by", "nope"},
+                                                         {"summary", pytorch_trace, "--row-limit", "x"},
+                                                         {"summary", pytorch_trace, "--row-limit"},
+                                                         {"validate"},
+                                                         {"diff", pytorch_trace},
+                                                         {"diff", pytorch_trace, pytorch_trace, "--threshold", "-4"}}) {
+    CAPTURE(args.size());
+    r = run_cli(args);
+    CHECK(r.rc == 2);
+    CHECK(lines(r.err) == 1);
+    CHECK(r.err.find("--help") != std::string::npos);
+  }
+}
+
+TEST_CASE("bad input gives one line naming the file and where, and a non-zero exit") {
+  temp_dir dir("cli-bad");
+  const auto check_error = [](const std::filesystem::path& f, std::string_view text) {
+    CAPTURE(f);
+    const auto r = run_cli({"summary", f.string()});
+    CHECK(r.rc == 1);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err) == 1);
+    CHECK(r.err.find(f.string()) != std::string::npos);
+    CHECK(r.err.find(text) != std::string::npos);
+  };
+  check_error(dir.path / "missing.json", "cannot open");
+  write_file(dir.path / "text.json", "this is not json\n");
+  check_error(dir.path / "text.json", "invalid JSON at byte 0");
+  write_file(dir.path / "syntax.json", R"({"traceEvents": [{"ph": "i", "name": "a", "ts": 1},, ]})");
+  check_error(dir.path / "syntax.json", "invalid JSON at byte 51");
+  write_file(dir.path / "empty.json", "");
+  check_error(dir.path / "empty.json", "unexpected end of input at byte 0");
+  write_file(dir.path / "array.json", "[1, 2]");
+  check_error(dir.path / "array.json", "not an object");
+  write_file(dir.path / "noevents.json", R"({"schemaVersion": 1})");
+  check_error(dir.path / "noevents.json", "no \"traceEvents\"");
+  write_file(dir.path / "head.json", R"({"schemaVersion": 1, "deviceProp)");
+  check_error(dir.path / "head.json", "unexpected end of input at byte 32");
+
+  const std::string good = slurp(pytorch_trace);
+  {
+    namespace io = boost::iostreams;
+    std::ofstream file(dir.path / "t.json.gz", std::ios::binary);
+    io::filtering_ostream out;
+    out.push(io::gzip_compressor());
+    out.push(file);
+    out << good;
+  }
+  const std::string gz = slurp(dir.path / "t.json.gz");
+  write_file(dir.path / "cut.json.gz", gz.substr(0, gz.size() / 2));
+  check_error(dir.path / "cut.json.gz", "gzip");
+  write_file(dir.path / "garbage.json.gz", "not gzip at all");
+  check_error(dir.path / "garbage.json.gz", "gzip");
+  CHECK(run_cli({"summary", (dir.path / "t.json.gz").string()}).rc == 0);
+
+  // Events the summary cannot use name their index.
+  write_file(dir.path / "noph.json", R"({"traceEvents": [{"ph":"M","name":"process_name","pid":1,"tid":0,"ts":0},
+    {"name":"x","cat":"cpu_op","ts":1,"dur":2}]})");
+  check_error(dir.path / "noph.json", "event 1 has no \"ph\"");
+  write_file(dir.path / "nots.json", R"({"traceEvents": [{"ph":"i","name":"m","ts":0},{"ph":"i","name":"m","ts":0},
+    {"ph":"X","name":"x","cat":"cpu_op","pid":1,"tid":1,"dur":2}]})");
+  check_error(dir.path / "nots.json", "event 2 has no \"ts\"");
+  write_file(dir.path / "types.json", R"({"traceEvents": [{"ph":"X","name":"x","cat":"cpu_op","pid":1,"tid":1,"ts":1,"dur":"2"}]})");
+  check_error(dir.path / "types.json", "event 0: \"dur\" is a string, not a number");
+  write_file(dir.path / "phnum.json", R"({"traceEvents": [7]})");
+  check_error(dir.path / "phnum.json", "event 0 is a number, not an object");
+}
+
+TEST_CASE("a trace cut off inside traceEvents is summarised as far as it goes, with one warning") {
+  temp_dir dir("cli-cut");
+  const std::string good = slurp(pytorch_trace);
+  // Cut right after ProfilerStep#2's aten::linear event starts being written.
+  const auto at = good.find("\"name\": \"aten::t\", \"pid\": 1102, \"tid\": 1102, \"ts\": 2015.000");
+  REQUIRE(at != std::string::npos);
+  write_file(dir.path / "spool.json", good.substr(0, at));
+  std::vector<std::string> warnings;
+  const auto rows = by_key(pt::summarize(dir.path / "spool.json", false, warnings));
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("inside \"traceEvents\"") != std::string::npos);
+  CHECK(rows.at("ProfilerStep*").count == 2);
+  CHECK(rows.at("aten::linear").count == 2);
+  CHECK(rows.count("aten::relu") == 1);
+  CHECK(rows.at("aten::relu").count == 1);
+  // The second step's open scopes count with the children seen so far.
+  CHECK(rows.at("ProfilerStep*").self_cpu_time_total_ns == (500 - 250 + 400 - 150) * 1000);
+
+  const auto r = run_cli({"summary", (dir.path / "spool.json").string()});
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("aten::linear") != std::string::npos);
+  CHECK(lines(r.err) == 1);
+  CHECK(r.err.find("warning") != std::string::npos);
+  CHECK(r.err.find("spool.json") != std::string::npos);
+  CHECK(r.err.find("byte " + std::to_string(at)) != std::string::npos);
+  // validate calls the same file invalid.
+  const auto v = run_cli({"validate", (dir.path / "spool.json").string()});
+  CHECK(v.rc == 1);
+  CHECK(v.out.find("truncated") != std::string::npos);
+}
+
+TEST_CASE("validate reports every injected problem with its event index") {
+  temp_dir dir("cli-validate");
+  CHECK(problems_of(pytorch_trace).empty());
+  const auto ok = run_cli({"validate", pytorch_trace});
+  CHECK(ok.rc == 0);
+  CHECK(ok.out.find("valid (36 events)") != std::string::npos);
+
+  write_file(dir.path / "bad.json", R"({"traceEvents": [
+    {"ph":"X","cat":"cpu_op","name":"ok","pid":1,"tid":1,"ts":0,"dur":1},
+    {"cat":"cpu_op","name":"no_ph","pid":1,"tid":1,"ts":0,"dur":1},
+    {"ph":"X","cat":"cpu_op","pid":1,"tid":1,"ts":0,"dur":1},
+    {"ph":"X","name":"no_cat","pid":1,"tid":1,"ts":0,"dur":1},
+    {"ph":"X","cat":"cpu_op","name":"no_ts","pid":1,"tid":1,"dur":1},
+    {"ph":"X","cat":"cpu_op","name":"no_dur","pid":1,"tid":1,"ts":0},
+    {"ph":"X","cat":"cpu_op","name":"ts_string","pid":1,"tid":1,"ts":"0","dur":1},
+    {"ph":"X","cat":"cpu_op","name":"negative","pid":1,"tid":1,"ts":-5.5,"dur":1},
+    {"ph":5,"name":"ph_number","ts":0},
+    "a string",
+    {"ph":"i","name":"fine","ts":3,"s":"t"},
+    {"ph":"X","cat":7,"name":"cat_number","pid":1,"tid":1,"ts":0,"dur":[1]}
+  ]})");
+  const auto ps = problems_of(dir.path / "bad.json");
+  CHECK(has_problem(ps, 1, "has no \"ph\""));
+  CHECK(has_problem(ps, 2, "has no \"name\""));
+  CHECK(has_problem(ps, 3, "without \"cat\""));
+  CHECK(has_problem(ps, 4, "without \"ts\""));
+  CHECK(has_problem(ps, 5, "without \"dur\""));
+  CHECK(has_problem(ps, 6, "\"ts\" is a string, not a number"));
+  CHECK(has_problem(ps, 7, "\"ts\" is negative"));
+  CHECK(has_problem(ps, 8, "\"ph\" is a number, not a string"));
+  CHECK(has_problem(ps, 9, "is a string, not an object"));
+  CHECK(has_problem(ps, 11, "\"cat\" is a number"));
+  CHECK(has_problem(ps, 11, "\"dur\" is an array"));
+  for (auto& p : ps) {
+    CHECK(p.index != 0);
+    CHECK(p.index != 10);
+  }
+  CHECK(ps.size() == 11);
+  const auto r = run_cli({"validate", (dir.path / "bad.json").string()});
+  CHECK(r.rc == 1);
+  CHECK(lines(r.out) == 12);
+  CHECK(r.out.find("bad.json: event 4: is a complete event (\"X\") without \"ts\"") != std::string::npos);
+  CHECK(r.out.find("11 problems in 12 events") != std::string::npos);
+
+  write_file(dir.path / "shape.json", R"({"traceEvents": {"ph": "X"}})");
+  CHECK(has_problem(problems_of(dir.path / "shape.json"), -1, "\"traceEvents\" is not an array"));
+  write_file(dir.path / "broken.json", R"({"traceEvents": [{"ph":"X"}, oops]})");
+  const auto broken = problems_of(dir.path / "broken.json");
+  CHECK(has_problem(broken, 0, "without \"cat\""));
+  CHECK(has_problem(broken, -1, "invalid JSON at byte 29"));
+  CHECK(run_cli({"validate", (dir.path / "missing.json").string()}).rc == 1);
+}
+
+TEST_CASE("diff: per-key changes sorted by self time, and the threshold gate") {
+  temp_dir dir("cli-diff");
+  write_file(dir.path / "a.json", R"({"traceEvents": [
+    {"ph":"X","cat":"cpu_op","name":"op_a","pid":1,"tid":1,"ts":0,"dur":100},
+    {"ph":"X","cat":"cpu_op","name":"op_b","pid":1,"tid":1,"ts":200,"dur":100},
+    {"ph":"X","cat":"cpu_op","name":"op_gone","pid":1,"tid":1,"ts":400,"dur":10}]})");
+  write_file(dir.path / "b.json", R"({"traceEvents": [
+    {"ph":"X","cat":"cpu_op","name":"op_a","pid":1,"tid":1,"ts":0,"dur":150},
+    {"ph":"X","cat":"cpu_op","name":"op_b","pid":1,"tid":1,"ts":200,"dur":95},
+    {"ph":"X","cat":"cpu_op","name":"op_b","pid":1,"tid":1,"ts":300,"dur":1}]})");
+  write_file(dir.path / "c.json", R"({"traceEvents": [
+    {"ph":"X","cat":"cpu_op","name":"op_a","pid":1,"tid":1,"ts":0,"dur":100},
+    {"ph":"X","cat":"cpu_op","name":"op_new","pid":1,"tid":1,"ts":200,"dur":1}]})");
+  const auto A = (dir.path / "a.json").string(), B = (dir.path / "b.json").string(), C = (dir.path / "c.json").string();
+
+  const auto rows = pt::diff(summarize(A), summarize(B));
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].key == "op_a");
+  CHECK(rows[0].self_change_ns() == 50000);
+  CHECK(rows[0].self_change_pct() == doctest::Approx(50.0));
+  CHECK(rows[1].key == "op_gone");
+  CHECK(rows[2].key == "op_b");
+  CHECK(rows[2].count_a == 1);
+  CHECK(rows[2].count_b == 2);
+  CHECK(rows[2].self_change_ns() == -4000);
+
+  auto r = run_cli({"diff", A, B});
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("op_a") < r.out.find("op_b"));
+  CHECK(r.out.find("+50.00%") != std::string::npos);
+  CHECK(r.out.find("gone") != std::string::npos);
+  r = run_cli({"diff", A, B, "--threshold", "40"});
+  CHECK(r.rc == 3);
+  CHECK(r.out.find("regression: op_a") != std::string::npos);
+  CHECK(r.err.find("threshold") != std::string::npos);
+  CHECK(run_cli({"diff", A, B, "--threshold=60"}).rc == 0);
+  CHECK(run_cli({"diff", A, A, "--threshold", "0"}).rc == 0);
+  CHECK(run_cli({"diff", pytorch_trace, pytorch_trace, "--threshold", "0"}).rc == 0);
+  // A key new in B counts as grown without bound.
+  CHECK(run_cli({"diff", A, C, "--threshold", "1000"}).rc == 3);
+  // An unreadable side is an invalid trace, not a regression.
+  CHECK(run_cli({"diff", A, (dir.path / "missing.json").string(), "--threshold", "1"}).rc == 1);
+}

@@ -1,0 +1,284 @@
+// proftrace — summarise, validate and compare trace files from the command
+// line. Exit codes: 0 ok, 1 invalid trace or validation problems, 2 usage
+// error, 3 diff threshold exceeded (see tools/README.md).
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trace_reader.hpp"
+
+namespace {
+
+namespace pt = proftrace::tools;
+
+constexpr int exit_ok = 0;
+constexpr int exit_invalid = 1;
+constexpr int exit_usage = 2;
+constexpr int exit_regression = 3;
+
+struct usage_error {
+  std::string message;
+};
+
+const char* const tool_help =
+    "usage: proftrace <command> [options]\n"
+    "\n"
+    "Reads trace files in PyTorch Kineto's JSON layout (.json, .json.gz, .json.zst),\n"
+    "written by proftrace or by torch.profiler, once and in bounded memory.\n"
+    "\n"
+    "commands:\n"
+    "  summary TRACE    key_averages().table() of the trace's host events\n"
+    "  validate TRACE   check the layout HTA, TensorBoard and Perfetto rely on\n"
+    "  diff A B         per-key change in count, self and total time (a CI gate)\n"
+    "\n"
+    "Run 'proftrace <command> --help' for a command's options.\n"
+    "exit codes: 0 ok, 1 invalid trace or validation problems, 2 usage error,\n"
+    "            3 diff threshold exceeded\n";
+
+const char* const summary_help =
+    "usage: proftrace summary TRACE [--sort-by KEY] [--row-limit N] [--group-by-shape]\n"
+    "\n"
+    "Prints torch's key_averages().table() for the complete (\"X\") host events of\n"
+    "TRACE (cat cpu_op, user_annotation, cuda_runtime, cuda_driver; device events\n"
+    "are left out). ProfilerStep#N rows are grouped as ProfilerStep*; self time is\n"
+    "the total minus the direct children's on the same thread. A trace cut off\n"
+    "inside traceEvents is summarised as far as it goes, with a warning.\n"
+    "\n"
+    "options:\n"
+    "  --sort-by KEY       self_cpu_time_total (default), cpu_time_total, cpu_time,\n"
+    "                      count, or none (order of first appearance)\n"
+    "  --row-limit N       at most N rows (default 100; -1: all)\n"
+    "  --group-by-shape    one row per (name, \"Input Dims\")\n"
+    "  -h, --help          this text\n"
+    "exit codes: 0 ok, 1 unreadable or invalid trace, 2 usage error\n";
+
+const char* const validate_help =
+    "usage: proftrace validate TRACE\n"
+    "\n"
+    "Checks what HTA, TensorBoard and Perfetto rely on: a top-level object with a\n"
+    "\"traceEvents\" array; every event an object with string \"ph\" and \"name\";\n"
+    "every complete (\"X\") event with a string \"cat\" and numeric \"ts\" and \"dur\";\n"
+    "\"ts\" and \"dur\" numbers and not negative wherever present. Prints every\n"
+    "problem as 'TRACE: event N: ...' (or 'TRACE: ...' for the file as a whole).\n"
+    "\n"
+    "options:\n"
+    "  -h, --help          this text\n"
+    "exit codes: 0 valid, 1 problems found, 2 usage error\n";
+
+const char* const diff_help =
+    "usage: proftrace diff A B [--threshold PCT] [--group-by-shape] [--row-limit N]\n"
+    "\n"
+    "Per key (name, or name and input shapes): calls, self and total CPU time in A\n"
+    "and in B, and the change; sorted by the absolute change of self time.\n"
+    "\n"
+    "options:\n"
+    "  --threshold PCT     exit 3 when any key's self time grew by more than PCT\n"
+    "                      percent from A to B (a key new in B with self time counts\n"
+    "                      as grown without bound)\n"
+    "  --group-by-shape    keys include \"Input Dims\"\n"
+    "  --row-limit N       at most N rows printed (default -1: all)\n"
+    "  -h, --help          this text\n"
+    "exit codes: 0 ok, 1 unreadable or invalid trace, 2 usage error,\n"
+    "            3 threshold exceeded\n";
+
+struct parsed_args {
+  std::vector<std::string> positional;
+  std::optional<std::string> sort_by, row_limit, threshold;
+  bool group_by_shape = false;
+  bool help = false;
+};
+
+// Options take "--opt VALUE" or "--opt=VALUE"; `allowed` lists the ones
+// this command knows.
+parsed_args parse(const std::vector<std::string>& args, const std::vector<std::string>& allowed) {
+  parsed_args out;
+  const auto known = [&](const std::string& o) {
+    for (auto& a : allowed)
+      if (a == o) return true;
+    return false;
+  };
+  bool only_positional = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i];
+    if (only_positional || a.size() < 2 || a[0] != '-' || a == "-") {
+      out.positional.push_back(a);
+      continue;
+    }
+    if (a == "--") {
+      only_positional = true;
+      continue;
+    }
+    if (a == "-h" || a == "--help") {
+      out.help = true;
+      continue;
+    }
+    std::optional<std::string> inline_value;
+    if (auto eq = a.find('='); eq != std::string::npos) {
+      inline_value = a.substr(eq + 1);
+      a = a.substr(0, eq);
+    }
+    if (!known(a)) throw usage_error{"unknown option '" + a + "'"};
+    if (a == "--group-by-shape") {
+      if (inline_value) throw usage_error{"option '--group-by-shape' takes no value"};
+      out.group_by_shape = true;
+      continue;
+    }
+    std::string value;
+    if (inline_value) value = *inline_value;
+    else if (i + 1 < args.size()) value = args[++i];
+    else throw usage_error{"option '" + a + "' needs a value"};
+    if (a == "--sort-by") out.sort_by = value;
+    else if (a == "--row-limit") out.row_limit = value;
+    else if (a == "--threshold") out.threshold = value;
+  }
+  return out;
+}
+
+int parse_int(const std::string& option, const std::string& s) {
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || errno != 0 || v < -1 || v > 1000000000)
+    throw usage_error{"option '" + option + "' needs an integer >= -1, not '" + s + "'"};
+  return static_cast<int>(v);
+}
+
+double parse_pct(const std::string& option, const std::string& s) {
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || !std::isfinite(v) || v < 0)
+    throw usage_error{"option '" + option + "' needs a non-negative number, not '" + s + "'"};
+  return v;
+}
+
+bool show_progress(const std::string& path) {
+  std::error_code ec;
+  return ::isatty(2) && std::filesystem::file_size(path, ec) > (std::uintmax_t{64} << 20);
+}
+
+void print_warnings(const std::vector<std::string>& warnings) {
+  for (auto& w : warnings) std::cerr << "proftrace: warning: " << w << "\n";
+}
+
+int cmd_summary(const std::vector<std::string>& args) {
+  const auto a = parse(args, {"--sort-by", "--row-limit", "--group-by-shape"});
+  if (a.help) {
+    std::cout << summary_help;
+    return exit_ok;
+  }
+  if (a.positional.size() != 1) throw usage_error{"summary takes one TRACE"};
+  proftrace::table_options opts;
+  opts.sort_by = a.sort_by.value_or("self_cpu_time_total");
+  if (opts.sort_by == "none") opts.sort_by.clear();
+  if (a.row_limit) opts.row_limit = parse_int("--row-limit", *a.row_limit);
+  try {
+    (void)proftrace::event_averages{}.table(opts);  // checks the sort key before reading
+  } catch (const std::invalid_argument&) {
+    throw usage_error{"unknown --sort-by key '" + opts.sort_by +
+                      "' (self_cpu_time_total, cpu_time_total, cpu_time, count, none)"};
+  }
+  std::vector<std::string> warnings;
+  const auto avg = pt::summarize(a.positional[0], a.group_by_shape, warnings, show_progress(a.positional[0]));
+  std::cout << avg.table(opts);
+  print_warnings(warnings);
+  return exit_ok;
+}
+
+int cmd_validate(const std::vector<std::string>& args) {
+  const auto a = parse(args, {});
+  if (a.help) {
+    std::cout << validate_help;
+    return exit_ok;
+  }
+  if (a.positional.size() != 1) throw usage_error{"validate takes one TRACE"};
+  const std::string& path = a.positional[0];
+  pt::read_result r;
+  const auto n = pt::validate(
+      path,
+      [&](const pt::problem& p) {
+        std::cout << path << ": ";
+        if (p.index >= 0) std::cout << "event " << p.index << ": ";
+        std::cout << p.message << "\n";
+      },
+      &r);
+  if (n == 0) {
+    std::cout << path << ": valid (" << r.events << " events)\n";
+    return exit_ok;
+  }
+  std::cout << path << ": " << n << (n == 1 ? " problem" : " problems") << " in " << r.events << " events\n";
+  return exit_invalid;
+}
+
+int cmd_diff(const std::vector<std::string>& args) {
+  const auto a = parse(args, {"--threshold", "--group-by-shape", "--row-limit"});
+  if (a.help) {
+    std::cout << diff_help;
+    return exit_ok;
+  }
+  if (a.positional.size() != 2) throw usage_error{"diff takes two traces, A and B"};
+  std::optional<double> threshold;
+  if (a.threshold) threshold = parse_pct("--threshold", *a.threshold);
+  const int row_limit = a.row_limit ? parse_int("--row-limit", *a.row_limit) : -1;
+  std::vector<std::string> warnings;
+  const auto A = pt::summarize(a.positional[0], a.group_by_shape, warnings, show_progress(a.positional[0]));
+  const auto B = pt::summarize(a.positional[1], a.group_by_shape, warnings, show_progress(a.positional[1]));
+  print_warnings(warnings);
+  const auto rows = pt::diff(A, B);
+  std::cout << "A: " << a.positional[0] << "\nB: " << a.positional[1] << "\n";
+  std::cout << pt::diff_table(rows, row_limit);
+  if (!threshold) return exit_ok;
+  std::vector<const pt::diff_row*> over;
+  for (auto& r : rows)
+    if (r.self_b_ns > r.self_a_ns && r.self_change_pct() > *threshold) over.push_back(&r);
+  if (over.empty()) {
+    std::cout << "no key's self time grew by more than " << *threshold << "%\n";
+    return exit_ok;
+  }
+  for (auto* r : over) {
+    char pct[32];
+    if (std::isinf(r->self_change_pct())) std::snprintf(pct, sizeof pct, "new");
+    else std::snprintf(pct, sizeof pct, "%+.2f%%", r->self_change_pct());
+    std::cout << "regression: " << r->key << ": self CPU time " << pct << " (threshold " << *threshold << "%)\n";
+  }
+  std::cerr << "proftrace: " << over.size() << (over.size() == 1 ? " key" : " keys")
+            << " grew by more than the threshold of " << *threshold << "%\n";
+  return exit_regression;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string command = args.empty() ? std::string() : args[0];
+  try {
+    if (args.empty()) throw usage_error{"no command given"};
+    if (command == "-h" || command == "--help" || command == "help") {
+      std::cout << tool_help;
+      return exit_ok;
+    }
+    const std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (command == "summary") return cmd_summary(rest);
+    if (command == "validate") return cmd_validate(rest);
+    if (command == "diff") return cmd_diff(rest);
+    command.clear();
+    throw usage_error{"unknown command '" + args[0] + "'"};
+  } catch (const usage_error& e) {
+    std::cerr << "proftrace" << (command.empty() ? "" : " " + command) << ": " << e.message << " (see 'proftrace "
+              << (command.empty() ? "" : command + " ") << "--help')\n";
+    return exit_usage;
+  } catch (const pt::trace_error& e) {
+    std::cerr << "proftrace: error: " << e.what() << "\n";
+    return exit_invalid;
+  } catch (const std::exception& e) {
+    std::cerr << "proftrace: error: " << e.what() << "\n";
+    return exit_invalid;
+  }
+}

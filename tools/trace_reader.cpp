@@ -1,0 +1,363 @@
+// The streaming reader: boost::json::basic_parser with a SAX handler that
+// keeps only the event being read.
+#include "trace_reader.hpp"
+
+#include <unistd.h>
+
+#include <boost/iostreams/filter/gzip.hpp>
+#include <boost/iostreams/filter/zstd.hpp>
+#include <boost/iostreams/filtering_stream.hpp>
+#include <boost/json/basic_parser_impl.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+namespace proftrace::tools {
+
+const char* to_string(json_type t) noexcept {
+  switch (t) {
+    case json_type::absent: return "absent";
+    case json_type::string: return "a string";
+    case json_type::number: return "a number";
+    case json_type::boolean: return "a boolean";
+    case json_type::null: return "null";
+    case json_type::object: return "an object";
+    case json_type::array: return "an array";
+  }
+  return "?";
+}
+
+void trace_event::clear() {
+  *this = trace_event{};
+}
+
+namespace {
+
+namespace json = boost::json;
+using json::error_code;
+using json::string_view;
+
+constexpr std::size_t max_kept_string = std::size_t{1} << 16;  // longer names are cut (memory bound)
+
+std::string number_text(double d) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", d);
+  return buf;
+}
+
+struct sax {
+  static constexpr std::size_t max_object_size = std::size_t(-1);
+  static constexpr std::size_t max_array_size = std::size_t(-1);
+  static constexpr std::size_t max_key_size = std::size_t(-1);
+  static constexpr std::size_t max_string_size = std::size_t(-1);
+
+  const read_options* opts = nullptr;
+  read_result* res = nullptr;
+
+  int depth = 0;          // containers currently open
+  int skip_from = 0;      // >0: ignoring everything at depth >= skip_from
+  bool top_is_object = false;
+  bool in_events = false;  // inside the traceEvents array (depth 2)
+  bool in_event = false;   // inside an event object (depth 3)
+  bool in_args = false;    // inside its args (depth 4)
+  int dims_from = 0;       // >0: capturing Input Dims, opened at this depth
+  std::vector<bool> dims_first;
+  bool stopped = false;
+
+  std::string top_key, field, arg_key, key_buf, str_buf;
+  trace_event ev;
+
+  // ---- values ----
+  // Every value (scalar, or a container at its opening) comes through here
+  // with `depth` the depth of the container holding it.
+  void value(json_type t, const std::string& text, double num) {
+    if (dims_from) {
+      dims_append(text);
+      return;
+    }
+    if (depth == 1 && top_is_object) {
+      if (top_key == "traceEvents") {
+        res->has_trace_events = true;
+        res->trace_events_is_array = t == json_type::array;
+        return;
+      }
+      metadata_entry m{top_key, t, t == json_type::object ? "{...}" : t == json_type::array ? "[...]" : text};
+      if (res->metadata.size() < 4096) res->metadata.push_back(std::move(m));
+      return;
+    }
+    if (depth == 2 && in_events) {
+      if (t != json_type::object) {
+        ev.clear();
+        ev.index = res->events++;
+        ev.type = t;
+        deliver();
+      }
+      return;
+    }
+    if (depth == 3 && in_event) {
+      if (field == "ph") ev.ph_type = t, ev.ph = t == json_type::string ? text : std::string();
+      else if (field == "cat") ev.cat_type = t, ev.cat = t == json_type::string ? text : std::string();
+      else if (field == "name") ev.name_type = t, ev.name = t == json_type::string ? text : std::string();
+      else if (field == "ts") ev.ts_type = t, ev.ts = num;
+      else if (field == "dur") ev.dur_type = t, ev.dur = num;
+      else if (field == "pid") ev.pid_type = t, ev.pid = text;
+      else if (field == "tid") ev.tid_type = t, ev.tid = text;
+      else if (field == "args") ev.has_args = t == json_type::object;
+      return;
+    }
+    if (depth == 4 && in_args) {
+      if (arg_key == "External id" && t == json_type::number) {
+        ev.has_external_id = true;
+        ev.external_id = static_cast<std::int64_t>(num);
+      } else if (arg_key == "stream") {
+        ev.has_stream = true;
+      } else if (arg_key == "Input Dims") {
+        ev.has_input_dims = true;
+        if (t != json_type::array) ev.input_dims = text;
+      }
+    }
+  }
+
+  void dims_append(const std::string& text) {
+    if (!dims_first.empty()) {
+      if (!dims_first.back()) ev.input_dims += ", ";
+      dims_first.back() = false;
+    }
+    if (ev.input_dims.size() < max_kept_string) ev.input_dims += text;
+  }
+
+  void deliver() {
+    if (opts->on_event && !opts->on_event(ev)) stopped = true;
+  }
+
+  bool container_begin(json_type t, error_code& ec) {
+    if (skip_from) {
+      ++depth;
+      return true;
+    }
+    if (depth == 0) {
+      top_is_object = res->top_level_object = t == json_type::object;
+      ++depth;
+      if (!top_is_object) skip_from = depth;
+      return true;
+    }
+    const int parent = depth;
+    if (dims_from && t == json_type::array) {
+      dims_append("[");
+      dims_first.push_back(true);
+      ++depth;
+      return true;
+    }
+    if (dims_from) {  // an object inside Input Dims: kept as {}
+      dims_append("{}");
+      ++depth;
+      skip_from = depth;
+      return true;
+    }
+    value(t, {}, 0);
+    ++depth;
+    if (parent == 1 && top_is_object && top_key == "traceEvents" && t == json_type::array) {
+      in_events = true;
+    } else if (parent == 2 && in_events && t == json_type::object) {
+      in_event = true;
+      ev.clear();
+      ev.index = res->events++;
+    } else if (parent == 3 && in_event && field == "args" && t == json_type::object) {
+      in_args = true;
+    } else if (parent == 4 && in_args && arg_key == "Input Dims" && t == json_type::array) {
+      dims_from = depth;
+      ev.input_dims = "[";
+      dims_first.assign(1, true);
+    } else {
+      skip_from = depth;
+    }
+    (void)ec;
+    return true;
+  }
+
+  bool container_end(error_code& ec) {
+    --depth;
+    if (skip_from) {
+      if (depth < skip_from) skip_from = 0;
+      return true;
+    }
+    if (dims_from) {
+      ev.input_dims += "]";
+      dims_first.pop_back();
+      if (depth < dims_from) dims_from = 0;
+      return true;
+    }
+    if (in_args && depth == 3) {
+      in_args = false;
+    } else if (in_event && depth == 2) {
+      in_event = false;
+      deliver();
+      if (stopped) {
+        ec = json::error::syntax;
+        return false;
+      }
+    } else if (in_events && depth == 1) {
+      in_events = false;
+    }
+    if (stopped) {
+      ec = json::error::syntax;
+      return false;
+    }
+    return true;
+  }
+
+  bool scalar(json_type t, const std::string& text, double num, error_code& ec) {
+    if (skip_from) return true;
+    if (depth == 0) {
+      res->top_level_object = false;
+      return true;
+    }
+    value(t, text, num);
+    if (stopped) {
+      ec = json::error::syntax;
+      return false;
+    }
+    return true;
+  }
+
+  // ---- the handler interface ----
+  bool on_document_begin(error_code&) { return true; }
+  bool on_document_end(error_code&) { return true; }
+  bool on_array_begin(error_code& ec) { return container_begin(json_type::array, ec); }
+  bool on_array_end(std::size_t, error_code& ec) { return container_end(ec); }
+  bool on_object_begin(error_code& ec) { return container_begin(json_type::object, ec); }
+  bool on_object_end(std::size_t, error_code& ec) { return container_end(ec); }
+  bool on_string_part(string_view s, std::size_t, error_code&) {
+    if (!skip_from && str_buf.size() < max_kept_string) str_buf.append(s.data(), std::min(s.size(), max_kept_string));
+    return true;
+  }
+  bool on_string(string_view s, std::size_t, error_code& ec) {
+    if (skip_from) {
+      str_buf.clear();
+      return true;
+    }
+    if (str_buf.size() < max_kept_string) str_buf.append(s.data(), std::min(s.size(), max_kept_string));
+    std::string text;
+    text.swap(str_buf);
+    if (dims_from) text = "'" + text + "'";
+    return scalar(json_type::string, text, 0, ec);
+  }
+  bool on_key_part(string_view s, std::size_t, error_code&) {
+    if (!skip_from && key_buf.size() < 256) key_buf.append(s.data(), std::min<std::size_t>(s.size(), 256));
+    return true;
+  }
+  bool on_key(string_view s, std::size_t, error_code&) {
+    if (skip_from) {
+      key_buf.clear();
+      return true;
+    }
+    if (key_buf.size() < 256) key_buf.append(s.data(), std::min<std::size_t>(s.size(), 256));
+    if (depth == 1) top_key.swap(key_buf);
+    else if (depth == 3 && in_event) field.swap(key_buf);
+    else if (depth == 4 && in_args) arg_key.swap(key_buf);
+    key_buf.clear();
+    return true;
+  }
+  bool on_number_part(string_view, error_code&) { return true; }
+  bool on_int64(std::int64_t i, string_view, error_code& ec) {
+    return scalar(json_type::number, std::to_string(i), static_cast<double>(i), ec);
+  }
+  bool on_uint64(std::uint64_t u, string_view, error_code& ec) {
+    return scalar(json_type::number, std::to_string(u), static_cast<double>(u), ec);
+  }
+  bool on_double(double d, string_view, error_code& ec) { return scalar(json_type::number, number_text(d), d, ec); }
+  bool on_bool(bool b, error_code& ec) { return scalar(json_type::boolean, b ? "true" : "false", 0, ec); }
+  bool on_null(error_code& ec) { return scalar(json_type::null, "null", 0, ec); }
+  bool on_comment_part(string_view, error_code&) { return true; }
+  bool on_comment(string_view, error_code&) { return true; }
+};
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+read_result read_trace(const std::filesystem::path& path, const read_options& options) {
+  namespace io = boost::iostreams;
+  const std::string file_name = path.string();
+  const auto fail = [&](const std::string& what) { throw trace_error(file_name + ": " + what); };
+
+  std::error_code fs_ec;
+  if (std::filesystem::is_directory(path, fs_ec)) fail("is a directory");
+  std::ifstream file(path, std::ios::binary);
+  if (!file) fail(std::string("cannot open: ") + std::strerror(errno ? errno : ENOENT));
+  const auto file_size = std::filesystem::file_size(path, fs_ec);
+
+  io::filtering_istream in;
+  const std::string name = path.filename().string();
+  const char* codec = nullptr;
+  if (ends_with(name, ".gz")) in.push(io::gzip_decompressor()), codec = "gzip";
+  else if (ends_with(name, ".zst")) in.push(io::zstd_decompressor()), codec = "zstd";
+  in.push(file);
+  in.exceptions(std::ios::badbit);
+
+  read_result result;
+  json::parse_options popts;
+  popts.allow_comments = false;
+  popts.allow_trailing_commas = false;
+  popts.allow_invalid_utf8 = true;  // names are cut at arbitrary bytes by some writers; not our concern here
+  json::basic_parser<sax> parser(popts);
+  parser.handler().opts = &options;
+  parser.handler().res = &result;
+
+  std::vector<char> buf(std::max<std::size_t>(options.chunk_size, 1));
+  std::uint64_t offset = 0;
+  error_code ec;
+  const bool progress = options.progress && file_size > 0;
+  int last_pct = -1;
+  for (;;) {
+    std::streamsize got = 0;
+    try {
+      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+      got = in.gcount();
+    } catch (const std::exception& e) {
+      if (progress) std::fputs("\r\033[K", stderr);
+      fail(std::string(codec ? codec : "read") + " error after " + std::to_string(offset) +
+           " uncompressed bytes (corrupt or truncated " + (codec ? codec : "file") + " data): " + e.what());
+    }
+    const bool more = !in.eof();
+    const std::size_t used = parser.write_some(more, buf.data(), static_cast<std::size_t>(got), ec);
+    if (ec) {
+      offset += used;
+      break;
+    }
+    offset += static_cast<std::uint64_t>(got);
+    if (progress) {
+      const auto pos = file.tellg();
+      const int pct = pos < 0 ? 100 : static_cast<int>(100.0 * static_cast<double>(pos) / static_cast<double>(file_size));
+      if (pct != last_pct) {
+        std::fprintf(stderr, "\rproftrace: reading %s: %3d%%", file_name.c_str(), pct);
+        last_pct = pct;
+      }
+    }
+    if (!more) break;
+  }
+  if (progress) std::fputs("\r\033[K", stderr);
+  result.bytes = offset;
+  auto& h = parser.handler();
+  if (h.stopped) {
+    result.stopped = true;
+    return result;
+  }
+  if (ec == json::error::incomplete || (!ec && !parser.done())) {
+    if (h.in_events) {
+      result.truncated = true;
+      return result;
+    }
+    std::string why = offset == 0 ? " (empty file)" : "";
+    if (codec) why = std::string(" (empty, corrupt or truncated ") + codec + " data?)";
+    fail("unexpected end of input at byte " + std::to_string(offset) + why);
+  }
+  if (ec) fail("invalid JSON at byte " + std::to_string(offset) + ": " + ec.message());
+  return result;
+}
+
+}  // namespace proftrace::tools

@@ -1,0 +1,170 @@
+// tools/trace_reader.hpp — a streaming reader for Kineto-layout trace files
+// (.json, .json.gz, .json.zst), and what the `proftrace` command line builds
+// on it: per-name aggregates (summary, diff) and the layout checks (validate).
+//
+// The file is read once, in 1 MiB chunks, through boost::json::basic_parser
+// (a SAX parser): no document is ever built, so memory stays bounded whatever
+// the size of the trace. Each element of the top-level "traceEvents" array is
+// handed to a callback as a small `trace_event` record.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+#include <deque>
+
+#include <proftrace/key_averages.hpp>
+
+namespace proftrace::tools {
+
+// The JSON type of a field, `absent` when the event has no such key.
+enum class json_type : std::uint8_t { absent, string, number, boolean, null, object, array };
+const char* to_string(json_type t) noexcept;
+
+struct trace_event {
+  std::uint64_t index = 0;        // position in traceEvents, from 0
+  json_type type = json_type::object;  // the element itself (an event must be an object)
+
+  std::string ph, cat, name;
+  json_type ph_type = json_type::absent, cat_type = json_type::absent, name_type = json_type::absent;
+  json_type ts_type = json_type::absent, dur_type = json_type::absent;
+  json_type pid_type = json_type::absent, tid_type = json_type::absent;
+  double ts = 0;   // microseconds
+  double dur = 0;  // microseconds
+  std::string pid, tid;  // as text (numbers in decimal, strings as written)
+
+  bool has_args = false;
+  bool has_stream = false;       // args.stream: a device event
+  bool has_input_dims = false;
+  std::string input_dims;        // args["Input Dims"] as "[[64, 128], [128, 256]]"
+  bool has_external_id = false;
+  std::int64_t external_id = 0;
+
+  void clear();
+};
+
+struct metadata_entry {
+  std::string key;
+  json_type type = json_type::absent;
+  std::string value;  // scalars as text; "{...}" / "[...]" for containers
+};
+
+struct read_result {
+  std::uint64_t bytes = 0;   // uncompressed bytes consumed by the parser
+  std::uint64_t events = 0;  // elements of traceEvents seen
+  bool top_level_object = false;
+  bool has_trace_events = false;
+  bool trace_events_is_array = false;
+  // The input ended inside traceEvents (a spool still being written, or a
+  // crash): every complete event before `bytes` was delivered.
+  bool truncated = false;
+  bool stopped = false;  // on_event returned false
+  std::vector<metadata_entry> metadata;  // top-level keys other than traceEvents
+};
+
+// A trace that cannot be read: message is one line naming the file and the
+// byte offset (or event index).
+class trace_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct read_options {
+  // Called per element of traceEvents; return false to stop reading (then
+  // read_trace returns what it had, with `stopped` set in the result).
+  std::function<bool(const trace_event&)> on_event;
+  std::size_t chunk_size = std::size_t{1} << 20;
+  bool progress = false;  // a progress line on stderr (the CLI sets it for big files on a terminal)
+};
+
+// Reads `path` once. Throws trace_error for a missing or unreadable file,
+// corrupt compressed data, malformed JSON, or input that ends before
+// traceEvents (a cut inside traceEvents is reported as `truncated` instead).
+read_result read_trace(const std::filesystem::path& path, const read_options& options);
+
+// ---- aggregation: torch's key_averages() from the trace's host events ----
+
+// Complete ("X") host events with cat cpu_op, user_annotation, cuda_runtime
+// or cuda_driver count; events with a "stream" arg or a device cat do not.
+bool is_host_op(const trace_event& e) noexcept;
+
+class aggregator {
+ public:
+  explicit aggregator(bool group_by_input_shape = false, std::size_t max_pending_per_thread = std::size_t{1} << 18);
+
+  // Adds one event; returns an error message (naming the event index) for an
+  // event the summary cannot use, empty otherwise.
+  std::string add(const trace_event& e);
+  // Closes every thread's open intervals and returns the rows, in the order
+  // in which keys were first seen.
+  proftrace::event_averages finish();
+  const std::vector<std::string>& warnings() const noexcept { return warnings_; }
+
+ private:
+  struct interval {
+    std::int64_t start = 0, end = 0, child_ns = 0;
+    std::size_t row = 0;
+    bool nested = false;  // counted as a child of an entry below it on the stack
+  };
+  enum class order : std::uint8_t { unknown, by_start, by_end };
+  struct thread_state {
+    order mode = order::unknown;
+    std::deque<interval> stack;
+    std::int64_t evicted_end = INT64_MIN;  // latest end among intervals evicted by the cap
+    bool warned = false;
+  };
+  std::size_t row_for(const trace_event& e);
+  void finalize(const interval& x);
+
+  bool by_shape_;
+  std::size_t max_pending_;
+  std::vector<proftrace::event_average> rows_;
+  std::unordered_map<std::string, std::size_t> index_;
+  std::unordered_map<std::string, thread_state> threads_;
+  std::vector<std::string> warnings_;
+};
+
+// Reads a trace and aggregates it. Throws trace_error (read errors, or an
+// event the summary cannot use). `warnings` receives the truncation warning
+// and the aggregator's.
+proftrace::event_averages summarize(const std::filesystem::path& path, bool group_by_input_shape,
+                                    std::vector<std::string>& warnings, bool progress = false);
+
+// ---- validation ----
+
+struct problem {
+  std::int64_t index = -1;  // event index, -1 for the file as a whole
+  std::string message;
+};
+
+// Reports every problem found through `on_problem`, as it is found (nothing
+// is stored, so a huge broken trace costs no memory); returns their number.
+// A read error (malformed JSON, truncation, corrupt compression) becomes the
+// last problem, with index -1.
+std::uint64_t validate(const std::filesystem::path& path, const std::function<void(const problem&)>& on_problem,
+                       read_result* result = nullptr);
+
+// ---- diff ----
+
+struct diff_row {
+  std::string key;
+  std::int64_t count_a = 0, count_b = 0;
+  std::int64_t self_a_ns = 0, self_b_ns = 0;
+  std::int64_t total_a_ns = 0, total_b_ns = 0;
+  bool in_a = false, in_b = false;
+  std::int64_t self_change_ns() const noexcept { return self_b_ns - self_a_ns; }
+  // Percent change of self time; +inf for a key new in B with self time.
+  double self_change_pct() const noexcept;
+};
+
+// Rows sorted by |change of self time|, largest first (ties by key).
+std::vector<diff_row> diff(const proftrace::event_averages& a, const proftrace::event_averages& b);
+std::string diff_table(const std::vector<diff_row>& rows, int row_limit = -1);
+
+}  // namespace proftrace::tools

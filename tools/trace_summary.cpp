@@ -1,0 +1,313 @@
+// Aggregation (summary, diff) and layout checks (validate) over the
+// streaming reader.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "trace_reader.hpp"
+
+namespace proftrace::tools {
+
+namespace {
+
+std::string type_problem(const char* field, json_type got, const char* want) {
+  return std::string("\"") + field + "\" is " + to_string(got) + ", not " + want;
+}
+
+std::int64_t to_ns(double us) { return static_cast<std::int64_t>(std::llround(us * 1000.0)); }
+
+std::string format_time_signed(double us) {
+  char buf[64];
+  const double a = std::fabs(us);
+  const char* sign = us < 0 ? "-" : "";
+  if (a >= 1e6) std::snprintf(buf, sizeof buf, "%s%.3fs", sign, a / 1e6);
+  else if (a >= 1e3) std::snprintf(buf, sizeof buf, "%s%.3fms", sign, a / 1e3);
+  else std::snprintf(buf, sizeof buf, "%s%.3fus", sign, a);
+  return buf;
+}
+
+}  // namespace
+
+bool is_host_op(const trace_event& e) noexcept {
+  if (e.ph != "X" || e.has_stream) return false;
+  return e.cat == "cpu_op" || e.cat == "user_annotation" || e.cat == "cuda_runtime" || e.cat == "cuda_driver";
+}
+
+aggregator::aggregator(bool group_by_input_shape, std::size_t max_pending_per_thread)
+    : by_shape_(group_by_input_shape), max_pending_(std::max<std::size_t>(max_pending_per_thread, 2)) {}
+
+std::size_t aggregator::row_for(const trace_event& e) {
+  const bool step = e.name.rfind("ProfilerStep#", 0) == 0;
+  std::string key = step ? std::string("ProfilerStep*") : e.name;
+  const bool shaped = by_shape_ && !step && e.has_input_dims;
+  std::string index_key = key;
+  if (shaped) {
+    index_key += '\x1f';
+    index_key += e.input_dims;
+  }
+  auto [it, fresh] = index_.try_emplace(std::move(index_key), rows_.size());
+  if (fresh) {
+    rows_.emplace_back();
+    rows_.back().key = std::move(key);
+    if (shaped) rows_.back().input_shapes = e.input_dims;
+  }
+  return it->second;
+}
+
+void aggregator::finalize(const interval& x) {
+  auto& r = rows_[x.row];
+  const std::int64_t dur = x.end - x.start;
+  r.count += 1;
+  r.cpu_time_total_ns += dur;
+  r.self_cpu_time_total_ns += dur > x.child_ns ? dur - x.child_ns : 0;
+}
+
+std::string aggregator::add(const trace_event& e) {
+  const std::string where = "event " + std::to_string(e.index);
+  if (e.type != json_type::object) return where + " is " + to_string(e.type) + ", not an object";
+  if (e.ph_type == json_type::absent) return where + " has no \"ph\"";
+  if (e.ph_type != json_type::string) return where + ": " + type_problem("ph", e.ph_type, "a string");
+  if (e.ph != "X") return {};
+  if (e.name_type != json_type::string)
+    return where + (e.name_type == json_type::absent ? " has no \"name\"" : ": " + type_problem("name", e.name_type, "a string"));
+  if (e.ts_type != json_type::number)
+    return where + (e.ts_type == json_type::absent ? " has no \"ts\"" : ": " + type_problem("ts", e.ts_type, "a number"));
+  if (e.dur_type != json_type::number)
+    return where + (e.dur_type == json_type::absent ? " has no \"dur\"" : ": " + type_problem("dur", e.dur_type, "a number"));
+  if (!is_host_op(e)) return {};
+
+  interval E;
+  E.start = to_ns(e.ts);
+  E.end = E.start + std::max<std::int64_t>(to_ns(e.dur), 0);
+  E.row = row_for(e);
+  const std::int64_t dur = E.end - E.start;
+  thread_state& T = threads_[e.pid + "/" + e.tid];
+
+  // (a) Intervals that arrived before E and lie inside it: E's children,
+  // written before their parent (proftrace writes a thread's events as they
+  // end). Only the ones not already counted under a parent are direct.
+  bool claimed = false;
+  while (!T.stack.empty()) {
+    const interval& X = T.stack.back();
+    const bool inside = X.start >= E.start && X.end <= E.end;
+    const bool identical = X.start == E.start && X.end == E.end;
+    if (!inside || (identical && T.mode != order::by_end)) break;
+    if (!identical && T.mode == order::unknown) T.mode = order::by_end;
+    if (!X.nested) E.child_ns += X.end - X.start;
+    claimed = true;
+    finalize(X);
+    T.stack.pop_back();
+  }
+  if (claimed && T.evicted_end != INT64_MIN && E.start < T.evicted_end && !T.warned) {
+    T.warned = true;
+    warnings_.push_back("thread " + e.pid + "/" + e.tid + ": more than " + std::to_string(max_pending_) +
+                        " events waited for an enclosing event; self times of enclosing events may be overstated");
+  }
+  // (b) Intervals that ended before E starts: done, unless (events written
+  // in end order) an enclosing event may still claim them.
+  while (!T.stack.empty()) {
+    const interval& X = T.stack.back();
+    const bool contains = X.start <= E.start && E.end <= X.end;
+    if (contains || X.end > E.start) break;
+    if (!X.nested && T.mode != order::by_start) break;
+    finalize(X);
+    T.stack.pop_back();
+  }
+  // (c) An open interval that contains E: E's parent (PyTorch lists a
+  // thread's events in start order).
+  if (!T.stack.empty()) {
+    interval& X = T.stack.back();
+    if (X.start <= E.start && E.end <= X.end) {
+      X.child_ns += dur;
+      E.nested = true;
+      if (T.mode == order::unknown && !(X.start == E.start && X.end == E.end)) T.mode = order::by_start;
+    }
+  }
+  T.stack.push_back(E);
+  if (T.stack.size() > max_pending_) {
+    const interval& F = T.stack.front();
+    T.evicted_end = std::max(T.evicted_end, F.end);
+    finalize(F);
+    T.stack.pop_front();
+  }
+  return {};
+}
+
+proftrace::event_averages aggregator::finish() {
+  for (auto& [key, T] : threads_) {
+    for (const auto& x : T.stack) finalize(x);
+    T.stack.clear();
+  }
+  threads_.clear();
+  proftrace::event_averages out;
+  out.rows = rows_;
+  out.grouped_by_input_shape = by_shape_;
+  return out;
+}
+
+proftrace::event_averages summarize(const std::filesystem::path& path, bool group_by_input_shape,
+                                    std::vector<std::string>& warnings, bool progress) {
+  aggregator agg(group_by_input_shape);
+  std::string error;
+  read_options opts;
+  opts.progress = progress;
+  opts.on_event = [&](const trace_event& e) {
+    error = agg.add(e);
+    return error.empty();
+  };
+  const read_result r = read_trace(path, opts);
+  if (!error.empty()) throw trace_error(path.string() + ": " + error);
+  if (!r.top_level_object) throw trace_error(path.string() + ": the top-level value is not an object");
+  if (!r.has_trace_events) throw trace_error(path.string() + ": no \"traceEvents\" key");
+  if (!r.trace_events_is_array) throw trace_error(path.string() + ": \"traceEvents\" is not an array");
+  if (r.truncated)
+    warnings.push_back(path.string() + ": the trace ends at byte " + std::to_string(r.bytes) +
+                       " inside \"traceEvents\" (cut off, or still being written); summarised the " +
+                       std::to_string(r.events) + " events before it");
+  for (auto& w : agg.warnings()) warnings.push_back(path.string() + ": " + w);
+  return agg.finish();
+}
+
+std::uint64_t validate(const std::filesystem::path& path, const std::function<void(const problem&)>& on_problem,
+                       read_result* result) {
+  std::uint64_t n = 0;
+  const auto report = [&](std::int64_t index, std::string message) {
+    ++n;
+    on_problem(problem{index, std::move(message)});
+  };
+  std::uint64_t seen = 0;
+  read_options opts;
+  opts.on_event = [&](const trace_event& e) {
+    ++seen;
+    const auto i = static_cast<std::int64_t>(e.index);
+    if (e.type != json_type::object) {
+      report(i, std::string("is ") + to_string(e.type) + ", not an object");
+      return true;
+    }
+    if (e.ph_type == json_type::absent) report(i, "has no \"ph\"");
+    else if (e.ph_type != json_type::string) report(i, type_problem("ph", e.ph_type, "a string"));
+    if (e.name_type == json_type::absent) report(i, "has no \"name\" (TensorBoard needs one on every event)");
+    else if (e.name_type != json_type::string) report(i, type_problem("name", e.name_type, "a string"));
+    const bool complete = e.ph_type == json_type::string && e.ph == "X";
+    if (complete) {
+      if (e.cat_type == json_type::absent) report(i, "is a complete event (\"X\") without \"cat\"");
+      else if (e.cat_type != json_type::string) report(i, type_problem("cat", e.cat_type, "a string"));
+      if (e.ts_type == json_type::absent) report(i, "is a complete event (\"X\") without \"ts\"");
+      if (e.dur_type == json_type::absent) report(i, "is a complete event (\"X\") without \"dur\"");
+    }
+    if (e.ts_type != json_type::absent && e.ts_type != json_type::number) report(i, type_problem("ts", e.ts_type, "a number"));
+    if (e.dur_type != json_type::absent && e.dur_type != json_type::number) report(i, type_problem("dur", e.dur_type, "a number"));
+    if (e.ts_type == json_type::number && e.ts < 0) report(i, "\"ts\" is negative (" + format_time_signed(e.ts) + ")");
+    if (e.dur_type == json_type::number && e.dur < 0) report(i, "\"dur\" is negative (" + format_time_signed(e.dur) + ")");
+    return true;
+  };
+  read_result r;
+  try {
+    r = read_trace(path, opts);
+  } catch (const trace_error& e) {
+    std::string m = e.what();
+    const std::string prefix = path.string() + ": ";
+    if (m.rfind(prefix, 0) == 0) m.erase(0, prefix.size());
+    r.events = seen;
+    report(-1, m);
+    if (result) *result = r;
+    return n;
+  }
+  if (!r.top_level_object) report(-1, "the top-level value is not an object");
+  else if (!r.has_trace_events) report(-1, "no \"traceEvents\" key");
+  else if (!r.trace_events_is_array) report(-1, "\"traceEvents\" is not an array");
+  if (r.truncated)
+    report(-1, "the file ends at byte " + std::to_string(r.bytes) + " inside \"traceEvents\" (truncated after " +
+                   std::to_string(r.events) + " events)");
+  if (result) *result = r;
+  return n;
+}
+
+double diff_row::self_change_pct() const noexcept {
+  if (self_a_ns == 0) return self_b_ns > 0 ? std::numeric_limits<double>::infinity() : 0.0;
+  return static_cast<double>(self_b_ns - self_a_ns) * 100.0 / static_cast<double>(self_a_ns);
+}
+
+std::vector<diff_row> diff(const proftrace::event_averages& a, const proftrace::event_averages& b) {
+  std::vector<diff_row> rows;
+  std::unordered_map<std::string, std::size_t> index;
+  const auto key_of = [](const proftrace::event_average& r) {
+    return r.input_shapes.empty() ? r.key : r.key + " " + r.input_shapes;
+  };
+  const auto row = [&](const proftrace::event_average& r) -> diff_row& {
+    auto [it, fresh] = index.try_emplace(key_of(r), rows.size());
+    if (fresh) rows.push_back(diff_row{.key = key_of(r)});
+    return rows[it->second];
+  };
+  for (const auto& r : a.rows) {
+    auto& d = row(r);
+    d.in_a = true;
+    d.count_a += r.count;
+    d.self_a_ns += r.self_cpu_time_total_ns;
+    d.total_a_ns += r.cpu_time_total_ns;
+  }
+  for (const auto& r : b.rows) {
+    auto& d = row(r);
+    d.in_b = true;
+    d.count_b += r.count;
+    d.self_b_ns += r.self_cpu_time_total_ns;
+    d.total_b_ns += r.cpu_time_total_ns;
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const diff_row& x, const diff_row& y) {
+    const auto ax = std::llabs(x.self_change_ns()), ay = std::llabs(y.self_change_ns());
+    if (ax != ay) return ax > ay;
+    return x.key < y.key;
+  });
+  return rows;
+}
+
+std::string diff_table(const std::vector<diff_row>& rows, int row_limit) {
+  std::size_t n = rows.size();
+  if (row_limit >= 0) n = std::min(n, static_cast<std::size_t>(row_limit));
+  std::size_t longest = 4;
+  for (std::size_t i = 0; i < n; ++i) longest = std::max(longest, rows[i].key.size());
+  const int name_width = static_cast<int>(std::min<std::size_t>(longest + 4, 55));
+  const std::vector<std::string> headers = {"Name",   "Calls A", "Calls B", "Self CPU A", "Self CPU B",
+                                            "Self Δ", "Self Δ%", "CPU total A", "CPU total B", "Total Δ"};
+  const auto cell = [](const std::string& s, int width, bool left) {
+    // Width in characters (Δ is two bytes in UTF-8).
+    int chars = 0;
+    for (unsigned char c : s) chars += (c & 0xC0) != 0x80;
+    const std::string pad(static_cast<std::size_t>(std::max(0, width - chars)), ' ');
+    return (left ? s + pad : pad + s) + "  ";
+  };
+  std::string sep(static_cast<std::size_t>(name_width), '-');
+  for (std::size_t i = 1; i < headers.size(); ++i) sep += "  " + std::string(12, '-');
+  sep += "  ";
+  std::string out = sep + "\n";
+  for (std::size_t i = 0; i < headers.size(); ++i) out += cell(headers[i], i == 0 ? name_width : 12, i == 0);
+  out += "\n" + sep + "\n";
+  const auto us = [](std::int64_t ns) { return static_cast<double>(ns) / 1e3; };
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& r = rows[i];
+    std::string name = r.key;
+    if (name.size() >= 52) name = name.substr(0, 52) + "...";
+    char pct[32];
+    const double p = r.self_change_pct();
+    if (!r.in_a) std::snprintf(pct, sizeof pct, "new");
+    else if (!r.in_b) std::snprintf(pct, sizeof pct, "gone");
+    else std::snprintf(pct, sizeof pct, "%+.2f%%", p);
+    const std::vector<std::string> cells = {name,
+                                            std::to_string(r.count_a),
+                                            std::to_string(r.count_b),
+                                            format_time_signed(us(r.self_a_ns)),
+                                            format_time_signed(us(r.self_b_ns)),
+                                            (r.self_change_ns() > 0 ? "+" : "") + format_time_signed(us(r.self_change_ns())),
+                                            pct,
+                                            format_time_signed(us(r.total_a_ns)),
+                                            format_time_signed(us(r.total_b_ns)),
+                                            (r.total_b_ns > r.total_a_ns ? "+" : "") + format_time_signed(us(r.total_b_ns - r.total_a_ns))};
+    for (std::size_t c = 0; c < cells.size(); ++c) out += cell(cells[c], c == 0 ? name_width : 12, c == 0);
+    out += "\n";
+  }
+  out += sep + "\n";
+  return out;
+}
+
+}  // namespace proftrace::tools
