@@ -67,6 +67,40 @@ struct sax {
   bool stopped = false;
 
   std::string top_key, field, arg_key, key_buf, str_buf;
+  // The keys this reader acts on, recognised once per key instead of by a
+  // string comparison per value.
+  enum class key_id : std::uint8_t { other, ph, cat, name, ts, dur, pid, tid, args, external_id, stream, input_dims };
+  key_id field_id = key_id::other, arg_id = key_id::other;
+
+  static key_id identify(const std::string& k) {
+    switch (k.size()) {
+      case 2:
+        if (k == "ph") return key_id::ph;
+        if (k == "ts") return key_id::ts;
+        break;
+      case 3:
+        if (k == "cat") return key_id::cat;
+        if (k == "dur") return key_id::dur;
+        if (k == "pid") return key_id::pid;
+        if (k == "tid") return key_id::tid;
+        break;
+      case 4:
+        if (k == "name") return key_id::name;
+        if (k == "args") return key_id::args;
+        break;
+      case 6:
+        if (k == "stream") return key_id::stream;
+        break;
+      case 10:
+        if (k == "Input Dims") return key_id::input_dims;
+        break;
+      case 11:
+        if (k == "External id") return key_id::external_id;
+        break;
+      default: break;
+    }
+    return key_id::other;
+  }
   trace_event ev;
 
   // ---- values ----
@@ -97,23 +131,26 @@ struct sax {
       return;
     }
     if (depth == 3 && in_event) {
-      if (field == "ph") ev.ph_type = t, ev.ph = t == json_type::string ? text : std::string();
-      else if (field == "cat") ev.cat_type = t, ev.cat = t == json_type::string ? text : std::string();
-      else if (field == "name") ev.name_type = t, ev.name = t == json_type::string ? text : std::string();
-      else if (field == "ts") ev.ts_type = t, ev.ts = num;
-      else if (field == "dur") ev.dur_type = t, ev.dur = num;
-      else if (field == "pid") ev.pid_type = t, ev.pid = text;
-      else if (field == "tid") ev.tid_type = t, ev.tid = text;
-      else if (field == "args") ev.has_args = t == json_type::object;
+      switch (field_id) {
+        case key_id::ph: ev.ph_type = t, ev.ph = t == json_type::string ? text : std::string(); break;
+        case key_id::cat: ev.cat_type = t, ev.cat = t == json_type::string ? text : std::string(); break;
+        case key_id::name: ev.name_type = t, ev.name = t == json_type::string ? text : std::string(); break;
+        case key_id::ts: ev.ts_type = t, ev.ts = num; break;
+        case key_id::dur: ev.dur_type = t, ev.dur = num; break;
+        case key_id::pid: ev.pid_type = t, ev.pid = text; break;
+        case key_id::tid: ev.tid_type = t, ev.tid = text; break;
+        case key_id::args: ev.has_args = t == json_type::object; break;
+        default: break;
+      }
       return;
     }
     if (depth == 4 && in_args) {
-      if (arg_key == "External id" && t == json_type::number) {
+      if (arg_id == key_id::external_id && t == json_type::number) {
         ev.has_external_id = true;
         ev.external_id = static_cast<std::int64_t>(num);
-      } else if (arg_key == "stream") {
+      } else if (arg_id == key_id::stream) {
         ev.has_stream = true;
-      } else if (arg_key == "Input Dims") {
+      } else if (arg_id == key_id::input_dims) {
         ev.has_input_dims = true;
         if (t != json_type::array) ev.input_dims = text;
       }
@@ -164,9 +201,9 @@ struct sax {
       in_event = true;
       ev.clear();
       ev.index = res->events++;
-    } else if (parent == 3 && in_event && field == "args" && t == json_type::object) {
+    } else if (parent == 3 && in_event && field_id == key_id::args && t == json_type::object) {
       in_args = true;
-    } else if (parent == 4 && in_args && arg_key == "Input Dims" && t == json_type::array) {
+    } else if (parent == 4 && in_args && arg_id == key_id::input_dims && t == json_type::array) {
       dims_from = depth;
       ev.input_dims = "[";
       dims_first.assign(1, true);
@@ -239,10 +276,11 @@ struct sax {
       return true;
     }
     if (str_buf.size() < max_kept_string) str_buf.append(s.data(), std::min(s.size(), max_kept_string));
-    std::string text;
-    text.swap(str_buf);
-    if (dims_from) text = "'" + text + "'";
-    return scalar(json_type::string, text, 0, ec);
+    if (dims_from) str_buf = "'" + str_buf + "'";
+    // str_buf keeps its capacity for the next string: no allocation per value.
+    const bool ok = scalar(json_type::string, str_buf, 0, ec);
+    str_buf.clear();
+    return ok;
   }
   bool on_key_part(string_view s, std::size_t, error_code&) {
     if (!skip_from && key_buf.size() < 256) key_buf.append(s.data(), std::min<std::size_t>(s.size(), 256));
@@ -255,19 +293,34 @@ struct sax {
     }
     if (key_buf.size() < 256) key_buf.append(s.data(), std::min<std::size_t>(s.size(), 256));
     if (depth == 1) top_key.swap(key_buf);
-    else if (depth == 3 && in_event) field.swap(key_buf);
-    else if (depth == 4 && in_args) arg_key.swap(key_buf);
+    else if (depth == 3 && in_event) {
+      field.swap(key_buf);
+      field_id = identify(field);
+    } else if (depth == 4 && in_args) {
+      arg_key.swap(key_buf);
+      arg_id = identify(arg_key);
+    }
     key_buf.clear();
     return true;
   }
   bool on_number_part(string_view, error_code&) { return true; }
+  // Event times are the bulk of a trace and are only ever used as numbers:
+  // formatting them as text too would double the cost of reading a trace.
+  bool number_needs_text() const {
+    if (skip_from || dims_from) return true;
+    if (depth == 3 && in_event) return field_id != key_id::ts && field_id != key_id::dur;
+    if (depth == 4 && in_args) return arg_id == key_id::input_dims;
+    return true;
+  }
   bool on_int64(std::int64_t i, string_view, error_code& ec) {
-    return scalar(json_type::number, std::to_string(i), static_cast<double>(i), ec);
+    return scalar(json_type::number, number_needs_text() ? std::to_string(i) : std::string(), static_cast<double>(i), ec);
   }
   bool on_uint64(std::uint64_t u, string_view, error_code& ec) {
-    return scalar(json_type::number, std::to_string(u), static_cast<double>(u), ec);
+    return scalar(json_type::number, number_needs_text() ? std::to_string(u) : std::string(), static_cast<double>(u), ec);
   }
-  bool on_double(double d, string_view, error_code& ec) { return scalar(json_type::number, number_text(d), d, ec); }
+  bool on_double(double d, string_view, error_code& ec) {
+    return scalar(json_type::number, number_needs_text() ? number_text(d) : std::string(), d, ec);
+  }
   bool on_bool(bool b, error_code& ec) { return scalar(json_type::boolean, b ? "true" : "false", 0, ec); }
   bool on_null(error_code& ec) { return scalar(json_type::null, "null", 0, ec); }
   bool on_comment_part(string_view, error_code&) { return true; }
