@@ -476,3 +476,42 @@ TEST_CASE("diff: per-key changes sorted by self time, and the threshold gate") {
   // An unreadable side is an invalid trace, not a regression.
   CHECK(run_cli({"diff", A, (dir.path / "missing.json").string(), "--threshold", "1"}).rc == 1);
 }
+
+TEST_CASE("csv and --top-level-only") {
+  auto r = run_cli({"csv", pytorch_trace});
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.starts_with("NAME,SELF CPU %,SELF CPU,CPU TOTAL %,CPU TOTAL,CPU TIME AVG,# OF CALLS\n"));
+  CHECK(r.out.find("\n\"ProfilerStep*\",38.33%,460.000us,75.00%,900.000us,450.000us,2\n") != std::string::npos);
+  r = run_cli({"csv", pytorch_trace, "--group-by-shape"});
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("\"aten::linear\",2.50%,30.000us,16.67%,200.000us,200.000us,1,\"[[64, 128], [256, 128], [256]]\"") !=
+        std::string::npos);
+  CHECK(run_cli({"csv"}).rc == 2);
+  CHECK(run_cli({"csv", "/nonexistent.json"}).rc == 1);
+
+  // Only keys whose first event had no enclosing event: the steps and the
+  // aten::to that runs outside them; every nested op is left out.
+  r = run_cli({"summary", pytorch_trace, "--top-level-only"});
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("ProfilerStep*") != std::string::npos);
+  CHECK(r.out.find("aten::to ") != std::string::npos);
+  CHECK(r.out.find("aten::addmm") == std::string::npos);
+  CHECK(r.out.find("aten::linear") == std::string::npos);
+  CHECK(run_cli({"summary", pytorch_trace, "--top-level-only=yes"}).rc == 2);
+}
+
+TEST_CASE("--top-level-only on a trace proftrace wrote (children before parents)") {
+  temp_dir dir("cli-top");
+  proftrace::profile p;
+  p.start();
+  for (int i = 0; i < 3; ++i) {
+    PROF_SCOPE("outer");
+    PROF_SCOPE("inner");
+  }
+  p.stop();
+  p.export_chrome_trace(dir.path / "t.json");
+  const auto r = run_cli({"summary", (dir.path / "t.json").string(), "--top-level-only"});
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("outer") != std::string::npos);
+  CHECK(r.out.find("inner") == std::string::npos);
+}

@@ -36,6 +36,7 @@ const char* const tool_help =
     "\n"
     "commands:\n"
     "  summary TRACE    key_averages().table() of the trace's host events\n"
+    "  csv TRACE        the same rows as CSV\n"
     "  validate TRACE   check the layout HTA, TensorBoard and Perfetto rely on\n"
     "  diff A B         per-key change in count, self and total time (a CI gate)\n"
     "\n"
@@ -44,7 +45,7 @@ const char* const tool_help =
     "            3 diff threshold exceeded\n";
 
 const char* const summary_help =
-    "usage: proftrace summary TRACE [--sort-by KEY] [--row-limit N] [--group-by-shape]\n"
+    "usage: proftrace summary TRACE [--sort-by KEY] [--row-limit N] [--group-by-shape] [--top-level-only]\n"
     "\n"
     "Prints torch's key_averages().table() for the complete (\"X\") host events of\n"
     "TRACE (cat cpu_op, user_annotation, cuda_runtime, cuda_driver; device events\n"
@@ -56,6 +57,19 @@ const char* const summary_help =
     "  --sort-by KEY       self_cpu_time_total (default), cpu_time_total, cpu_time,\n"
     "                      count, or none (order of first appearance)\n"
     "  --row-limit N       at most N rows (default 100; -1: all)\n"
+    "  --group-by-shape    one row per (name, \"Input Dims\")\n"
+    "  --top-level-only    only keys whose first event had no enclosing event\n"
+    "  -h, --help          this text\n"
+    "exit codes: 0 ok, 1 unreadable or invalid trace, 2 usage error\n";
+
+const char* const csv_help =
+    "usage: proftrace csv TRACE [--group-by-shape]\n"
+    "\n"
+    "Prints the summary's rows as CSV (torch_geometric's save_profile_data columns:\n"
+    "NAME, SELF CPU %, SELF CPU, CPU TOTAL %, CPU TOTAL, CPU TIME AVG, # OF CALLS,\n"
+    "then INPUT SHAPES with --group-by-shape), one line per key.\n"
+    "\n"
+    "options:\n"
     "  --group-by-shape    one row per (name, \"Input Dims\")\n"
     "  -h, --help          this text\n"
     "exit codes: 0 ok, 1 unreadable or invalid trace, 2 usage error\n";
@@ -93,6 +107,7 @@ struct parsed_args {
   std::vector<std::string> positional;
   std::optional<std::string> sort_by, row_limit, threshold;
   bool group_by_shape = false;
+  bool top_level_only = false;
   bool help = false;
 };
 
@@ -126,9 +141,9 @@ parsed_args parse(const std::vector<std::string>& args, const std::vector<std::s
       a = a.substr(0, eq);
     }
     if (!known(a)) throw usage_error{"unknown option '" + a + "'"};
-    if (a == "--group-by-shape") {
-      if (inline_value) throw usage_error{"option '--group-by-shape' takes no value"};
-      out.group_by_shape = true;
+    if (a == "--group-by-shape" || a == "--top-level-only") {
+      if (inline_value) throw usage_error{"option '" + a + "' takes no value"};
+      (a == "--group-by-shape" ? out.group_by_shape : out.top_level_only) = true;
       continue;
     }
     std::string value;
@@ -169,7 +184,7 @@ void print_warnings(const std::vector<std::string>& warnings) {
 }
 
 int cmd_summary(const std::vector<std::string>& args) {
-  const auto a = parse(args, {"--sort-by", "--row-limit", "--group-by-shape"});
+  const auto a = parse(args, {"--sort-by", "--row-limit", "--group-by-shape", "--top-level-only"});
   if (a.help) {
     std::cout << summary_help;
     return exit_ok;
@@ -179,6 +194,7 @@ int cmd_summary(const std::vector<std::string>& args) {
   opts.sort_by = a.sort_by.value_or("self_cpu_time_total");
   if (opts.sort_by == "none") opts.sort_by.clear();
   if (a.row_limit) opts.row_limit = parse_int("--row-limit", *a.row_limit);
+  opts.top_level_events_only = a.top_level_only;
   try {
     (void)proftrace::event_averages{}.table(opts);  // checks the sort key before reading
   } catch (const std::invalid_argument&) {
@@ -188,6 +204,20 @@ int cmd_summary(const std::vector<std::string>& args) {
   std::vector<std::string> warnings;
   const auto avg = pt::summarize(a.positional[0], a.group_by_shape, warnings, show_progress(a.positional[0]));
   std::cout << avg.table(opts);
+  print_warnings(warnings);
+  return exit_ok;
+}
+
+int cmd_csv(const std::vector<std::string>& args) {
+  const auto a = parse(args, {"--group-by-shape"});
+  if (a.help) {
+    std::cout << csv_help;
+    return exit_ok;
+  }
+  if (a.positional.size() != 1) throw usage_error{"csv takes one TRACE"};
+  std::vector<std::string> warnings;
+  const auto avg = pt::summarize(a.positional[0], a.group_by_shape, warnings, show_progress(a.positional[0]));
+  std::cout << avg.csv();
   print_warnings(warnings);
   return exit_ok;
 }
@@ -266,6 +296,7 @@ int main(int argc, char** argv) {
     }
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (command == "summary") return cmd_summary(rest);
+    if (command == "csv") return cmd_csv(rest);
     if (command == "validate") return cmd_validate(rest);
     if (command == "diff") return cmd_diff(rest);
     command.clear();

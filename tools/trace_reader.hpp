@@ -120,11 +120,12 @@ class aggregator {
     bool warned = false;
   };
   std::size_t row_for(const trace_event& e);
-  void finalize(const interval& x);
+  void finalize(const interval& x, bool has_parent);
 
   bool by_shape_;
   std::size_t max_pending_;
   std::vector<proftrace::event_average> rows_;
+  std::vector<bool> row_finalized_;
   std::unordered_map<std::string, std::size_t> index_;
   std::unordered_map<std::string, thread_state> threads_;
   std::vector<std::string> warnings_;

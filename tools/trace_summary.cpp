@@ -49,14 +49,20 @@ std::size_t aggregator::row_for(const trace_event& e) {
   auto [it, fresh] = index_.try_emplace(std::move(index_key), rows_.size());
   if (fresh) {
     rows_.emplace_back();
+    row_finalized_.push_back(false);
     rows_.back().key = std::move(key);
     if (shaped) rows_.back().input_shapes = e.input_dims;
   }
   return it->second;
 }
 
-void aggregator::finalize(const interval& x) {
+void aggregator::finalize(const interval& x, bool has_parent) {
   auto& r = rows_[x.row];
+  // As in torch, a key is top-level when its first occurrence had no parent.
+  if (!row_finalized_[x.row]) {
+    row_finalized_[x.row] = true;
+    r.top_level = !has_parent;
+  }
   const std::int64_t dur = x.end - x.start;
   r.count += 1;
   r.cpu_time_total_ns += dur;
@@ -96,7 +102,7 @@ std::string aggregator::add(const trace_event& e) {
     if (!identical && T.mode == order::unknown) T.mode = order::by_end;
     if (!X.nested) E.child_ns += X.end - X.start;
     claimed = true;
-    finalize(X);
+    finalize(X, true);
     T.stack.pop_back();
   }
   if (claimed && T.evicted_end != INT64_MIN && E.start < T.evicted_end && !T.warned) {
@@ -111,7 +117,7 @@ std::string aggregator::add(const trace_event& e) {
     const bool contains = X.start <= E.start && E.end <= X.end;
     if (contains || X.end > E.start) break;
     if (!X.nested && T.mode != order::by_start) break;
-    finalize(X);
+    finalize(X, X.nested);
     T.stack.pop_back();
   }
   // (c) An open interval that contains E: E's parent (PyTorch lists a
@@ -128,7 +134,7 @@ std::string aggregator::add(const trace_event& e) {
   if (T.stack.size() > max_pending_) {
     const interval& F = T.stack.front();
     T.evicted_end = std::max(T.evicted_end, F.end);
-    finalize(F);
+    finalize(F, F.nested);
     T.stack.pop_front();
   }
   return {};
@@ -136,7 +142,7 @@ std::string aggregator::add(const trace_event& e) {
 
 proftrace::event_averages aggregator::finish() {
   for (auto& [key, T] : threads_) {
-    for (const auto& x : T.stack) finalize(x);
+    for (const auto& x : T.stack) finalize(x, x.nested);
     T.stack.clear();
   }
   threads_.clear();
