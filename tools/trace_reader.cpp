@@ -66,13 +66,13 @@ struct sax {
   std::vector<bool> dims_first;
   bool stopped = false;
 
-  std::string top_key, field, arg_key, key_buf, str_buf;
+  std::string top_key, key_buf, str_buf;
   // The keys this reader acts on, recognised once per key instead of by a
   // string comparison per value.
   enum class key_id : std::uint8_t { other, ph, cat, name, ts, dur, pid, tid, args, external_id, stream, input_dims };
   key_id field_id = key_id::other, arg_id = key_id::other;
 
-  static key_id identify(const std::string& k) {
+  static key_id identify(std::string_view k) {
     switch (k.size()) {
       case 2:
         if (k == "ph") return key_id::ph;
@@ -291,18 +291,20 @@ struct sax {
       key_buf.clear();
       return true;
     }
-    if (key_buf.size() < 256) key_buf.append(s.data(), std::min<std::size_t>(s.size(), 256));
-    if (depth == 1) top_key.swap(key_buf);
-    else if (depth == 3 && in_event) {
-      field.swap(key_buf);
-      field_id = identify(field);
-    } else if (depth == 4 && in_args) {
-      arg_key.swap(key_buf);
-      arg_id = identify(arg_key);
+    // Most keys arrive whole: recognise them straight from the parser's
+    // buffer; only a key split across reads goes through key_buf.
+    std::string_view key(s.data(), std::min<std::size_t>(s.size(), 256));
+    if (!key_buf.empty()) {
+      if (key_buf.size() < 256) key_buf.append(s.data(), std::min<std::size_t>(s.size(), 256));
+      key = key_buf;
     }
+    if (depth == 1) top_key.assign(key);
+    else if (depth == 3 && in_event) field_id = identify(key);
+    else if (depth == 4 && in_args) arg_id = identify(key);
     key_buf.clear();
     return true;
   }
+
   bool on_number_part(string_view, error_code&) { return true; }
   // Event times are the bulk of a trace and are only ever used as numbers:
   // formatting them as text too would double the cost of reading a trace.

@@ -127,7 +127,9 @@ class aggregator {
   std::vector<proftrace::event_average> rows_;
   std::vector<bool> row_finalized_;
   std::unordered_map<std::string, std::size_t> index_;
-  std::unordered_map<std::string, thread_state> threads_;
+  std::unordered_map<std::string, thread_state> threads_;  // by "pid/tid"; nodes never move
+  thread_state* last_thread_ = nullptr;
+  std::string last_pid_, last_tid_;
   std::vector<std::string> warnings_;
 };
 

@@ -88,7 +88,13 @@ std::string aggregator::add(const trace_event& e) {
   E.end = E.start + std::max<std::int64_t>(to_ns(e.dur), 0);
   E.row = row_for(e);
   const std::int64_t dur = E.end - E.start;
-  thread_state& T = threads_[e.pid + "/" + e.tid];
+  // Events come in runs of one thread: look the thread up only when it changes.
+  if (!last_thread_ || e.pid != last_pid_ || e.tid != last_tid_) {
+    last_pid_ = e.pid;
+    last_tid_ = e.tid;
+    last_thread_ = &threads_[e.pid + "/" + e.tid];
+  }
+  thread_state& T = *last_thread_;
 
   // (a) Intervals that arrived before E and lie inside it: E's children,
   // written before their parent (proftrace writes a thread's events as they
@@ -146,6 +152,7 @@ proftrace::event_averages aggregator::finish() {
     T.stack.clear();
   }
   threads_.clear();
+  last_thread_ = nullptr;
   proftrace::event_averages out;
   out.rows = rows_;
   out.grouped_by_input_shape = by_shape_;
