@@ -515,3 +515,49 @@ TEST_CASE("--top-level-only on a trace proftrace wrote (children before parents)
   CHECK(r.out.find("outer") != std::string::npos);
   CHECK(r.out.find("inner") == std::string::npos);
 }
+
+TEST_CASE("stacks: collapsed stacks from PyTorch order and from proftrace order") {
+  auto r = run_cli({"stacks", pytorch_trace});
+  REQUIRE(r.rc == 0);
+  // Self times per stack add up to the summary's self times per name.
+  CHECK(r.out ==
+        "ProfilerStep*;aten::linear;aten::t 30\n"
+        "ProfilerStep*;aten::linear;aten::addmm;cudaLaunchKernel 55\n"
+        "ProfilerStep*;aten::linear;aten::addmm 215\n"
+        "ProfilerStep*;aten::linear 50\n"
+        "ProfilerStep*;aten::relu;aten::clamp_min 55\n"
+        "ProfilerStep*;aten::relu 35\n"
+        "ProfilerStep* 460\n"
+        "aten::to 50\n"
+        "aten::to;aten::copy_ 250\n");
+  CHECK(run_cli({"stacks", pytorch_trace, "--metric", "self_cuda_time_total"}).out.empty());
+  CHECK(run_cli({"stacks", pytorch_trace, "--metric", "wall"}).rc == 2);
+
+  temp_dir dir("cli-stacks");
+  const auto spin = [](int us) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  };
+  proftrace::profile p;
+  p.start();
+  {
+    PROF_SCOPE("outer scope");
+    spin(300);
+    {
+      PROF_SCOPE("inner;part");
+      spin(300);
+    }
+  }
+  p.stop();
+  p.export_chrome_trace(dir.path / "t.json.gz");
+  r = run_cli({"stacks", (dir.path / "t.json.gz").string()});
+  REQUIRE(r.rc == 0);
+  std::map<std::string, long> values;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) values[line.substr(0, line.rfind(' '))] = std::stol(line.substr(line.rfind(' ') + 1));
+  REQUIRE(values.count("outer_scope"));
+  REQUIRE(values.count("outer_scope;inner_part"));
+  CHECK(values["outer_scope"] >= 290);
+  CHECK(values["outer_scope;inner_part"] >= 290);
+}

@@ -37,6 +37,7 @@ const char* const tool_help =
     "commands:\n"
     "  summary TRACE    key_averages().table() of the trace's host events\n"
     "  csv TRACE        the same rows as CSV\n"
+    "  stacks TRACE     collapsed stacks for flamegraph.pl and speedscope\n"
     "  validate TRACE   check the layout HTA, TensorBoard and Perfetto rely on\n"
     "  diff A B         per-key change in count, self and total time (a CI gate)\n"
     "\n"
@@ -74,6 +75,21 @@ const char* const csv_help =
     "  -h, --help          this text\n"
     "exit codes: 0 ok, 1 unreadable or invalid trace, 2 usage error\n";
 
+const char* const stacks_help =
+    "usage: proftrace stacks TRACE [--metric M]\n"
+    "\n"
+    "Prints one line per distinct stack of host events with a positive metric:\n"
+    "the enclosing events' names outermost first, joined by ';', the event's own\n"
+    "name last, a space, and the integer microseconds of the metric (the collapsed\n"
+    "format of flamegraph.pl and speedscope). Spaces, ';', tabs and newlines in a\n"
+    "name become '_'. ProfilerStep#N frames are merged as ProfilerStep*.\n"
+    "\n"
+    "options:\n"
+    "  --metric M          self_cpu_time_total (default) or self_cuda_time_total\n"
+    "                      (no device time is read yet: prints nothing)\n"
+    "  -h, --help          this text\n"
+    "exit codes: 0 ok, 1 unreadable or invalid trace, 2 usage error\n";
+
 const char* const validate_help =
     "usage: proftrace validate TRACE\n"
     "\n"
@@ -108,6 +124,7 @@ struct parsed_args {
   std::optional<std::string> sort_by, row_limit, threshold;
   bool group_by_shape = false;
   bool top_level_only = false;
+  std::optional<std::string> metric;
   bool help = false;
 };
 
@@ -153,6 +170,7 @@ parsed_args parse(const std::vector<std::string>& args, const std::vector<std::s
     if (a == "--sort-by") out.sort_by = value;
     else if (a == "--row-limit") out.row_limit = value;
     else if (a == "--threshold") out.threshold = value;
+    else if (a == "--metric") out.metric = value;
   }
   return out;
 }
@@ -218,6 +236,22 @@ int cmd_csv(const std::vector<std::string>& args) {
   std::vector<std::string> warnings;
   const auto avg = pt::summarize(a.positional[0], a.group_by_shape, warnings, show_progress(a.positional[0]));
   std::cout << avg.csv();
+  print_warnings(warnings);
+  return exit_ok;
+}
+
+int cmd_stacks(const std::vector<std::string>& args) {
+  const auto a = parse(args, {"--metric"});
+  if (a.help) {
+    std::cout << stacks_help;
+    return exit_ok;
+  }
+  if (a.positional.size() != 1) throw usage_error{"stacks takes one TRACE"};
+  const std::string metric = a.metric.value_or("self_cpu_time_total");
+  if (metric != "self_cpu_time_total" && metric != "self_cuda_time_total")
+    throw usage_error{"unknown --metric '" + metric + "' (self_cpu_time_total, self_cuda_time_total)"};
+  std::vector<std::string> warnings;
+  std::cout << pt::summarize_stacks(a.positional[0], warnings, show_progress(a.positional[0])).collapsed_stacks(metric);
   print_warnings(warnings);
   return exit_ok;
 }
@@ -297,6 +331,7 @@ int main(int argc, char** argv) {
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (command == "summary") return cmd_summary(rest);
     if (command == "csv") return cmd_csv(rest);
+    if (command == "stacks") return cmd_stacks(rest);
     if (command == "validate") return cmd_validate(rest);
     if (command == "diff") return cmd_diff(rest);
     command.clear();

@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <stdexcept>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -98,12 +99,20 @@ class aggregator {
  public:
   explicit aggregator(bool group_by_input_shape = false, std::size_t max_pending_per_thread = std::size_t{1} << 18);
 
+  // Also collect self time per distinct stack of enclosing event names, for
+  // stacks(). Costs a string per event; off by default.
+  void collect_stacks(bool on) noexcept { stacks_on_ = on; }
+
   // Adds one event; returns an error message (naming the event index) for an
   // event the summary cannot use, empty otherwise.
   std::string add(const trace_event& e);
   // Closes every thread's open intervals and returns the rows, in the order
   // in which keys were first seen.
   proftrace::event_averages finish();
+  // After finish(): one row per distinct stack (key: the event's name, stack:
+  // its enclosing events' names, innermost first) with its self time, ready
+  // for event_averages::collapsed_stacks().
+  proftrace::event_averages stacks() const;
   const std::vector<std::string>& warnings() const noexcept { return warnings_; }
 
  private:
@@ -111,6 +120,15 @@ class aggregator {
     std::int64_t start = 0, end = 0, child_ns = 0;
     std::size_t row = 0;
     bool nested = false;  // counted as a child of an entry below it on the stack
+    // Only with collect_stacks (kept out of line so the summary's intervals
+    // stay small): the enclosing names known when it arrived (events in
+    // start order), and the stacks of its subtree, relative to it, that
+    // arrived before it (events in end order).
+    struct stack_data {
+      std::string path;
+      std::vector<std::pair<std::string, std::int64_t>> below;
+    };
+    std::unique_ptr<stack_data> stacks;
   };
   enum class order : std::uint8_t { unknown, by_start, by_end };
   struct thread_state {
@@ -121,6 +139,8 @@ class aggregator {
   };
   std::size_t row_for(const trace_event& e);
   void finalize(const interval& x, bool has_parent);
+  void emit_stacks(const interval& x);
+  static void add_weight(std::vector<std::pair<std::string, std::int64_t>>& to, std::string path, std::int64_t ns);
 
   bool by_shape_;
   std::size_t max_pending_;
@@ -131,6 +151,9 @@ class aggregator {
   thread_state* last_thread_ = nullptr;
   std::string last_pid_, last_tid_;
   std::vector<std::string> warnings_;
+  bool stacks_on_ = false;
+  std::unordered_map<std::string, std::int64_t> stack_self_ns_;  // '\x1f'-joined names, outermost first
+  std::vector<std::string> stack_order_;
 };
 
 // Reads a trace and aggregates it. Throws trace_error (read errors, or an
@@ -138,6 +161,10 @@ class aggregator {
 // and the aggregator's.
 proftrace::event_averages summarize(const std::filesystem::path& path, bool group_by_input_shape,
                                     std::vector<std::string>& warnings, bool progress = false);
+// The same read, as one row per distinct stack of enclosing event names with
+// its self time (for event_averages::collapsed_stacks()).
+proftrace::event_averages summarize_stacks(const std::filesystem::path& path, std::vector<std::string>& warnings,
+                                           bool progress = false);
 
 // ---- validation ----
 

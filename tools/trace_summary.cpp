@@ -56,7 +56,53 @@ std::size_t aggregator::row_for(const trace_event& e) {
   return it->second;
 }
 
+void aggregator::add_weight(std::vector<std::pair<std::string, std::int64_t>>& to, std::string path, std::int64_t ns) {
+  for (auto& [p, v] : to)
+    if (p == path) {
+      v += ns;
+      return;
+    }
+  to.emplace_back(std::move(path), ns);
+}
+
+// An interval nobody will claim any more: its own stack and its subtree's go
+// to the totals, under the enclosing names it had when it arrived.
+void aggregator::emit_stacks(const interval& x) {
+  std::string own = x.stacks->path;
+  if (!own.empty()) own += '\x1f';
+  own += rows_[x.row].key;
+  const auto add = [&](const std::string& path, std::int64_t ns) {
+    auto [it, fresh] = stack_self_ns_.try_emplace(path, 0);
+    if (fresh) stack_order_.push_back(path);
+    it->second += ns;
+  };
+  const std::int64_t dur = x.end - x.start;
+  add(own, dur > x.child_ns ? dur - x.child_ns : 0);
+  for (const auto& [p, v] : x.stacks->below) add(own + '\x1f' + p, v);
+}
+
+proftrace::event_averages aggregator::stacks() const {
+  proftrace::event_averages out;
+  for (const auto& path : stack_order_) {
+    proftrace::event_average row;
+    std::vector<std::string> names;
+    for (std::size_t from = 0;;) {
+      const std::size_t sep = path.find('\x1f', from);
+      names.push_back(path.substr(from, sep == std::string::npos ? std::string::npos : sep - from));
+      if (sep == std::string::npos) break;
+      from = sep + 1;
+    }
+    row.key = names.back();
+    names.pop_back();
+    row.stack.assign(names.rbegin(), names.rend());
+    row.self_cpu_time_total_ns = stack_self_ns_.at(path);
+    out.rows.push_back(std::move(row));
+  }
+  return out;
+}
+
 void aggregator::finalize(const interval& x, bool has_parent) {
+  if (stacks_on_ && !(has_parent && x.stacks->path.empty() && !x.nested)) emit_stacks(x);
   auto& r = rows_[x.row];
   // As in torch, a key is top-level when its first occurrence had no parent.
   if (!row_finalized_[x.row]) {
@@ -84,6 +130,7 @@ std::string aggregator::add(const trace_event& e) {
   if (!is_host_op(e)) return {};
 
   interval E;
+  if (stacks_on_) E.stacks = std::make_unique<interval::stack_data>();
   E.start = to_ns(e.ts);
   E.end = E.start + std::max<std::int64_t>(to_ns(e.dur), 0);
   E.row = row_for(e);
@@ -108,6 +155,13 @@ std::string aggregator::add(const trace_event& e) {
     if (!identical && T.mode == order::unknown) T.mode = order::by_end;
     if (!X.nested) E.child_ns += X.end - X.start;
     claimed = true;
+    if (stacks_on_) {
+      // X and what hangs below it now hang below E.
+      const std::string& name = rows_[X.row].key;
+      const std::int64_t xdur = X.end - X.start;
+      add_weight(E.stacks->below, name, xdur > X.child_ns ? xdur - X.child_ns : 0);
+      for (const auto& [p, v] : X.stacks->below) add_weight(E.stacks->below, name + '\x1f' + p, v);
+    }
     finalize(X, true);
     T.stack.pop_back();
   }
@@ -136,7 +190,15 @@ std::string aggregator::add(const trace_event& e) {
       if (T.mode == order::unknown && !(X.start == E.start && X.end == E.end)) T.mode = order::by_start;
     }
   }
-  T.stack.push_back(E);
+  if (stacks_on_) {
+    std::string& path = E.stacks->path;
+    for (const auto& X : T.stack)
+      if (X.start <= E.start && E.end <= X.end && !(X.start == E.start && X.end == E.end && T.mode == order::by_end)) {
+        if (!path.empty()) path += '\x1f';
+        path += rows_[X.row].key;
+      }
+  }
+  T.stack.push_back(std::move(E));
   if (T.stack.size() > max_pending_) {
     const interval& F = T.stack.front();
     T.evicted_end = std::max(T.evicted_end, F.end);
@@ -159,9 +221,10 @@ proftrace::event_averages aggregator::finish() {
   return out;
 }
 
-proftrace::event_averages summarize(const std::filesystem::path& path, bool group_by_input_shape,
-                                    std::vector<std::string>& warnings, bool progress) {
-  aggregator agg(group_by_input_shape);
+namespace {
+
+// Reads `path` through `agg`; the caller takes the results from it.
+void aggregate(const std::filesystem::path& path, aggregator& agg, std::vector<std::string>& warnings, bool progress) {
   std::string error;
   read_options opts;
   opts.progress = progress;
@@ -179,7 +242,24 @@ proftrace::event_averages summarize(const std::filesystem::path& path, bool grou
                        " inside \"traceEvents\" (cut off, or still being written); summarised the " +
                        std::to_string(r.events) + " events before it");
   for (auto& w : agg.warnings()) warnings.push_back(path.string() + ": " + w);
+}
+
+}  // namespace
+
+proftrace::event_averages summarize(const std::filesystem::path& path, bool group_by_input_shape,
+                                    std::vector<std::string>& warnings, bool progress) {
+  aggregator agg(group_by_input_shape);
+  aggregate(path, agg, warnings, progress);
   return agg.finish();
+}
+
+proftrace::event_averages summarize_stacks(const std::filesystem::path& path, std::vector<std::string>& warnings,
+                                           bool progress) {
+  aggregator agg;
+  agg.collect_stacks(true);
+  aggregate(path, agg, warnings, progress);
+  agg.finish();
+  return agg.stacks();
 }
 
 std::uint64_t validate(const std::filesystem::path& path, const std::function<void(const problem&)>& on_problem,
