@@ -1,6 +1,7 @@
 #include "proftrace/key_averages.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <stdexcept>
 #include <unordered_map>
@@ -45,10 +46,36 @@ struct sort_key {
 
 constexpr sort_key sort_keys[] = {
     {"cpu_time", [](const event_average& e) { return e.cpu_time_avg_us(); }},
+    {"cuda_time", [](const event_average& e) { return e.cuda_time_avg_us(); }},
     {"cpu_time_total", [](const event_average& e) { return e.cpu_time_total_us(); }},
+    {"cuda_time_total", [](const event_average& e) { return e.cuda_time_total_us(); }},
     {"self_cpu_time_total", [](const event_average& e) { return e.self_cpu_time_total_us(); }},
+    {"self_cuda_time_total", [](const event_average& e) { return e.self_cuda_time_total_us(); }},
+    {"cpu_memory_usage", [](const event_average& e) { return static_cast<double>(e.cpu_memory_usage); }},
+    {"cuda_memory_usage", [](const event_average& e) { return static_cast<double>(e.cuda_memory_usage); }},
+    {"self_cpu_memory_usage", [](const event_average& e) { return static_cast<double>(e.self_cpu_memory_usage); }},
+    {"self_cuda_memory_usage", [](const event_average& e) { return static_cast<double>(e.self_cuda_memory_usage); }},
     {"count", [](const event_average& e) { return static_cast<double>(e.count); }},
+    {"flops", [](const event_average& e) { return static_cast<double>(e.flops); }},
 };
+
+// torch's _format_memory: steps of 1024.
+std::string format_memory(std::int64_t bytes) {
+  constexpr double kb = 1024.0, mb = kb * 1024.0, gb = mb * 1024.0;
+  const double b = static_cast<double>(bytes);
+  if (std::abs(b) >= gb) return format("%.2f Gb", b / gb);
+  if (std::abs(b) >= mb) return format("%.2f Mb", b / mb);
+  if (std::abs(b) >= kb) return format("%.2f Kb", b / kb);
+  return std::to_string(bytes) + " b";
+}
+
+// torch's auto_scale_flops: the unit of the smallest positive count.
+std::pair<double, std::string> flops_scale(std::int64_t smallest) {
+  static const char* const units[] = {"FLOPs", "KFLOPs", "MFLOPs", "GFLOPs", "TFLOPs", "PFLOPs"};
+  const double log = std::max(0.0, std::min(std::log10(static_cast<double>(smallest)) / 3.0, 5.0));
+  const int k = static_cast<int>(std::floor(log));
+  return {std::pow(10.0, -3.0 * k), units[k]};
+}
 
 struct table_layout {
   std::vector<int> widths;
@@ -80,14 +107,29 @@ std::int64_t event_averages::self_cpu_time_total_ns() const noexcept {
   return total;
 }
 
+std::int64_t event_averages::self_cuda_time_total_ns() const noexcept {
+  std::int64_t total = 0;
+  for (const auto& r : rows) total += r.self_cuda_time_total_ns;
+  return total;
+}
+
+void event_average::merge(const event_average& o) noexcept {
+  count += o.count;
+  cpu_time_total_ns += o.cpu_time_total_ns;
+  self_cpu_time_total_ns += o.self_cpu_time_total_ns;
+  cuda_time_total_ns += o.cuda_time_total_ns;
+  self_cuda_time_total_ns += o.self_cuda_time_total_ns;
+  cpu_memory_usage += o.cpu_memory_usage;
+  self_cpu_memory_usage += o.self_cpu_memory_usage;
+  cuda_memory_usage += o.cuda_memory_usage;
+  self_cuda_memory_usage += o.self_cuda_memory_usage;
+  flops += o.flops;
+}
+
 event_average event_averages::total_average() const {
   event_average total;
   total.key = "Total";
-  for (const auto& r : rows) {
-    total.count += r.count;
-    total.cpu_time_total_ns += r.cpu_time_total_ns;
-    total.self_cpu_time_total_ns += r.self_cpu_time_total_ns;
-  }
+  for (const auto& r : rows) total.merge(r);
   return total;
 }
 
@@ -121,20 +163,40 @@ std::string event_averages::table(const table_options& options) const {
   const int shapes_width = std::min(static_cast<int>(shapes_longest) + 4, options.max_shapes_column_width);
   const int src_width = std::min(static_cast<int>(src_longest) + 4, options.max_src_column_width);
 
+  bool has_cuda_time = false, has_cpu_mem = false, has_cuda_mem = false;
+  std::int64_t smallest_flops = 0;
+  for (auto* r : order) {
+    has_cuda_time = has_cuda_time || r->self_cuda_time_total_ns > 0 || r->cuda_time_total_ns > 0;
+    has_cpu_mem = has_cpu_mem || r->cpu_memory_usage != 0 || r->self_cpu_memory_usage != 0;
+    has_cuda_mem = has_cuda_mem || r->cuda_memory_usage != 0 || r->self_cuda_memory_usage != 0;
+    if (r->flops > 0 && (smallest_flops == 0 || r->flops < smallest_flops)) smallest_flops = r->flops;
+  }
+
   table_layout layout;
-  std::vector<std::string> headers = {"Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg", "# of Calls"};
+  std::vector<std::string> headers = {"Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"};
+  if (has_cuda_time) headers.insert(headers.end(), {"Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg"});
+  if (has_cpu_mem) headers.insert(headers.end(), {"CPU Mem", "Self CPU Mem"});
+  if (has_cuda_mem) headers.insert(headers.end(), {"CUDA Mem", "Self CUDA Mem"});
+  headers.push_back("# of Calls");
   layout.add(name_width, true);
   for (std::size_t i = 1; i < headers.size(); ++i) layout.add(column_width);
   if (grouped_by_input_shape) {
     headers.push_back("Input Shapes");
     layout.add(shapes_width, true);
   }
+  const std::size_t src_column = headers.size();
   if (has_stack) {
     headers.push_back("Source Location");
     layout.add(src_width, true);
   }
+  const auto [flops_factor, flops_unit] = smallest_flops > 0 ? flops_scale(smallest_flops) : std::pair<double, std::string>{1.0, ""};
+  if (smallest_flops > 0) {
+    headers.push_back("Total " + flops_unit);
+    layout.add(column_width);
+  }
 
   const double self_total_us = static_cast<double>(self_cpu_time_total_ns()) / 1e3;
+  const double self_cuda_total_us = static_cast<double>(self_cuda_time_total_ns()) / 1e3;
   const std::size_t line_length = layout.separator.size();
   std::string out;
   const auto line = [&](const std::string& s) { out += s + "\n"; };
@@ -154,20 +216,28 @@ std::string event_averages::table(const table_options& options) const {
                                       format_time(r->self_cpu_time_total_us()),
                                       format_share(r->cpu_time_total_us(), self_total_us),
                                       format_time(r->cpu_time_total_us()),
-                                      format_time(r->cpu_time_avg_us()),
-                                      std::to_string(r->count)};
+                                      format_time(r->cpu_time_avg_us())};
+    if (has_cuda_time)
+      cells.insert(cells.end(), {format_time(r->self_cuda_time_total_us()),
+                                 format_share(r->self_cuda_time_total_us(), self_cuda_total_us),
+                                 format_time(r->cuda_time_total_us()), format_time(r->cuda_time_avg_us())});
+    if (has_cpu_mem) cells.insert(cells.end(), {format_memory(r->cpu_memory_usage), format_memory(r->self_cpu_memory_usage)});
+    if (has_cuda_mem) cells.insert(cells.end(), {format_memory(r->cuda_memory_usage), format_memory(r->self_cuda_memory_usage)});
+    cells.push_back(std::to_string(r->count));
     if (grouped_by_input_shape) cells.push_back(r->input_shapes.substr(0, static_cast<std::size_t>(shapes_width)));
     if (has_stack) cells.push_back(r->stack.empty() ? "" : trim_path(r->stack[0], static_cast<std::size_t>(src_width)));
+    if (smallest_flops > 0) cells.push_back(r->flops <= 0 ? std::string("--") : format("%8.3f", static_cast<double>(r->flops) * flops_factor));
     line(layout.row(cells));
     // Further stack frames go on their own lines under the source column.
     for (std::size_t i = 1; has_stack && i < r->stack.size() && i < max_stack_entries; ++i) {
       std::vector<std::string> more(cells.size());
-      more.back() = trim_path(r->stack[i], static_cast<std::size_t>(src_width));
+      more[src_column] = trim_path(r->stack[i], static_cast<std::size_t>(src_width));
       line(layout.row(more));
     }
   }
   line(layout.separator);
   line("Self CPU time total: " + format_time(self_total_us));
+  if (has_cuda_time) line("Self CUDA time total: " + format_time(self_cuda_total_us));
   if (losses.total() > 0) {
     line("Lost events: " + std::to_string(losses.total()) + " (dropped " + std::to_string(losses.dropped) +
          ", overwritten " + std::to_string(losses.overwritten) + ", unattached " + std::to_string(losses.unattached) +

@@ -312,10 +312,7 @@ event_averages session::key_averages(bool group_by_input_shape, int group_by_sta
       out.rows.push_back(std::move(row));
       continue;
     }
-    event_average& row = out.rows[it->second];
-    row.count += r.count;
-    row.cpu_time_total_ns += r.cpu_time_total_ns;
-    row.self_cpu_time_total_ns += r.self_cpu_time_total_ns;
+    out.rows[it->second].merge(r);
   }
   return out;
 }

@@ -72,7 +72,9 @@ TEST_CASE("table: sort keys, row limit, header, top-level rows") {
   REQUIRE(rows.size() == 6);
   CHECK(rows[3].starts_with("ProfilerStep* "));
   CHECK_THROWS_WITH_AS(a.table({.sort_by = "cuda_time_totl"}),
-                       doctest::Contains("valid keys: cpu_time, cpu_time_total, self_cpu_time_total, count"),
+                       doctest::Contains("valid keys: cpu_time, cuda_time, cpu_time_total, cuda_time_total, "
+                                         "self_cpu_time_total, self_cuda_time_total, cpu_memory_usage, cuda_memory_usage, "
+                                         "self_cpu_memory_usage, self_cuda_memory_usage, count, flops"),
                        std::invalid_argument);
   const auto total = a.total_average();
   CHECK(total.key == "Total");
@@ -195,4 +197,47 @@ TEST_CASE("collapsed stacks: outermost first, the op last, separators cleaned, s
   CHECK(a.collapsed_stacks() == "train.py(3):_step;model.py(12):_forward;aten::mm 3500\n");
   CHECK(a.collapsed_stacks("self_cuda_time_total").empty());
   CHECK_THROWS_AS(a.collapsed_stacks("nope"), std::invalid_argument);
+}
+
+TEST_CASE("table: device, memory and FLOP columns appear when rows carry them") {
+  proftrace::event_averages a;
+  proftrace::event_average r;
+  r.key = "aten::mm";
+  r.count = 2;
+  r.cpu_time_total_ns = 4'000'000;
+  r.self_cpu_time_total_ns = 3'000'000;
+  r.cuda_time_total_ns = 1'000'000;
+  r.self_cuda_time_total_ns = 1'000'000;
+  r.cpu_memory_usage = 3 * 1024 * 1024;
+  r.self_cpu_memory_usage = 512;
+  r.flops = 4'000'000'000;  // 4 GFLOPs
+  a.rows.push_back(r);
+  proftrace::event_average s;
+  s.key = "aten::add";
+  s.count = 1;
+  s.cpu_time_total_ns = s.self_cpu_time_total_ns = 1'000'000;
+  s.cpu_memory_usage = s.self_cpu_memory_usage = -2048;  // a free
+  a.rows.push_back(s);
+  const auto lines = lines_of(a.table({.sort_by = "flops"}));
+  REQUIRE(lines.size() == 8);
+  // Name, 5 CPU columns, 4 CUDA columns, 2 memory columns, calls, FLOPs.
+  const std::string header = lines[1];
+  const auto at = [&](const char* h) { return header.find(h); };
+  CHECK(at("Self CUDA") < at("Self CUDA %"));
+  CHECK(at("CUDA time avg") < at("CPU Mem"));
+  CHECK(at("Self CPU Mem") < at("# of Calls"));
+  CHECK(at("# of Calls") < at("Total GFLOPs"));
+  CHECK(header.find("CUDA Mem ") == std::string::npos);  // no device memory in these rows
+  // Cells are right-aligned in 12 columns, two spaces apart.
+  const auto cells = [](std::initializer_list<const char*> values) {
+    std::string out;
+    for (const char* v : values) out += std::string(12 - std::string_view(v).size(), ' ') + v + "  ";
+    return out;
+  };
+  CHECK(lines[3].ends_with(cells({"1.000ms", "100.00%", "1.000ms", "500.000us", "3.00 Mb", "512 b", "2", "4.000"})));
+  CHECK(lines[4].ends_with(cells({"0.000us", "0.00%", "0.000us", "0.000us", "-2.00 Kb", "-2.00 Kb", "1", "--"})));
+  CHECK(lines[7] == "Self CUDA time total: 1.000ms");
+  const auto total = a.total_average();
+  CHECK(total.flops == 4'000'000'000);
+  CHECK(total.cpu_memory_usage == 3 * 1024 * 1024 - 2048);
 }

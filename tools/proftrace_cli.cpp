@@ -55,8 +55,9 @@ const char* const summary_help =
     "inside traceEvents is summarised as far as it goes, with a warning.\n"
     "\n"
     "options:\n"
-    "  --sort-by KEY       self_cpu_time_total (default), cpu_time_total, cpu_time,\n"
-    "                      count, or none (order of first appearance)\n"
+    "  --sort-by KEY       self_cpu_time_total (default), any other key of torch's\n"
+    "                      table (cpu_time_total, cpu_time, count, flops, ...), or\n"
+    "                      none (order of first appearance)\n"
     "  --row-limit N       at most N rows (default 100; -1: all)\n"
     "  --group-by-shape    one row per (name, \"Input Dims\")\n"
     "  --top-level-only    only keys whose first event had no enclosing event\n"
@@ -215,9 +216,11 @@ int cmd_summary(const std::vector<std::string>& args) {
   opts.top_level_events_only = a.top_level_only;
   try {
     (void)proftrace::event_averages{}.table(opts);  // checks the sort key before reading
-  } catch (const std::invalid_argument&) {
-    throw usage_error{"unknown --sort-by key '" + opts.sort_by +
-                      "' (self_cpu_time_total, cpu_time_total, cpu_time, count, none)"};
+  } catch (const std::invalid_argument& e) {
+    std::string why = e.what();
+    const auto valid = why.find("(valid keys: ");
+    throw usage_error{"unknown --sort-by key '" + opts.sort_by + "' " +
+                      (valid == std::string::npos ? std::string() : why.substr(valid, why.size() - valid - 1) + ", none)")};
   }
   std::vector<std::string> warnings;
   const auto avg = pt::summarize(a.positional[0], a.group_by_shape, warnings, show_progress(a.positional[0]));

@@ -26,16 +26,32 @@ struct event_average {
   std::int64_t count = 0;
   std::int64_t cpu_time_total_ns = 0;
   std::int64_t self_cpu_time_total_ns = 0;
+  // Filled by the device, memory and FLOP collectors; zero without them (the
+  // table then leaves their columns out, as torch's does).
+  std::int64_t cuda_time_total_ns = 0;
+  std::int64_t self_cuda_time_total_ns = 0;
+  std::int64_t cpu_memory_usage = 0;  // bytes
+  std::int64_t self_cpu_memory_usage = 0;
+  std::int64_t cuda_memory_usage = 0;
+  std::int64_t self_cuda_memory_usage = 0;
+  std::int64_t flops = 0;
 
   double cpu_time_total_us() const noexcept { return static_cast<double>(cpu_time_total_ns) / 1e3; }
   double self_cpu_time_total_us() const noexcept { return static_cast<double>(self_cpu_time_total_ns) / 1e3; }
   double cpu_time_avg_us() const noexcept { return count ? cpu_time_total_us() / static_cast<double>(count) : 0.0; }
+  double cuda_time_total_us() const noexcept { return static_cast<double>(cuda_time_total_ns) / 1e3; }
+  double self_cuda_time_total_us() const noexcept { return static_cast<double>(self_cuda_time_total_ns) / 1e3; }
+  double cuda_time_avg_us() const noexcept { return count ? cuda_time_total_us() / static_cast<double>(count) : 0.0; }
+  // Adds another row's figures (same key) to this one.
+  void merge(const event_average& other) noexcept;
 };
 
 struct table_options {
-  // One of torch's keys: cpu_time, cpu_time_total, self_cpu_time_total, count
-  // (device and memory keys arrive with their collectors). Empty: the order
-  // in which names were first seen. Sorted descending.
+  // One of torch's keys: cpu_time, cuda_time, cpu_time_total,
+  // cuda_time_total, self_cpu_time_total, self_cuda_time_total,
+  // cpu_memory_usage, cuda_memory_usage, self_cpu_memory_usage,
+  // self_cuda_memory_usage, count, flops. Empty: the order in which names
+  // were first seen. Sorted descending.
   std::string sort_by{};
   int row_limit = 100;  // -1: every row
   int max_name_column_width = 55;
@@ -89,6 +105,7 @@ class event_averages {
   // All rows summed into one, keyed "Total".
   event_average total_average() const;
   std::int64_t self_cpu_time_total_ns() const noexcept;
+  std::int64_t self_cuda_time_total_ns() const noexcept;
   double self_cpu_time_total() const noexcept { return static_cast<double>(self_cpu_time_total_ns()) / 1e3; }  // us
 };
 
