@@ -561,3 +561,46 @@ TEST_CASE("stacks: collapsed stacks from PyTorch order and from proftrace order"
   CHECK(values["outer_scope"] >= 290);
   CHECK(values["outer_scope;inner_part"] >= 290);
 }
+
+TEST_CASE("a progress line on stderr only when stderr is a terminal and the file is large") {
+  temp_dir dir("cli-progress");
+  const auto big = dir.path / "big.pt.trace.json";
+  {
+    std::ofstream out(big, std::ios::binary);
+    out << "{\"traceEvents\": [\n";
+    const std::string event =
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1, \"ts\": 1.000, \"dur\": 1.000, "
+        "\"args\": {\"External id\": 1, \"padding\": \"................................................\"}}";
+    const std::size_t n = (std::size_t{66} << 20) / event.size() + 1;  // just over 64 MiB
+    for (std::size_t i = 0; i < n; ++i) out << (i ? ",\n" : "") << event;
+    out << "\n]}\n";
+  }
+  REQUIRE(std::filesystem::file_size(big) > (std::uintmax_t{64} << 20));
+  // Not a terminal: no progress line.
+  auto r = run_cli({"summary", big.string()});
+  REQUIRE(r.rc == 0);
+  CHECK(r.err.find("proftrace: reading") == std::string::npos);
+  // A terminal (script(1) gives the command a pseudo-terminal).
+  const std::string cmd = "script -qec " + quote(quote(PROFTRACE_CLI) + " summary " + quote(big.string()) + " >/dev/null") +
+                          " /dev/null > " + quote((dir.path / "tty.txt").string()) + " 2>&1";
+  if (std::system("command -v script >/dev/null 2>&1") != 0) {
+    MESSAGE("script(1) is not installed: the terminal case is not checked");
+    return;
+  }
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  const std::string tty = slurp(dir.path / "tty.txt");
+  CHECK(tty.find("proftrace: reading") != std::string::npos);
+  CHECK(tty.find("100%") != std::string::npos);
+}
+
+TEST_CASE("--help on csv and stacks") {
+  for (const char* command : {"csv", "stacks"}) {
+    const auto r = run_cli({command, "--help"});
+    CHECK(r.rc == 0);
+    CHECK(r.out.starts_with(std::string("usage: proftrace ") + command + " TRACE"));
+    CHECK(r.out.find("exit codes:") != std::string::npos);
+  }
+  const auto r = run_cli({"--help"});
+  CHECK(r.out.find("  csv TRACE") != std::string::npos);
+  CHECK(r.out.find("  stacks TRACE") != std::string::npos);
+}
