@@ -333,20 +333,20 @@ std::vector<diff_row> diff(const proftrace::event_averages& a, const proftrace::
     if (fresh) rows.push_back(diff_row{.key = key_of(r)});
     return rows[it->second];
   };
-  for (const auto& r : a.rows) {
-    auto& d = row(r);
-    d.in_a = true;
-    d.count_a += r.count;
-    d.self_a_ns += r.self_cpu_time_total_ns;
-    d.total_a_ns += r.cpu_time_total_ns;
-  }
-  for (const auto& r : b.rows) {
-    auto& d = row(r);
-    d.in_b = true;
-    d.count_b += r.count;
-    d.self_b_ns += r.self_cpu_time_total_ns;
-    d.total_b_ns += r.cpu_time_total_ns;
-  }
+  // One side's rows into its columns of the diff.
+  using count_field = std::int64_t diff_row::*;
+  const auto add_side = [&](const proftrace::event_averages& side, bool diff_row::*in, count_field count, count_field self,
+                            count_field total) {
+    for (const auto& r : side.rows) {
+      auto& d = row(r);
+      d.*in = true;
+      d.*count += r.count;
+      d.*self += r.self_cpu_time_total_ns;
+      d.*total += r.cpu_time_total_ns;
+    }
+  };
+  add_side(a, &diff_row::in_a, &diff_row::count_a, &diff_row::self_a_ns, &diff_row::total_a_ns);
+  add_side(b, &diff_row::in_b, &diff_row::count_b, &diff_row::self_b_ns, &diff_row::total_b_ns);
   std::stable_sort(rows.begin(), rows.end(), [](const diff_row& x, const diff_row& y) {
     const auto ax = std::llabs(x.self_change_ns()), ay = std::llabs(y.self_change_ns());
     if (ax != ay) return ax > ay;
