@@ -1,0 +1,107 @@
+// FLOP estimators against torch's formulas. Expected values were computed
+// with the formulas of torch/profiler (mm, addmm, bmm, baddbmm, conv2d) and
+// torch/utils/flop_counter.py (conv_flop_count, conv_backward_flop),
+// re-implemented in Python from those sources.
+#include <doctest/doctest.h>
+
+#include <proftrace/flops.hpp>
+
+#include <limits>
+
+namespace fl = proftrace::flops;
+
+namespace {
+
+struct conv_case {
+  const char* name;
+  fl::conv_params p;
+  std::int64_t forward, backward_both, backward_input, backward_weight;
+};
+
+// (N, Cin, Cout, input, kernel, stride, padding, dilation, groups, dims, transposed)
+fl::conv_params P(std::int64_t n, std::int64_t cin, std::int64_t cout, std::array<std::int64_t, 3> in,
+                  std::array<std::int64_t, 3> k, std::array<std::int64_t, 3> s, std::array<std::int64_t, 3> pad,
+                  std::array<std::int64_t, 3> d, std::int64_t g, int dims, bool transposed) {
+  return {.batch = n, .in_channels = cin, .out_channels = cout, .input = in, .kernel = k, .stride = s, .padding = pad,
+          .dilation = d, .groups = g, .dims = dims, .transposed = transposed};
+}
+
+const conv_case conv_cases[] = {
+    {"conv2d basic", P(1, 3, 8, {32, 32}, {3, 3}, {1, 1}, {0, 0}, {1, 1}, 1, 2, false), 388800, 777600, 388800, 388800},
+    {"conv2d stride pad", P(8, 3, 64, {224, 224}, {7, 7}, {2, 2}, {3, 3}, {1, 1}, 1, 2, false), 1888223232, 3776446464,
+     1888223232, 1888223232},
+    {"conv2d dilation", P(2, 16, 32, {64, 64}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, 1, 2, false), 75497472, 150994944, 75497472,
+     75497472},
+    {"conv2d groups", P(4, 32, 64, {28, 28}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 4, 2, false), 28901376, 144506880, 28901376,
+     115605504},
+    {"conv2d depthwise", P(4, 32, 32, {28, 28}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 32, 2, false), 1806336, 59609088, 1806336,
+     57802752},
+    {"conv2d rectangular", P(1, 4, 6, {10, 20}, {3, 5}, {2, 1}, {1, 2}, {1, 1}, 2, 2, false), 36000, 108000, 36000, 72000},
+    {"conv1d", P(16, 64, 128, {1000}, {5}, {1}, {2}, {1}, 1, 1, false), 1310720000, 2621440000, 1310720000, 1310720000},
+    {"conv1d stride dilation", P(3, 8, 8, {100}, {3}, {3}, {0}, {2}, 1, 1, false), 36864, 73728, 36864, 36864},
+    {"conv3d", P(2, 4, 8, {16, 32, 32}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1, 3, false), 56623104, 113246208,
+     56623104, 56623104},
+    {"conv3d strided groups", P(1, 8, 16, {8, 16, 16}, {3, 3, 3}, {2, 2, 2}, {0, 1, 1}, {1, 1, 1}, 2, 3, false), 663552,
+     1990656, 663552, 1327104},
+    {"conv_transpose2d", P(2, 16, 8, {16, 16}, {4, 4}, {2, 2}, {1, 1}, {1, 1}, 1, 2, true), 2097152, 4194304, 2097152,
+     2097152},
+    {"conv_transpose1d groups", P(4, 8, 12, {50}, {3}, {2}, {1}, {1}, 4, 1, true), 28800, 144000, 28800, 115200},
+    {"conv_transpose3d", P(1, 4, 2, {4, 8, 8}, {2, 2, 2}, {2, 2, 2}, {0, 0, 0}, {1, 1, 1}, 1, 3, true), 32768, 65536, 32768,
+     32768},
+};
+
+}  // namespace
+
+TEST_CASE("matmul family: 2·M·K·N and 2·B·M·K·N, bias ignored") {
+  CHECK(fl::mm(64, 256, 128) == fl::estimate{2 * 64 * 256 * 128, true});
+  CHECK(fl::mm(1, 1, 1) == fl::estimate{2, true});
+  CHECK(fl::addmm(64, 256, 128) == fl::mm(64, 256, 128));
+  CHECK(fl::mm(3, 5, 7) == fl::estimate{210, true});
+  CHECK(fl::bmm(8, 64, 256, 128) == fl::estimate{8LL * 2 * 64 * 256 * 128, true});
+  CHECK(fl::baddbmm(8, 64, 256, 128) == fl::bmm(8, 64, 256, 128));
+  CHECK(fl::bmm(1, 3, 5, 7) == fl::mm(3, 5, 7));
+  CHECK(fl::elementwise(1000) == fl::estimate{1000, true});
+  static_assert(fl::mm(2, 3, 4).value == 48);  // usable at compile time
+}
+
+TEST_CASE("convolutions of every rank, transposed, forward and backward") {
+  for (const auto& c : conv_cases) {
+    CAPTURE(c.name);
+    CHECK(fl::conv(c.p) == fl::estimate{c.forward, true});
+    CHECK(fl::conv_backward(c.p) == fl::estimate{c.backward_both, true});
+    CHECK(fl::conv_backward(c.p, true, false) == fl::estimate{c.backward_input, true});
+    CHECK(fl::conv_backward(c.p, false, true) == fl::estimate{c.backward_weight, true});
+  }
+  // The profiler's with_flops conv2d formula: 2·N·Ho·Wo·kh·kw·Cin·Cout/groups.
+  CHECK(fl::conv2d(8, 3, 64, 224, 224, 7, 7, 2, 3) == fl::estimate{1888223232, true});
+  CHECK(fl::conv2d(4, 32, 64, 28, 28, 3, 3, 1, 1, 1, 4) == fl::estimate{2LL * 4 * 28 * 28 * 3 * 3 * 32 * 64 / 4, true});
+  CHECK(fl::conv2d(2, 16, 32, 64, 64, 3, 3, 1, 2, 2) == fl::estimate{75497472, true});
+  CHECK(fl::conv_output_size(P(1, 1, 1, {224, 224}, {7, 7}, {2, 2}, {3, 3}, {1, 1}, 1, 2, false), 0) == 112);
+  CHECK(fl::conv_output_size(P(1, 1, 1, {16, 16}, {4, 4}, {2, 2}, {1, 1}, {1, 1}, 1, 2, true), 0) == 32);
+}
+
+TEST_CASE("invalid shapes count 0 and say so; overflow never wraps") {
+  const fl::estimate invalid{0, false};
+  CHECK(fl::mm(0, 4, 4) == invalid);
+  CHECK(fl::mm(4, -1, 4) == invalid);
+  CHECK(fl::bmm(0, 4, 4, 4) == invalid);
+  CHECK(fl::elementwise(0) == invalid);
+  constexpr std::int64_t big = std::numeric_limits<std::int64_t>::max() / 4;
+  CHECK(fl::mm(big, big, 2) == invalid);            // overflows 64 bits
+  CHECK(fl::bmm(1 << 20, 1 << 20, 1 << 20, 8) == invalid);
+  auto p = P(1, 3, 8, {32, 32}, {3, 3}, {1, 1}, {0, 0}, {1, 1}, 1, 2, false);
+  p.kernel = {40, 40, 1};  // output size below 1
+  CHECK(fl::conv(p) == invalid);
+  CHECK(fl::conv_backward(p) == invalid);
+  p = P(1, 3, 8, {32, 32}, {3, 3}, {1, 1}, {0, 0}, {1, 1}, 2, 2, false);  // 3 channels in 2 groups
+  CHECK(fl::conv(p) == invalid);
+  p = P(1, 4, 8, {32, 32}, {3, 3}, {0, 1}, {0, 0}, {1, 1}, 1, 2, false);  // stride 0
+  CHECK(fl::conv(p) == invalid);
+  p = P(1, 4, 8, {32, 32}, {3, 3}, {1, 1}, {-1, 0}, {1, 1}, 1, 2, false);  // negative padding
+  CHECK(fl::conv(p) == invalid);
+  p = P(1, 4, 8, {32, 32}, {3, 3}, {1, 1}, {0, 0}, {1, 1}, 1, 4, false);  // four spatial dims
+  CHECK(fl::conv(p) == invalid);
+  p = P(0, 4, 8, {32, 32}, {3, 3}, {1, 1}, {0, 0}, {1, 1}, 1, 2, false);  // empty batch
+  CHECK(fl::conv(p) == invalid);
+  CHECK(fl::conv2d(1 << 30, 1 << 20, 1 << 20, 1024, 1024, 3, 3) == invalid);  // overflow
+}
