@@ -65,6 +65,7 @@ struct open_scope {
   std::int64_t child_ns = 0;
   std::uint64_t external_id = 0;
   std::uint64_t payload = 0;  // the step number of a step annotation
+  std::int64_t flops = 0;     // estimates recorded while it was the innermost scope
   std::string shapes;
 };
 
@@ -218,6 +219,7 @@ class window {
     row.count += 1;
     row.cpu_time_total_ns += dur;
     row.self_cpu_time_total_ns += self;
+    row.flops += s.flops;
     if (opts.retain_events) {
       function_event& e = retained.emplace_back();
       e.name = where.cat == category::step ? "ProfilerStep#" + std::to_string(s.payload) : std::string(where.name);
@@ -250,6 +252,10 @@ class window {
     if (!s.shapes.empty()) {
       buffer += ", \"Input Dims\": ";
       buffer += s.shapes;
+    }
+    if (s.flops > 0) {
+      buffer += ", \"flops\": ";
+      append_int(buffer, s.flops);
     }
     if (opts.with_stack) {
       std::string frames;
@@ -324,6 +330,8 @@ class window {
     f.tail_metadata = tail_metadata;
     f.start_unix_ns = base_ns;
     f.with_stack = opts.with_stack;
+    f.invalid_flop_estimates = invalid_flop_estimates;
+    f.unscoped_flop_estimates = unscoped_flop_estimates;
     f.retained_events = opts.retain_events;
     return f;
   }
@@ -354,6 +362,8 @@ class window {
   std::unordered_map<const site*, std::size_t> by_site;
   std::unordered_map<const site*, std::string> prefixes;
   std::vector<function_event> retained;
+  std::uint64_t invalid_flop_estimates = 0;
+  std::uint64_t unscoped_flop_estimates = 0;  // no scope was open to carry them
   std::unordered_map<std::string, std::size_t> by_key;
   loss_counts losses;
   std::vector<std::pair<std::string, std::string>> tail_metadata;
@@ -381,6 +391,8 @@ std::string finished_trace::tail(const std::string& trace_name) const {
   count("late_events", losses.late);
   count("unpaired_events", losses.unpaired);
   count("lost_events_total", losses.total());
+  count("invalid_flop_estimates", invalid_flop_estimates);
+  count("unscoped_flop_estimates", unscoped_flop_estimates);
   t += "},\n  \"traceName\": ";
   append_json_string(t, trace_name);
   t += "\n}\n";
@@ -450,6 +462,11 @@ struct flusher::impl {
         for (auto& s : kept) ts.stack.push_back(std::move(s));
         break;
       }
+      case event_kind::flops:
+        if (e->where != 0) ++w->invalid_flop_estimates;
+        else if (ts.stack.empty()) ++w->unscoped_flop_estimates;
+        else ts.stack.back().flops += static_cast<std::int64_t>(e->payload);
+        break;
       case event_kind::instant: w->write_instant(ts, *where, ns); break;
       case event_kind::counter: {
         double v;

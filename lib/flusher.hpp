@@ -41,6 +41,8 @@ struct finished_trace {
   std::int64_t stop_unix_ns = 0;
   bool with_stack = false;
   bool retained_events = false;
+  std::uint64_t invalid_flop_estimates = 0;   // invalid shapes or overflow: counted, not added
+  std::uint64_t unscoped_flop_estimates = 0;  // recorded with no scope open on the thread
   std::vector<function_event> events;  // only with retain_events
 
   // The JSON that closes the file: late metadata, proftrace's counters and traceName.

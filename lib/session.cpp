@@ -104,6 +104,7 @@ struct session::impl {
     std::uint32_t bits = detail::state_session;
     if (activities.contains(activity::cpu)) bits |= detail::state_recording;
     if (opts.record_shapes) bits |= detail::state_record_shapes;
+    if (opts.with_flops && activities.contains(activity::flops)) bits |= detail::state_flops;
     return bits;
   }
 

@@ -7,6 +7,7 @@
 #include <proftrace/flops.hpp>
 
 #include <limits>
+#include <map>
 
 namespace fl = proftrace::flops;
 
@@ -104,4 +105,76 @@ TEST_CASE("invalid shapes count 0 and say so; overflow never wraps") {
   p = P(0, 4, 8, {32, 32}, {3, 3}, {1, 1}, {0, 0}, {1, 1}, 1, 2, false);  // empty batch
   CHECK(fl::conv(p) == invalid);
   CHECK(fl::conv2d(1 << 30, 1 << 20, 1 << 20, 1024, 1024, 3, 3) == invalid);  // overflow
+}
+
+// ---- the collector: estimates attached to scopes in a session ----
+
+#include <proftrace/proftrace.hpp>
+
+#include "test_support.hpp"
+
+TEST_CASE("with_flops: estimates attach to the enclosing scope, in the trace and the table") {
+  test_support::temp_dir out("flops");
+  proftrace::profile p({.with_flops = true});
+  p.start();
+  for (int i = 0; i < 2; ++i) {
+    PROF_SCOPE("gemm");
+    PROF_MATMUL(64, 256, 128);
+    {
+      PROF_SCOPE("epilogue");
+      PROF_ELEMENTWISE(64 * 256);
+    }
+  }
+  {
+    PROF_FLOPS_SCOPE("conv", (proftrace::flops::conv({.batch = 8, .in_channels = 3, .out_channels = 64,
+                                                      .input = {224, 224}, .kernel = {7, 7}, .stride = {2, 2},
+                                                      .padding = {3, 3}})));
+  }
+  {
+    PROF_SCOPE("bad");
+    PROF_MATMUL(0, 4, 4);  // invalid: counted, not added
+  }
+  PROF_MATMUL(2, 2, 2);  // no scope open: counted
+  p.stop();
+  p.export_chrome_trace(out.path / "t.json");
+
+  std::map<std::string, std::int64_t> flops;
+  for (auto& r : p.key_averages().rows) flops[r.key] = r.flops;
+  CHECK(flops["gemm"] == 2 * 2 * 64 * 256 * 128);  // two calls
+  CHECK(flops["epilogue"] == 2 * 64 * 256);
+  CHECK(flops["conv"] == 1888223232);
+  CHECK(flops["bad"] == 0);
+
+  const auto trace = test_support::read_trace(out.path / "t.json");
+  CHECK(trace.at("with_flops").as_int64() == 1);
+  const auto gemm = test_support::events_named(trace, "gemm");
+  REQUIRE(gemm.size() == 2);
+  CHECK(gemm[0].at("args").at("flops").as_int64() == 2 * 64 * 256 * 128);
+  const auto conv = test_support::events_named(trace, "conv");
+  REQUIRE(conv.size() == 1);
+  CHECK(conv[0].at("cat").as_string() == "cpu_op");
+  CHECK(conv[0].at("args").at("flops").as_int64() == 1888223232);
+  CHECK_FALSE(test_support::events_named(trace, "bad")[0].at("args").as_object().contains("flops"));
+  CHECK(trace.at("proftrace").at("invalid_flop_estimates").as_int64() == 1);
+  CHECK(trace.at("proftrace").at("unscoped_flop_estimates").as_int64() == 1);
+
+  const std::string table = p.key_averages().table();
+  CHECK(table.find("Total KFLOPs") != std::string::npos);  // smallest positive count: 32768
+}
+
+TEST_CASE("without with_flops nothing is estimated, and the arguments are not evaluated") {
+  int evaluated = 0;
+  const auto dim = [&](std::int64_t v) {
+    ++evaluated;
+    return v;
+  };
+  proftrace::profile p;
+  p.start();
+  {
+    PROF_SCOPE("gemm");
+    PROF_MATMUL(dim(4), dim(4), dim(4));
+  }
+  p.stop();
+  CHECK(evaluated == 0);
+  for (auto& r : p.key_averages().rows) CHECK(r.flops == 0);
 }

@@ -10,11 +10,12 @@
 //     PROF_COUNTER("residual", r);
 //   }
 //   for (int it = 0; it < iters; ++it) { PROF_STEP(); solve(); }   // ProfilerStep#it
+//   { PROF_SCOPE("gemm"); PROF_MATMUL(m, n, k); gemm(...); }      // 2·m·n·k FLOPs on "gemm"
 //
 // With PROFTRACE_ENABLED=0 every macro expands to nothing (declarations) or
 // ((void)0) (expressions), does not evaluate its arguments and references no
 // proftrace symbol. With PROFTRACE_WITH_CPU_RANGES=0 the same happens to the
-// CPU-range macros below. Name arguments must be string literals (or other
+// CPU-range macros, and with PROFTRACE_WITH_FLOPS=0 to the FLOP macros. Name arguments must be string literals (or other
 // constants that outlive the program): only a pointer is recorded.
 #pragma once
 
@@ -97,3 +98,40 @@
 #define PROF_THREAD_NAME(name) ((void)0)
 
 #endif
+
+#if PROFTRACE_ENABLED && PROFTRACE_WITH_FLOPS
+
+#include "detail/recorder.hpp"
+#include "flops.hpp"
+
+// A FLOP estimate (any proftrace::flops::estimate) for the scope open on this
+// thread; evaluated only while a session records with with_flops.
+#define PROF_FLOPS(estimate) \
+  (::proftrace::detail::recording_flops() ? ::proftrace::detail::record_estimate(estimate) : (void)0)
+#define PROF_MATMUL(m, n, k) PROF_FLOPS(::proftrace::flops::mm(m, n, k))
+#define PROF_ADDMM(m, n, k) PROF_FLOPS(::proftrace::flops::addmm(m, n, k))
+#define PROF_BMM(b, m, n, k) PROF_FLOPS(::proftrace::flops::bmm(b, m, n, k))
+#define PROF_BADDBMM(b, m, n, k) PROF_FLOPS(::proftrace::flops::baddbmm(b, m, n, k))
+#define PROF_ELEMENTWISE(numel) PROF_FLOPS(::proftrace::flops::elementwise(numel))
+// PROF_CONV(.batch = 8, .in_channels = 3, .out_channels = 64, .input = {224, 224}, .kernel = {7, 7}, ...)
+#define PROF_CONV(...) PROF_FLOPS(::proftrace::flops::conv(::proftrace::flops::conv_params{__VA_ARGS__}))
+#define PROF_CONV_BACKWARD(...) \
+  PROF_FLOPS(::proftrace::flops::conv_backward(::proftrace::flops::conv_params{__VA_ARGS__}))
+
+#else
+
+#define PROF_FLOPS(estimate) ((void)0)
+#define PROF_MATMUL(m, n, k) ((void)0)
+#define PROF_ADDMM(m, n, k) ((void)0)
+#define PROF_BMM(b, m, n, k) ((void)0)
+#define PROF_BADDBMM(b, m, n, k) ((void)0)
+#define PROF_ELEMENTWISE(numel) ((void)0)
+#define PROF_CONV(...) ((void)0)
+#define PROF_CONV_BACKWARD(...) ((void)0)
+
+#endif
+
+// An op scope that carries its own estimate: PROF_FLOPS_SCOPE("gemm", proftrace::flops::mm(m, n, k)).
+#define PROF_FLOPS_SCOPE(name, estimate) \
+  PROF_OP(name);                         \
+  PROF_FLOPS(estimate)

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "collect/cpu_ranges.hpp"
+#include "collect/flops.hpp"
 #include "collectors.hpp"
 #include "config.hpp"
 #include "key_averages.hpp"
@@ -50,7 +51,7 @@ struct profile_options {
   bool record_shapes = false;
   bool profile_memory = false;
   bool with_stack = false;    // "Call stack" (file(line): name, innermost first) on each event
-  bool with_flops = false;
+  bool with_flops = false;    // record PROF_MATMUL, PROF_CONV, ... estimates: "flops" args, Total FLOPs column
   bool with_modules = false;  // "Module Hierarchy" from enclosing PROF_MODULE scopes
   bool retain_events = false; // keep every complete event for events() (memory grows with the trace)
   std::optional<overflow_policy> overflow{};  // empty: PROFTRACE_OVERFLOW_POLICY
@@ -142,7 +143,7 @@ struct profile_over<type_list<C...>> {
 }  // namespace detail
 
 // Every collector this build compiled in.
-using build_collectors = collector_list<collect::cpu_ranges>;
+using build_collectors = collector_list<collect::cpu_ranges, collect::flops>;
 using profile = typename detail::profile_over<build_collectors>::type;
 
 // Starts a session for the lifetime of a scope.

@@ -11,8 +11,10 @@
 #pragma once
 
 #include "collect/cpu_ranges.hpp"
+#include "collect/flops.hpp"
 #include "collectors.hpp"
 #include "config.hpp"
+#include "flops.hpp"
 #include "key_averages.hpp"
 #include "macros.hpp"
 #include "overflow.hpp"

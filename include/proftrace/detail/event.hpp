@@ -17,7 +17,8 @@ enum class event_kind : std::uint32_t {
   instant = 4,
   counter = 5,   // payload: the value's bits (double)
   shapes = 6,    // a begin with input shapes; `extra` slots follow
-  extension = 7  // a slot that continues the record before it
+  extension = 7, // a slot that continues the record before it
+  flops = 8      // payload: a FLOP count for the enclosing scope; where: 1 if the estimate was invalid
 };
 
 // Four 64-bit words so that slots can be written and read word by word with

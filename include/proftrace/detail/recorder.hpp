@@ -26,6 +26,7 @@ enum state_bit : std::uint32_t {
   state_session = 1u << 0,        // a session is running (PROF_STEP drives it)
   state_recording = 1u << 1,      // events go to a trace
   state_record_shapes = 1u << 2,  // scopes with shapes record them
+  state_flops = 1u << 3,          // FLOP estimates are recorded (with_flops)
 };
 
 inline constinit std::atomic<std::uint32_t> session_state{0};
@@ -146,6 +147,23 @@ PROFTRACE_ALWAYS_INLINE void record_counter(const site* s, double value) noexcep
   std::uint64_t bits;
   std::memcpy(&bits, &value, sizeof bits);
   if (ring* r = thread_ring()) r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), bits, event_kind::counter);
+}
+
+PROFTRACE_ALWAYS_INLINE bool recording_flops() noexcept {
+  return PROFTRACE_UNLIKELY(session_state.load(std::memory_order_relaxed) & state_flops);
+}
+
+// Adds a FLOP estimate to the scope open on this thread (an invalid one is
+// only counted).
+PROFTRACE_ALWAYS_INLINE void record_flops(std::int64_t value, bool valid) noexcept {
+  if (ring* r = thread_ring())
+    r->push(r->now(), valid ? 0 : 1, valid ? static_cast<std::uint64_t>(value) : 0, event_kind::flops);
+}
+
+// Records any estimate with `value` and `valid` (proftrace::flops::estimate).
+template <class Estimate>
+PROFTRACE_ALWAYS_INLINE void record_estimate(const Estimate& e) noexcept {
+  record_flops(e.value, e.valid);
 }
 
 // Names the calling thread in traces (copied; works with or without a session).
