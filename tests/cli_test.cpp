@@ -604,3 +604,31 @@ TEST_CASE("--help on csv and stacks") {
   CHECK(r.out.find("  csv TRACE") != std::string::npos);
   CHECK(r.out.find("  stacks TRACE") != std::string::npos);
 }
+
+TEST_CASE("summary --flops: FLOP counts from a with_flops trace and achieved GFLOP/s") {
+  temp_dir dir("cli-flops");
+  proftrace::profile p({.with_flops = true});
+  p.start();
+  for (int i = 0; i < 3; ++i) {
+    PROF_SCOPE("gemm");
+    PROF_MATMUL(512, 512, 512);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  p.stop();
+  p.export_chrome_trace(dir.path / "t.json");
+  auto r = run_cli({"summary", (dir.path / "t.json").string(), "--flops"});
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("Total GFLOPs") != std::string::npos);  // the table's column (3 x 0.268 GFLOPs)
+  CHECK(r.out.find("GFLOP/s") != std::string::npos);
+  const auto at = r.out.find("\ngemm ");
+  REQUIRE(at != std::string::npos);
+  std::istringstream row(r.out.substr(r.out.rfind("\ngemm ") + 1));
+  std::string name;
+  double gflops = 0, ms = 0, rate = 0;
+  row >> name >> gflops >> ms >> rate;
+  CHECK(gflops == doctest::Approx(3 * 2.0 * 512 * 512 * 512 / 1e9).epsilon(0.001));
+  CHECK(ms >= 3.0);
+  CHECK(rate == doctest::Approx(gflops / (ms / 1e3)).epsilon(0.01));
+  r = run_cli({"summary", pytorch_trace, "--flops"});
+  CHECK(r.out.find("No FLOP counts in this trace") != std::string::npos);
+}

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <algorithm>
+#include <iomanip>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -46,7 +48,7 @@ const char* const tool_help =
     "            3 diff threshold exceeded\n";
 
 const char* const summary_help =
-    "usage: proftrace summary TRACE [--sort-by KEY] [--row-limit N] [--group-by-shape] [--top-level-only]\n"
+    "usage: proftrace summary TRACE [--sort-by KEY] [--row-limit N] [--group-by-shape] [--top-level-only] [--flops]\n"
     "\n"
     "Prints torch's key_averages().table() for the complete (\"X\") host events of\n"
     "TRACE (cat cpu_op, user_annotation, cuda_runtime, cuda_driver; device events\n"
@@ -61,6 +63,7 @@ const char* const summary_help =
     "  --row-limit N       at most N rows (default 100; -1: all)\n"
     "  --group-by-shape    one row per (name, \"Input Dims\")\n"
     "  --top-level-only    only keys whose first event had no enclosing event\n"
+    "  --flops             also print achieved GFLOP/s per key (traces with \"flops\" args)\n"
     "  -h, --help          this text\n"
     "exit codes: 0 ok, 1 unreadable or invalid trace, 2 usage error\n";
 
@@ -125,6 +128,7 @@ struct parsed_args {
   std::optional<std::string> sort_by, row_limit, threshold;
   bool group_by_shape = false;
   bool top_level_only = false;
+  bool flops = false;
   std::optional<std::string> metric;
   bool help = false;
 };
@@ -159,9 +163,9 @@ parsed_args parse(const std::vector<std::string>& args, const std::vector<std::s
       a = a.substr(0, eq);
     }
     if (!known(a)) throw usage_error{"unknown option '" + a + "'"};
-    if (a == "--group-by-shape" || a == "--top-level-only") {
+    if (a == "--group-by-shape" || a == "--top-level-only" || a == "--flops") {
       if (inline_value) throw usage_error{"option '" + a + "' takes no value"};
-      (a == "--group-by-shape" ? out.group_by_shape : out.top_level_only) = true;
+      (a == "--group-by-shape" ? out.group_by_shape : a == "--flops" ? out.flops : out.top_level_only) = true;
       continue;
     }
     std::string value;
@@ -202,8 +206,28 @@ void print_warnings(const std::vector<std::string>& warnings) {
   for (auto& w : warnings) std::cerr << "proftrace: warning: " << w << "\n";
 }
 
+// Achieved GFLOP/s per key: its FLOPs over its total CPU time.
+void print_flop_rates(const proftrace::event_averages& avg) {
+  std::vector<const proftrace::event_average*> rows;
+  for (auto& r : avg.rows)
+    if (r.flops > 0 && r.cpu_time_total_ns > 0) rows.push_back(&r);
+  if (rows.empty()) {
+    std::cout << "\nNo FLOP counts in this trace (record it with with_flops).\n";
+    return;
+  }
+  std::sort(rows.begin(), rows.end(), [](auto* x, auto* y) { return x->flops > y->flops; });
+  std::cout << "\n" << std::left << std::setw(40) << "Name" << std::right << std::setw(16) << "Total GFLOPs"
+            << std::setw(16) << "CPU total (ms)" << std::setw(12) << "GFLOP/s" << "\n";
+  for (auto* r : rows) {
+    const double gflops = static_cast<double>(r->flops) / 1e9;
+    const double seconds = static_cast<double>(r->cpu_time_total_ns) / 1e9;
+    std::cout << std::left << std::setw(40) << r->key.substr(0, 39) << std::right << std::fixed << std::setprecision(3)
+              << std::setw(16) << gflops << std::setw(16) << seconds * 1e3 << std::setw(12) << gflops / seconds << "\n";
+  }
+}
+
 int cmd_summary(const std::vector<std::string>& args) {
-  const auto a = parse(args, {"--sort-by", "--row-limit", "--group-by-shape", "--top-level-only"});
+  const auto a = parse(args, {"--sort-by", "--row-limit", "--group-by-shape", "--top-level-only", "--flops"});
   if (a.help) {
     std::cout << summary_help;
     return exit_ok;
@@ -225,6 +249,7 @@ int cmd_summary(const std::vector<std::string>& args) {
   std::vector<std::string> warnings;
   const auto avg = pt::summarize(a.positional[0], a.group_by_shape, warnings, show_progress(a.positional[0]));
   std::cout << avg.table(opts);
+  if (a.flops) print_flop_rates(avg);
   print_warnings(warnings);
   return exit_ok;
 }

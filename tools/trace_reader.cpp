@@ -69,7 +69,7 @@ struct sax {
   std::string top_key, key_buf, str_buf;
   // The keys this reader acts on, recognised once per key instead of by a
   // string comparison per value.
-  enum class key_id : std::uint8_t { other, ph, cat, name, ts, dur, pid, tid, args, external_id, stream, input_dims };
+  enum class key_id : std::uint8_t { other, ph, cat, name, ts, dur, pid, tid, args, external_id, stream, input_dims, flops };
   key_id field_id = key_id::other, arg_id = key_id::other;
 
   static key_id identify(std::string_view k) {
@@ -87,6 +87,9 @@ struct sax {
       case 4:
         if (k == "name") return key_id::name;
         if (k == "args") return key_id::args;
+        break;
+      case 5:
+        if (k == "flops") return key_id::flops;
         break;
       case 6:
         if (k == "stream") return key_id::stream;
@@ -145,7 +148,9 @@ struct sax {
       return;
     }
     if (depth == 4 && in_args) {
-      if (arg_id == key_id::external_id && t == json_type::number) {
+      if (arg_id == key_id::flops && t == json_type::number) {
+        ev.flops = num > 0 ? static_cast<std::int64_t>(num) : 0;
+      } else if (arg_id == key_id::external_id && t == json_type::number) {
         ev.has_external_id = true;
         ev.external_id = static_cast<std::int64_t>(num);
       } else if (arg_id == key_id::stream) {

@@ -46,6 +46,7 @@ struct trace_event {
   std::string input_dims;        // args["Input Dims"] as "[[64, 128], [128, 256]]"
   bool has_external_id = false;
   std::int64_t external_id = 0;
+  std::int64_t flops = 0;        // args.flops (with_flops traces)
 
   void clear();
 };
@@ -119,6 +120,7 @@ class aggregator {
   struct interval {
     std::int64_t start = 0, end = 0, child_ns = 0;
     std::size_t row = 0;
+    std::int64_t flops = 0;
     bool nested = false;  // counted as a child of an entry below it on the stack
     // Only with collect_stacks (kept out of line so the summary's intervals
     // stay small): the enclosing names known when it arrived (events in

@@ -113,6 +113,7 @@ void aggregator::finalize(const interval& x, bool has_parent) {
   r.count += 1;
   r.cpu_time_total_ns += dur;
   r.self_cpu_time_total_ns += dur > x.child_ns ? dur - x.child_ns : 0;
+  r.flops += x.flops;
 }
 
 std::string aggregator::add(const trace_event& e) {
@@ -134,6 +135,7 @@ std::string aggregator::add(const trace_event& e) {
   E.start = to_ns(e.ts);
   E.end = E.start + std::max<std::int64_t>(to_ns(e.dur), 0);
   E.row = row_for(e);
+  E.flops = e.flops;
   const std::int64_t dur = E.end - E.start;
   // Events come in runs of one thread: look the thread up only when it changes.
   if (!last_thread_ || e.pid != last_pid_ || e.tid != last_tid_) {
