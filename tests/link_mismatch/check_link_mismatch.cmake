@@ -6,8 +6,9 @@
 # library does not define. This script compiles tests/link_mismatch/main.cpp
 # against the already-built static library:
 #   control   with the library's own definitions: compiles, links and runs;
-#   mismatch  the same with PROFTRACE_WITH_MEMORY=1: compiles, but linking
-#             fails with an undefined reference into abi_c1_m1_...;
+#   mismatch  the same with the other PROFTRACE_WITH_FLOPS value (a collector
+#             the library did or did not compile in): compiles, but linking
+#             fails with an undefined reference into that selection's namespace;
 #   mismatch  the same with another PROFTRACE_OVERFLOW_POLICY: also fails to
 #             link, naming that policy's namespace.
 #
@@ -112,11 +113,13 @@ library_value(cpu PROFTRACE_WITH_CPU_RANGES)
 library_value(flops PROFTRACE_WITH_FLOPS)
 library_value(cuda PROFTRACE_WITH_CUDA)
 library_value(memory PROFTRACE_WITH_MEMORY)
-if(NOT memory STREQUAL "0")
-  message(FATAL_ERROR "this check assumes a library built with PROFTRACE_WITH_MEMORY=0")
+if(flops STREQUAL "0")
+  set(other_flops 1)
+else()
+  set(other_flops 0)
 endif()
 
-foreach(case "memory;PROFTRACE_WITH_MEMORY;1;abi_c${cpu}_m1"
+foreach(case "collector;PROFTRACE_WITH_FLOPS;${other_flops};abi_c${cpu}_m${memory}_f${other_flops}"
              "overflow;PROFTRACE_OVERFLOW_POLICY;${other_policy};abi_c${cpu}_m${memory}_f${flops}_k${cuda}_o${other_policy}")
   list(GET case 0 tag)
   list(GET case 1 name)
