@@ -4,6 +4,7 @@
 option(PROFTRACE_ENABLED "Compile the PROF_* macros in (OFF: they expand to nothing)" ON)
 option(PROFTRACE_WITH_CPU_RANGES "CPU range collector (PROF_SCOPE, PROF_STEP, ...)" ON)
 option(PROFTRACE_WITH_FLOPS "FLOP estimator collector (PROF_MATMUL, PROF_CONV, ...)" ON)
+option(PROFTRACE_WITH_MEMORY "Memory collector (PROF_ALLOC, PROF_FREE)" ON)
 set(PROFTRACE_WITH_CUDA AUTO CACHE STRING "CUDA collector: ON, OFF or AUTO (on when the CUDA toolkit is found)")
 set(PROFTRACE_OVERFLOW_POLICY drop CACHE STRING "Default ring overflow policy: drop, block or drop_oldest")
 set(PROFTRACE_RING_EVENTS 32768 CACHE STRING "Default events per thread ring (power of two)")
@@ -26,6 +27,7 @@ endmacro()
 proftrace_bool(PROFTRACE_ENABLED_01 PROFTRACE_ENABLED)
 proftrace_bool(PROFTRACE_WITH_CPU_RANGES_01 PROFTRACE_WITH_CPU_RANGES)
 proftrace_bool(PROFTRACE_WITH_FLOPS_01 PROFTRACE_WITH_FLOPS)
+proftrace_bool(PROFTRACE_WITH_MEMORY_01 PROFTRACE_WITH_MEMORY)
 
 # The CUDA collector (CUPTI kernels, NVTX) is not part of this version yet:
 # the toolkit is looked for and reported, and the collector stays off.
@@ -38,7 +40,6 @@ if(NOT PROFTRACE_WITH_CUDA STREQUAL "OFF")
     message(FATAL_ERROR "proftrace: PROFTRACE_WITH_CUDA=ON but no CUDA toolkit was found")
   endif()
 endif()
-set(PROFTRACE_WITH_MEMORY_01 0)
 
 if(PROFTRACE_OVERFLOW_POLICY STREQUAL "drop")
   set(PROFTRACE_OVERFLOW_POLICY_01 0)

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -66,6 +67,8 @@ struct open_scope {
   std::uint64_t external_id = 0;
   std::uint64_t payload = 0;  // the step number of a step annotation
   std::int64_t flops = 0;     // estimates recorded while it was the innermost scope
+  std::int64_t mem_self[2] = {0, 0};   // bytes allocated minus freed while innermost: [host, device]
+  std::int64_t mem_child[2] = {0, 0};  // the same, summed over closed children
   std::string shapes;
 };
 
@@ -220,6 +223,10 @@ class window {
     row.cpu_time_total_ns += dur;
     row.self_cpu_time_total_ns += self;
     row.flops += s.flops;
+    row.cpu_memory_usage += s.mem_self[0] + s.mem_child[0];
+    row.self_cpu_memory_usage += s.mem_self[0];
+    row.cuda_memory_usage += s.mem_self[1] + s.mem_child[1];
+    row.self_cuda_memory_usage += s.mem_self[1];
     if (opts.retain_events) {
       function_event& e = retained.emplace_back();
       e.name = where.cat == category::step ? "ProfilerStep#" + std::to_string(s.payload) : std::string(where.name);
@@ -292,6 +299,46 @@ class window {
     buffer += "}}";
   }
 
+  // Kineto's "[memory]" instant event; Total Reserved is the allocated total
+  // until a pool reports more.
+  void write_memory(const thread_state& ts, std::int64_t ns, int device, std::uint64_t address, std::int64_t bytes,
+                    std::int64_t total) {
+    begin_event();
+    buffer += "{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", \"name\": \"[memory]\", \"pid\": ";
+    append_int(buffer, pid);
+    buffer += ", \"tid\": ";
+    append_int(buffer, ts.tid);
+    buffer += ", \"ts\": ";
+    append_us3(buffer, ns - base_ns);
+    buffer += ", \"args\": {\"Device Type\": ";
+    buffer += device < 0 ? "0" : "1";
+    buffer += ", \"Device Id\": ";
+    append_int(buffer, device);
+    buffer += ", \"Addr\": ";
+    append_int(buffer, address);
+    buffer += ", \"Bytes\": ";
+    append_int(buffer, bytes);
+    buffer += ", \"Total Allocated\": ";
+    append_int(buffer, total);
+    buffer += ", \"Total Reserved\": ";
+    append_int(buffer, total);
+    buffer += "}}";
+  }
+
+  // An allocation or free with no scope open: torch's top-level "[memory]" row.
+  void unscoped_memory(int device, std::int64_t bytes) {
+    auto [it, fresh] = by_key.try_emplace("[memory]", rows.size());
+    if (fresh) {
+      rows.emplace_back();
+      rows.back().key = "[memory]";
+      rows.back().top_level = true;
+    }
+    event_average& r = rows[it->second];
+    r.count += 1;
+    (device < 0 ? r.cpu_memory_usage : r.cuda_memory_usage) += bytes;
+    (device < 0 ? r.self_cpu_memory_usage : r.self_cuda_memory_usage) += bytes;
+  }
+
   void write_instant(const thread_state& ts, const site& where, std::int64_t ns) {
     begin_event();
     buffer += "{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", \"name\": ";
@@ -332,6 +379,7 @@ class window {
     f.with_stack = opts.with_stack;
     f.invalid_flop_estimates = invalid_flop_estimates;
     f.unscoped_flop_estimates = unscoped_flop_estimates;
+    f.unknown_frees = unknown_frees;
     f.retained_events = opts.retain_events;
     return f;
   }
@@ -364,6 +412,7 @@ class window {
   std::vector<function_event> retained;
   std::uint64_t invalid_flop_estimates = 0;
   std::uint64_t unscoped_flop_estimates = 0;  // no scope was open to carry them
+  std::uint64_t unknown_frees = 0;            // frees of addresses never seen allocated
   std::unordered_map<std::string, std::size_t> by_key;
   loss_counts losses;
   std::vector<std::pair<std::string, std::string>> tail_metadata;
@@ -393,6 +442,7 @@ std::string finished_trace::tail(const std::string& trace_name) const {
   count("lost_events_total", losses.total());
   count("invalid_flop_estimates", invalid_flop_estimates);
   count("unscoped_flop_estimates", unscoped_flop_estimates);
+  count("unknown_frees", unknown_frees);
   t += "},\n  \"traceName\": ";
   append_json_string(t, trace_name);
   t += "\n}\n";
@@ -413,6 +463,10 @@ struct flusher::impl {
   std::uint64_t unattached_seen = 0;
   std::uint64_t windows_made = 0;
   bool discard_api_steps = false;
+  // Live allocations by (device, address), across traces, and the running
+  // total per device (-1: host).
+  std::map<std::pair<int, std::uint64_t>, std::int64_t> live;
+  std::map<int, std::int64_t> allocated;
 
   // ---- event processing (mutex held) ----
 
@@ -467,6 +521,29 @@ struct flusher::impl {
         else if (ts.stack.empty()) ++w->unscoped_flop_estimates;
         else ts.stack.back().flops += static_cast<std::int64_t>(e->payload);
         break;
+      case event_kind::alloc:
+      case event_kind::free: {
+        const int device = static_cast<int>(e->payload >> device_shift) - 1;
+        const auto key = std::make_pair(device, e->where);
+        std::int64_t bytes;
+        if (kind == event_kind::alloc) {
+          bytes = static_cast<std::int64_t>(e->payload & bytes_mask);
+          live[key] += bytes;
+        } else {
+          auto found = live.find(key);
+          if (found == live.end()) {
+            ++w->unknown_frees;
+            break;
+          }
+          bytes = -found->second;
+          live.erase(found);
+        }
+        const std::int64_t total = (allocated[device] += bytes);
+        if (ts.stack.empty()) w->unscoped_memory(device, bytes);
+        else ts.stack.back().mem_self[device < 0 ? 0 : 1] += bytes;
+        w->write_memory(ts, ns, device, e->where, bytes, total);
+        break;
+      }
       case event_kind::instant: w->write_instant(ts, *where, ns); break;
       case event_kind::counter: {
         double v;
@@ -484,7 +561,11 @@ struct flusher::impl {
     const bool api_step = s.where == &api_step_site;
     if (cancelled || (api_step && discard_api_steps)) return;
     const std::int64_t dur = end_ns > s.begin_ns ? end_ns - s.begin_ns : 0;
-    if (!ts.stack.empty()) ts.stack.back().child_ns += dur;
+    if (!ts.stack.empty()) {
+      open_scope& parent = ts.stack.back();
+      parent.child_ns += dur;
+      for (int i = 0; i < 2; ++i) parent.mem_child[i] += s.mem_self[i] + s.mem_child[i];
+    }
     w->write_complete(ts, s, end_ns, ts.stack.size());
   }
 

@@ -43,6 +43,7 @@ struct finished_trace {
   bool retained_events = false;
   std::uint64_t invalid_flop_estimates = 0;   // invalid shapes or overflow: counted, not added
   std::uint64_t unscoped_flop_estimates = 0;  // recorded with no scope open on the thread
+  std::uint64_t unknown_frees = 0;            // frees of addresses never seen allocated
   std::vector<function_event> events;  // only with retain_events
 
   // The JSON that closes the file: late metadata, proftrace's counters and traceName.

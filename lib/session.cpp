@@ -105,6 +105,7 @@ struct session::impl {
     if (activities.contains(activity::cpu)) bits |= detail::state_recording;
     if (opts.record_shapes) bits |= detail::state_record_shapes;
     if (opts.with_flops && activities.contains(activity::flops)) bits |= detail::state_flops;
+    if (opts.profile_memory && activities.contains(activity::memory)) bits |= detail::state_memory;
     return bits;
   }
 

@@ -77,11 +77,13 @@ static_assert(basic_profile<unavailable_gpu>::compiled_activities.empty());
 
 // proftrace::profile is the build's selection: the CPU and FLOP collectors,
 // or the CPU one alone in a build with PROFTRACE_WITH_FLOPS=0.
-#if PROFTRACE_WITH_FLOPS
-static_assert(std::is_same_v<proftrace::build_collectors, type_list<cpu_ranges, proftrace::collect::flops>>);
-static_assert(std::is_same_v<proftrace::profile, basic_profile<cpu_ranges, proftrace::collect::flops>>);
-static_assert(proftrace::profile::compiled_activities == activity_set{activity::cpu, activity::flops});
-#else
+#if PROFTRACE_WITH_FLOPS && PROFTRACE_WITH_MEMORY
+static_assert(std::is_same_v<proftrace::build_collectors,
+                             type_list<cpu_ranges, proftrace::collect::memory, proftrace::collect::flops>>);
+static_assert(std::is_same_v<proftrace::profile,
+                             basic_profile<cpu_ranges, proftrace::collect::memory, proftrace::collect::flops>>);
+static_assert(proftrace::profile::compiled_activities == activity_set{activity::cpu, activity::memory, activity::flops});
+#elif !PROFTRACE_WITH_FLOPS && !PROFTRACE_WITH_MEMORY
 static_assert(std::is_same_v<proftrace::build_collectors, type_list<cpu_ranges>>);
 static_assert(std::is_same_v<proftrace::profile, basic_profile<cpu_ranges>>);
 static_assert(proftrace::profile::compiled_activities == activity_set{activity::cpu});
@@ -121,7 +123,7 @@ TEST_CASE("a session asking only for activities this build did not compile in is
   REQUIRE(seen.size() == 1);
   CHECK(seen[0] == "activity CUDA is not compiled into this build; ignored");
 
-  CHECK_THROWS_WITH_AS(proftrace::profile({.activities = {activity::memory, activity::cuda}}),
+  CHECK_THROWS_WITH_AS(basic_profile<cpu_ranges>({.activities = {activity::memory, activity::cuda}}),
                        "No valid profiler activities found", std::invalid_argument);
   CHECK(warnings.take().size() == 2);
 }

@@ -1,16 +1,19 @@
-// PROFTRACE_WITH_FLOPS=0 with everything else on: the FLOP macros compile to
-// ((void)0), evaluate nothing and reference no symbol (this executable is
-// not linked with libproftrace), while the estimators stay usable.
+// PROFTRACE_WITH_FLOPS=0 and PROFTRACE_WITH_MEMORY=0: the FLOP and memory
+// macros compile to ((void)0), evaluate nothing and reference no symbol (this
+// executable is not linked with libproftrace), while the estimators stay usable.
 #include <doctest/doctest.h>
 
 #include <proftrace/flops.hpp>
 #include <proftrace/collect/flops.hpp>
+#include <proftrace/collect/memory.hpp>
 #include <proftrace/macros.hpp>
 
 #include <type_traits>
 
 static_assert(PROFTRACE_WITH_FLOPS == 0);
 static_assert(!proftrace::is_available<proftrace::collect::flops>::value);
+static_assert(PROFTRACE_WITH_MEMORY == 0);
+static_assert(!proftrace::is_available<proftrace::collect::memory>::value);
 
 namespace disabled_flops_test {
 std::int64_t never_defined();  // evaluating any argument would fail to link
@@ -27,7 +30,12 @@ TEST_CASE("disabled FLOP macros are ((void)0) and evaluate nothing") {
   PROF_FLOPS(proftrace::flops::mm(never_defined(), 1, 1));
   PROF_CONV(.batch = never_defined(), .in_channels = 3);
   PROF_CONV_BACKWARD(.batch = never_defined());
+  PROF_ALLOC(nullptr, never_defined());
+  PROF_ALLOC(nullptr, ++evaluated, 0);
+  PROF_FREE(nullptr);
+  PROF_FREE(nullptr, never_defined());
   CHECK(evaluated == 0);
   static_assert(std::is_void_v<decltype(PROF_MATMUL(1, 2, 3))>);
+  static_assert(std::is_void_v<decltype(PROF_ALLOC(nullptr, 1))>);
   static_assert(proftrace::flops::mm(2, 3, 4).value == 48);
 }

@@ -131,6 +131,25 @@
 
 #endif
 
+#if PROFTRACE_ENABLED && PROFTRACE_WITH_MEMORY
+
+#include "detail/recorder.hpp"
+
+// PROF_ALLOC(ptr, bytes[, device]) and PROF_FREE(ptr[, device]) for a
+// program's own allocators; device -1 (the default) is host memory. Recorded
+// while a session runs with profile_memory; arguments are evaluated only then.
+#define PROF_ALLOC(ptr, ...) \
+  (::proftrace::detail::recording_memory() ? ::proftrace::detail::record_alloc(ptr, __VA_ARGS__) : (void)0)
+#define PROF_FREE(ptr, ...) \
+  (::proftrace::detail::recording_memory() ? ::proftrace::detail::record_free(ptr __VA_OPT__(, ) __VA_ARGS__) : (void)0)
+
+#else
+
+#define PROF_ALLOC(ptr, ...) ((void)0)
+#define PROF_FREE(ptr, ...) ((void)0)
+
+#endif
+
 // An op scope that carries its own estimate: PROF_FLOPS_SCOPE("gemm", proftrace::flops::mm(m, n, k)).
 #define PROF_FLOPS_SCOPE(name, estimate) \
   PROF_OP(name);                         \

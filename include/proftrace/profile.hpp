@@ -29,6 +29,7 @@
 
 #include "collect/cpu_ranges.hpp"
 #include "collect/flops.hpp"
+#include "collect/memory.hpp"
 #include "collectors.hpp"
 #include "config.hpp"
 #include "key_averages.hpp"
@@ -49,7 +50,7 @@ struct profile_options {
   schedule_fn schedule{};     // empty: record from start() to stop(), no step annotations
   trace_ready_fn on_trace_ready{};
   bool record_shapes = false;
-  bool profile_memory = false;
+  bool profile_memory = false;  // record PROF_ALLOC / PROF_FREE: memory columns and "[memory]" events
   bool with_stack = false;    // "Call stack" (file(line): name, innermost first) on each event
   bool with_flops = false;    // record PROF_MATMUL, PROF_CONV, ... estimates: "flops" args, Total FLOPs column
   bool with_modules = false;  // "Module Hierarchy" from enclosing PROF_MODULE scopes
@@ -143,7 +144,7 @@ struct profile_over<type_list<C...>> {
 }  // namespace detail
 
 // Every collector this build compiled in.
-using build_collectors = collector_list<collect::cpu_ranges, collect::flops>;
+using build_collectors = collector_list<collect::cpu_ranges, collect::memory, collect::flops>;
 using profile = typename detail::profile_over<build_collectors>::type;
 
 // Starts a session for the lifetime of a scope.

@@ -12,6 +12,7 @@
 
 #include "collect/cpu_ranges.hpp"
 #include "collect/flops.hpp"
+#include "collect/memory.hpp"
 #include "collectors.hpp"
 #include "config.hpp"
 #include "flops.hpp"

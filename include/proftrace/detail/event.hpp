@@ -18,7 +18,9 @@ enum class event_kind : std::uint32_t {
   counter = 5,   // payload: the value's bits (double)
   shapes = 6,    // a begin with input shapes; `extra` slots follow
   extension = 7, // a slot that continues the record before it
-  flops = 8      // payload: a FLOP count for the enclosing scope; where: 1 if the estimate was invalid
+  flops = 8,     // payload: a FLOP count for the enclosing scope; where: 1 if the estimate was invalid
+  alloc = 9,     // where: the address; payload: bytes | (device + 1) << 56
+  free = 10      // where: the address; payload: (device + 1) << 56
 };
 
 // Four 64-bit words so that slots can be written and read word by word with
@@ -36,6 +38,10 @@ static_assert(sizeof(event) == 32, "an event is exactly 32 bytes: 2 per cache li
 static_assert(alignof(event) == 8);
 
 inline constexpr std::uint32_t words_per_event = 4;
+
+// Memory events: the device (-1 for host memory) rides in the top byte.
+inline constexpr int device_shift = 56;
+inline constexpr std::uint64_t bytes_mask = (std::uint64_t{1} << device_shift) - 1;
 
 // An end whose payload is cancel_end closes its begin without writing it.
 inline constexpr std::uint64_t cancel_end = 1;

@@ -27,6 +27,7 @@ enum state_bit : std::uint32_t {
   state_recording = 1u << 1,      // events go to a trace
   state_record_shapes = 1u << 2,  // scopes with shapes record them
   state_flops = 1u << 3,          // FLOP estimates are recorded (with_flops)
+  state_memory = 1u << 4,         // allocations are recorded (profile_memory)
 };
 
 inline constinit std::atomic<std::uint32_t> session_state{0};
@@ -158,6 +159,24 @@ PROFTRACE_ALWAYS_INLINE bool recording_flops() noexcept {
 PROFTRACE_ALWAYS_INLINE void record_flops(std::int64_t value, bool valid) noexcept {
   if (ring* r = thread_ring())
     r->push(r->now(), valid ? 0 : 1, valid ? static_cast<std::uint64_t>(value) : 0, event_kind::flops);
+}
+
+PROFTRACE_ALWAYS_INLINE bool recording_memory() noexcept {
+  return PROFTRACE_UNLIKELY(session_state.load(std::memory_order_relaxed) & state_memory);
+}
+
+// An allocation of `bytes` at `address` on `device` (-1: host memory).
+PROFTRACE_ALWAYS_INLINE void record_alloc(const void* address, std::int64_t bytes, int device = -1) noexcept {
+  if (ring* r = thread_ring())
+    r->push(r->now(), reinterpret_cast<std::uintptr_t>(address),
+            (static_cast<std::uint64_t>(bytes > 0 ? bytes : 0) & bytes_mask) |
+                (static_cast<std::uint64_t>(device + 1) << device_shift),
+            event_kind::alloc);
+}
+PROFTRACE_ALWAYS_INLINE void record_free(const void* address, int device = -1) noexcept {
+  if (ring* r = thread_ring())
+    r->push(r->now(), reinterpret_cast<std::uintptr_t>(address), static_cast<std::uint64_t>(device + 1) << device_shift,
+            event_kind::free);
 }
 
 // Records any estimate with `value` and `valid` (proftrace::flops::estimate).
