@@ -4,7 +4,8 @@
 //
 // Each worker thread runs the same loop: a blocked matrix multiply on its
 // rows, a Jacobi stencil sweep on its slab and a residual reduction, with
-// PROF_STEP() marking every iteration. The schedule records steps 2..4 and
+// PROF_STEP() marking every iteration, and a FLOP estimate on each block
+// (PROF_MATMUL). The schedule records steps 2..4 and
 // hands the trace to tensorboard_trace_handler(out); the summary table of
 // that trace is printed at the end.
 #include <proftrace/proftrace.hpp>
@@ -76,6 +77,7 @@ struct workload {
 
 void gemm_block(workload& w, int bi, int bj, int bk) {
   PROF_SCOPE_SHAPES("gemm_block", {w.block, w.block}, {w.block, w.block});
+  PROF_MATMUL(w.block, w.block, w.block);
   const int n = w.n;
   for (int i = bi; i < bi + w.block; ++i)
     for (int k = bk; k < bk + w.block; ++k) {
@@ -122,6 +124,7 @@ int main(int argc, char** argv) {
   popts.on_trace_ready = proftrace::tensorboard_trace_handler(opt.out, "demo");
   popts.record_shapes = true;
   popts.with_stack = true;
+  popts.with_flops = true;
   proftrace::profile prof(popts);
 
   std::vector<double> residual(static_cast<std::size_t>(opt.threads), 0.0);
