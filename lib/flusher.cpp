@@ -299,18 +299,31 @@ class window {
     buffer += "}}";
   }
 
-  // Kineto's "[memory]" instant event; Total Reserved is the allocated total
-  // until a pool reports more.
-  void write_memory(const thread_state& ts, std::int64_t ns, int device, std::uint64_t address, std::int64_t bytes,
-                    std::int64_t total) {
+  // The fields every instant or counter event starts with, up to the opening
+  // of its args: {"ph": ..., "cat": ..., "name": ..., "pid": ..., "tid": ..., "ts": ..., "args": {
+  void open_point_event(std::string_view ph_and_cat, std::string_view name, const thread_state& ts, std::int64_t ns) {
     begin_event();
-    buffer += "{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", \"name\": \"[memory]\", \"pid\": ";
+    buffer += "{";
+    buffer += ph_and_cat;
+    buffer += ", \"name\": ";
+    append_json_string(buffer, name);
+    buffer += ", \"pid\": ";
     append_int(buffer, pid);
     buffer += ", \"tid\": ";
     append_int(buffer, ts.tid);
     buffer += ", \"ts\": ";
     append_us3(buffer, ns - base_ns);
-    buffer += ", \"args\": {\"Device Type\": ";
+    buffer += ", \"args\": {";
+  }
+
+  static constexpr std::string_view instant_head = "\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\"";
+
+  // Kineto's "[memory]" instant event; Total Reserved is the allocated total
+  // until a pool reports more.
+  void write_memory(const thread_state& ts, std::int64_t ns, int device, std::uint64_t address, std::int64_t bytes,
+                    std::int64_t total) {
+    open_point_event(instant_head, "[memory]", ts, ns);
+    buffer += "\"Device Type\": ";
     buffer += device < 0 ? "0" : "1";
     buffer += ", \"Device Id\": ";
     append_int(buffer, device);
@@ -340,29 +353,12 @@ class window {
   }
 
   void write_instant(const thread_state& ts, const site& where, std::int64_t ns) {
-    begin_event();
-    buffer += "{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", \"name\": ";
-    append_json_string(buffer, where.name);
-    buffer += ", \"pid\": ";
-    append_int(buffer, pid);
-    buffer += ", \"tid\": ";
-    append_int(buffer, ts.tid);
-    buffer += ", \"ts\": ";
-    append_us3(buffer, ns - base_ns);
-    buffer += ", \"args\": {}}";
+    open_point_event(instant_head, where.name, ts, ns);
+    buffer += "}}";
   }
 
   void write_counter(const thread_state& ts, const site& where, std::int64_t ns, double value) {
-    begin_event();
-    buffer += "{\"ph\": \"C\", \"cat\": \"counter\", \"name\": ";
-    append_json_string(buffer, where.name);
-    buffer += ", \"pid\": ";
-    append_int(buffer, pid);
-    buffer += ", \"tid\": ";
-    append_int(buffer, ts.tid);
-    buffer += ", \"ts\": ";
-    append_us3(buffer, ns - base_ns);
-    buffer += ", \"args\": {";
+    open_point_event("\"ph\": \"C\", \"cat\": \"counter\"", where.name, ts, ns);
     append_json_string(buffer, where.name);
     buffer += ": ";
     append_double(buffer, value);
