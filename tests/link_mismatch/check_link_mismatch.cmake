@@ -66,6 +66,16 @@ function(library_value out_var name)
   message(FATAL_ERROR "${name} is not among the library's definitions: ${DEFINITIONS}")
 endfunction()
 
+# The library's value of a 0/1 switch, flipped (0 -> 1, anything else -> 0).
+function(other_library_value out_var name)
+  library_value(value ${name})
+  if(value STREQUAL "0")
+    set(${out_var} 1 PARENT_SCOPE)
+  else()
+    set(${out_var} 0 PARENT_SCOPE)
+  endif()
+endfunction()
+
 # Compiles (must succeed) then links; sets <tag>_link_rc and <tag>_link_log.
 function(build tag)
   set(obj "${WORK_DIR}/${tag}.o")
@@ -103,21 +113,12 @@ else()
 endif()
 
 # Mismatches: compile fine, fail at link time naming the other ABI namespace.
-library_value(policy PROFTRACE_OVERFLOW_POLICY)
-if(policy STREQUAL "0")
-  set(other_policy 1)
-else()
-  set(other_policy 0)
-endif()
+other_library_value(other_policy PROFTRACE_OVERFLOW_POLICY)
+other_library_value(other_flops PROFTRACE_WITH_FLOPS)
 library_value(cpu PROFTRACE_WITH_CPU_RANGES)
 library_value(flops PROFTRACE_WITH_FLOPS)
 library_value(cuda PROFTRACE_WITH_CUDA)
 library_value(memory PROFTRACE_WITH_MEMORY)
-if(flops STREQUAL "0")
-  set(other_flops 1)
-else()
-  set(other_flops 0)
-endif()
 
 foreach(case "collector;PROFTRACE_WITH_FLOPS;${other_flops};abi_c${cpu}_m${memory}_f${other_flops}"
              "overflow;PROFTRACE_OVERFLOW_POLICY;${other_policy};abi_c${cpu}_m${memory}_f${flops}_k${cuda}_o${other_policy}")
