@@ -2,11 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -72,10 +74,24 @@ struct open_scope {
   std::string shapes;
 };
 
+// An allocation, free or reserve report as resolved in time order across
+// threads: what it changed, the totals after it, and the step it fell in.
+struct resolved_memory {
+  std::int64_t bytes = 0;
+  std::int64_t total_allocated = 0;
+  std::int64_t total_reserved = 0;
+  std::int64_t step = -1;
+  memory_category category = memory_category::unknown;
+  bool known = true;  // false: a free of an address never seen allocated
+};
+
 struct thread_state {
   std::int64_t tid = 0;
   std::vector<open_scope> stack;
+  std::vector<event> batch;    // what the current drain took from the ring
   std::vector<event> pending;  // during a switch: events after the switch point
+  std::deque<resolved_memory> resolved;  // one per memory event of batch and pending, in thread order
+  bool exited = false;         // the thread had exited before its ring was last taken
   std::uint64_t dropped_seen = 0;
   std::uint64_t overwritten_seen = 0;
   std::uint64_t window_seen = 0;  // id of the last window that named this thread
@@ -318,10 +334,9 @@ class window {
 
   static constexpr std::string_view instant_head = "\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\"";
 
-  // Kineto's "[memory]" instant event; Total Reserved is the allocated total
-  // until a pool reports more.
-  void write_memory(const thread_state& ts, std::int64_t ns, int device, std::uint64_t address, std::int64_t bytes,
-                    std::int64_t total) {
+  // Kineto's "[memory]" instant event.
+  void write_memory(const thread_state& ts, std::int64_t ns, int device, std::uint64_t address,
+                    const resolved_memory& m) {
     open_point_event(instant_head, "[memory]", ts, ns);
     buffer += "\"Device Type\": ";
     buffer += device < 0 ? "0" : "1";
@@ -330,11 +345,11 @@ class window {
     buffer += ", \"Addr\": ";
     append_int(buffer, address);
     buffer += ", \"Bytes\": ";
-    append_int(buffer, bytes);
+    append_int(buffer, m.bytes);
     buffer += ", \"Total Allocated\": ";
-    append_int(buffer, total);
+    append_int(buffer, m.total_allocated);
     buffer += ", \"Total Reserved\": ";
-    append_int(buffer, total);
+    append_int(buffer, m.total_reserved);
     buffer += "}}";
   }
 
@@ -365,10 +380,10 @@ class window {
     buffer += "}}";
   }
 
-  finished_trace snapshot() const {
+  // What the trace's tail reports; snapshot() adds the aggregates.
+  finished_trace counters() const {
     finished_trace f;
     f.path = opts.path;
-    f.averages = rows;
     f.losses = losses;
     f.tail_metadata = tail_metadata;
     f.start_unix_ns = base_ns;
@@ -380,7 +395,13 @@ class window {
     return f;
   }
 
-  std::string result_tail() const { return snapshot().tail(opts.path.string()); }
+  finished_trace snapshot() const {
+    finished_trace f = counters();
+    f.averages = rows;
+    return f;
+  }
+
+  std::string result_tail() const { return counters().tail(opts.path.string()); }
 
   void commit() {
     if (!file) return;
@@ -406,6 +427,7 @@ class window {
   std::unordered_map<const site*, std::size_t> by_site;
   std::unordered_map<const site*, std::string> prefixes;
   std::vector<function_event> retained;
+  std::vector<memory_record> memory_records;
   std::uint64_t invalid_flop_estimates = 0;
   std::uint64_t unscoped_flop_estimates = 0;  // no scope was open to carry them
   std::uint64_t unknown_frees = 0;            // frees of addresses never seen allocated
@@ -459,16 +481,53 @@ struct flusher::impl {
   std::uint64_t unattached_seen = 0;
   std::uint64_t windows_made = 0;
   bool discard_api_steps = false;
-  // Live allocations by (device, address), across traces, and the running
-  // total per device (-1: host).
-  std::map<std::pair<int, std::uint64_t>, std::int64_t> live;
-  std::map<int, std::int64_t> allocated;
+  // Memory as of the last resolved event: live allocations by (device,
+  // address), totals per device (-1: host), the schedule's step. Kept
+  // across consecutive traces, reset when a trace opens after a gap.
+  struct live_allocation {
+    std::int64_t bytes = 0;
+    memory_category category = memory_category::unknown;
+  };
+  struct device_totals {
+    std::int64_t allocated = 0;
+    std::int64_t reported_reserved = 0;  // PROF_MEMORY_RESERVED
+    std::int64_t reserved() const noexcept { return std::max(allocated, reported_reserved); }
+  };
+  struct address_hash {
+    std::size_t operator()(const std::pair<int, std::uint64_t>& k) const noexcept {
+      return std::hash<std::uint64_t>{}(k.second ^ (static_cast<std::uint64_t>(k.first) << 48));
+    }
+  };
+  std::unordered_map<std::pair<int, std::uint64_t>, live_allocation, address_hash> live;
+  std::map<int, device_totals> totals;
+  std::int64_t current_step = -1;
+  // Memory and step events of the current drain, to resolve in time order.
+  struct timed_event {
+    std::uint64_t ticks;
+    const event* e;
+    resolved_memory* out;  // null for a step
+  };
+  std::vector<timed_event> timeline;
+  // At a window switch: what the next window starts from.
+  std::optional<std::int64_t> reset_step_at_split;  // set: the next window opens after a gap
+  std::vector<memory_record> preexisting_at_split;
 
   // ---- event processing (mutex held) ----
+
+  static bool is_memory(event_kind k) noexcept {
+    return k == event_kind::alloc || k == event_kind::free || k == event_kind::reserved;
+  }
 
   void process(thread_state& ts, thread_record* rec, const event* e, window* w) {
     const auto kind = static_cast<event_kind>(e->kind);
     if (kind == event_kind::extension) return;  // its head was lost
+    if (is_memory(kind)) {
+      const resolved_memory m = ts.resolved.front();
+      ts.resolved.pop_front();
+      if (w != nullptr && e->ticks >= w->start_ticks) record_memory(ts, rec, *e, m, *w);
+      else if (w != nullptr) ++w->losses.late;
+      return;
+    }
     if (w == nullptr) return;                     // recorded outside any window
     if (e->ticks < w->start_ticks) {
       ++w->losses.late;
@@ -517,29 +576,6 @@ struct flusher::impl {
         else if (ts.stack.empty()) ++w->unscoped_flop_estimates;
         else ts.stack.back().flops += static_cast<std::int64_t>(e->payload);
         break;
-      case event_kind::alloc:
-      case event_kind::free: {
-        const int device = static_cast<int>(e->payload >> device_shift) - 1;
-        const auto key = std::make_pair(device, e->where);
-        std::int64_t bytes;
-        if (kind == event_kind::alloc) {
-          bytes = static_cast<std::int64_t>(e->payload & bytes_mask);
-          live[key] += bytes;
-        } else {
-          auto found = live.find(key);
-          if (found == live.end()) {
-            ++w->unknown_frees;
-            break;
-          }
-          bytes = -found->second;
-          live.erase(found);
-        }
-        const std::int64_t total = (allocated[device] += bytes);
-        if (ts.stack.empty()) w->unscoped_memory(device, bytes);
-        else ts.stack.back().mem_self[device < 0 ? 0 : 1] += bytes;
-        w->write_memory(ts, ns, device, e->where, bytes, total);
-        break;
-      }
       case event_kind::instant: w->write_instant(ts, *where, ns); break;
       case event_kind::counter: {
         double v;
@@ -549,6 +585,103 @@ struct flusher::impl {
       }
       default: break;
     }
+  }
+
+  // Attributes an allocation or free to the innermost open scope and writes
+  // its "[memory]" event; remembers it for the memory timeline.
+  void record_memory(thread_state& ts, thread_record* rec, const event& e, const resolved_memory& m, window& w) {
+    const auto kind = static_cast<event_kind>(e.kind);
+    const int device = payload_device(e.payload);
+    const std::int64_t ns = w.to_ns(e.ticks);
+    if (kind == event_kind::free && !m.known) {
+      ++w.unknown_frees;
+      return;
+    }
+    w.memory_records.push_back({ns, m.bytes, m.total_allocated, m.total_reserved, m.step, device, m.category,
+                                kind == event_kind::alloc  ? memory_action::create
+                                : kind == event_kind::free ? memory_action::destroy
+                                                           : memory_action::reserve});
+    if (kind == event_kind::reserved) return;
+    if (ts.window_seen != w.id) w.name_thread(ts, registry::instance().name_of(rec));
+    if (ts.stack.empty()) w.unscoped_memory(device, m.bytes);
+    else ts.stack.back().mem_self[device < 0 ? 0 : 1] += m.bytes;
+    w.write_memory(ts, ns, device, e.where, m);
+  }
+
+  // Applies the drain's memory events to the live allocations in time order
+  // across threads (an address freed on another thread than the one that
+  // allocated it is matched whichever ring is drained first) and tracks the
+  // schedule's step from the step annotations. With a split, the state at
+  // `split_ticks` is what the next window starts from.
+  void resolve_memory(bool split, std::uint64_t split_ticks) {
+    std::stable_sort(timeline.begin(), timeline.end(),
+                     [](const timed_event& a, const timed_event& b) { return a.ticks < b.ticks; });
+    bool crossed = !split;
+    for (const timed_event& t : timeline) {
+      if (!crossed && t.ticks > split_ticks) {
+        cross_split();
+        crossed = true;
+      }
+      if (t.out == nullptr) {
+        current_step = std::max(current_step, static_cast<std::int64_t>(t.e->payload));
+        continue;
+      }
+      resolve(*t.e, *t.out);
+    }
+    if (!crossed) cross_split();
+    timeline.clear();
+  }
+
+  void resolve(const event& e, resolved_memory& m) {
+    const auto kind = static_cast<event_kind>(e.kind);
+    const int device = payload_device(e.payload);
+    device_totals& dev = totals[device];
+    m.step = current_step;
+    if (kind == event_kind::reserved) {
+      dev.reported_reserved = payload_bytes(e.payload);
+      m.bytes = dev.reported_reserved;
+    } else if (kind == event_kind::alloc) {
+      m.bytes = payload_bytes(e.payload);
+      m.category = static_cast<memory_category>(payload_category(e.payload));
+      live_allocation& a = live[{device, e.where}];
+      dev.allocated -= a.bytes;  // an address reported twice without a free: the later size stands
+      a = {m.bytes, m.category};
+      dev.allocated += m.bytes;
+    } else {
+      const auto found = live.find({device, e.where});
+      if (found == live.end()) {
+        m.known = false;
+        return;
+      }
+      m.bytes = -found->second.bytes;
+      m.category = found->second.category;
+      dev.allocated += m.bytes;
+      live.erase(found);
+    }
+    m.total_allocated = dev.allocated;
+    m.total_reserved = dev.reserved();
+  }
+
+  // The switch point: a window after a gap starts from nothing (what was
+  // allocated while nothing recorded is unknown); a window that follows
+  // another starts with the allocations still live.
+  void cross_split() {
+    preexisting_at_split.clear();
+    if (reset_step_at_split) {
+      live.clear();
+      totals.clear();
+      current_step = *reset_step_at_split;
+      return;
+    }
+    for (const auto& [key, a] : live) {
+      const device_totals& dev = totals[key.first];
+      preexisting_at_split.push_back({-1, a.bytes, dev.allocated, dev.reserved(), current_step, key.first, a.category,
+                                      memory_action::preexisting});
+    }
+    for (const auto& [device, dev] : totals)
+      if (dev.reported_reserved > 0)
+        preexisting_at_split.push_back({-1, dev.reported_reserved, dev.allocated, dev.reserved(), current_step, device,
+                                        memory_category::unknown, memory_action::reserve});
   }
 
   void close_top(thread_state& ts, window* w, std::int64_t end_ns, bool cancelled) {
@@ -571,30 +704,59 @@ struct flusher::impl {
     return it->second;
   }
 
-  // Consumes every ring. Events after `split_ticks` are parked in `pending`
-  // when `split` is set; otherwise everything goes to the current window.
-  void drain(bool split, std::uint64_t split_ticks) {
-    for (thread_record* rec : registry::instance().snapshot()) {
-      thread_state& ts = state_of(rec);
-      const bool exited = rec->exited.load(std::memory_order_acquire);
-      ring& r = *rec->events;
-      // Bounded, so a producer that never pauses cannot keep the flusher here.
-      for (std::size_t round = 0; round <= r.capacity() / chunk.size() + 1; ++round) {
-        std::size_t first = 0;
-        const std::size_t n = r.consume(chunk.data(), chunk.size(), &first);
-        const event* ev = chunk.data() + first;
-        for (std::size_t i = 0; i < n;) {
-          const std::size_t len = static_cast<event_kind>(ev[i].kind) == event_kind::extension ? 1 : 1 + ev[i].extra;
-          if (split && ev[i].ticks > split_ticks)
-            ts.pending.insert(ts.pending.end(), ev + i, ev + i + len);
-          else
-            process(ts, rec, ev + i, current.get());
-          i += len;
-        }
-        if (n == 0 && first == 0) break;
+  // Takes what `ts`'s ring holds into ts.batch, noting its memory and step
+  // events for resolve_memory. Bounded, so a producer that never pauses
+  // cannot keep the flusher here.
+  void take(thread_state& ts, ring& r) {
+    ts.batch.clear();
+    for (std::size_t round = 0; round <= r.capacity() / chunk.size() + 1; ++round) {
+      std::size_t first = 0;
+      const std::size_t n = r.consume(chunk.data(), chunk.size(), &first);
+      ts.batch.insert(ts.batch.end(), chunk.data() + first, chunk.data() + first + n);
+      if (n == 0 && first == 0) break;
+    }
+    for (std::size_t i = 0; i < ts.batch.size(); i += record_length(ts.batch[i])) {
+      const event& e = ts.batch[i];
+      const auto kind = static_cast<event_kind>(e.kind);
+      if (is_memory(kind)) {
+        timeline.push_back({e.ticks, &e, &ts.resolved.emplace_back()});
+      } else if (kind == event_kind::begin && reinterpret_cast<const site*>(e.where)->cat == category::step) {
+        timeline.push_back({e.ticks, &e, nullptr});
       }
-      account_losses(ts, r);
-      if (exited && r.empty() && ts.pending.empty()) {
+    }
+  }
+
+  static std::size_t record_length(const event& e) noexcept {
+    return static_cast<event_kind>(e.kind) == event_kind::extension ? 1 : 1 + e.extra;
+  }
+
+  // Consumes every ring. Events after `split_ticks` are parked in `pending`
+  // when `split` is set (and so is everything after them on that thread);
+  // otherwise everything goes to the current window.
+  void drain(bool split, std::uint64_t split_ticks) {
+    const std::vector<thread_record*> records = registry::instance().snapshot();
+    for (thread_record* rec : records) {
+      thread_state& ts = state_of(rec);
+      ts.exited = rec->exited.load(std::memory_order_acquire);
+      take(ts, *rec->events);
+      account_losses(ts, *rec->events);
+    }
+    resolve_memory(split, split_ticks);
+    for (thread_record* rec : records) {
+      thread_state& ts = state_of(rec);
+      bool parking = false;
+      for (std::size_t i = 0; i < ts.batch.size();) {
+        const std::size_t len = record_length(ts.batch[i]);
+        parking = parking || (split && ts.batch[i].ticks > split_ticks);
+        if (parking)
+          ts.pending.insert(ts.pending.end(), ts.batch.begin() + static_cast<std::ptrdiff_t>(i),
+                            ts.batch.begin() + static_cast<std::ptrdiff_t>(i + len));
+        else
+          process(ts, rec, &ts.batch[i], current.get());
+        i += len;
+      }
+      ts.batch.clear();
+      if (ts.exited && rec->events->empty() && ts.pending.empty()) {
         threads.erase(rec);
         registry::instance().reap(rec);
       }
@@ -623,6 +785,7 @@ struct flusher::impl {
   }
 
   void run() {
+    const in_profiler_guard own_thread;
     std::unique_lock lock(mutex);
     while (!quit) {
       cv.wait_for(lock, period, [&] { return quit || wake_requested.load(std::memory_order_relaxed); });
@@ -682,12 +845,17 @@ void flusher::wake() noexcept {
 std::shared_ptr<finished_trace> flusher::switch_window(std::uint64_t at_ticks, std::optional<window_options> next_options,
                                                        bool discard_api_steps) {
   impl& s = state();
+  const in_profiler_guard guard;
   std::vector<std::string> warnings;
   std::unique_lock lock(s.mutex);
   std::unique_ptr<window> next;
-  if (next_options) next = std::make_unique<window>(std::move(*next_options), at_ticks, ++s.windows_made);
+  if (next_options) {
+    if (!s.current) s.reset_step_at_split = next_options->first_step;
+    next = std::make_unique<window>(std::move(*next_options), at_ticks, ++s.windows_made);
+  }
   s.discard_api_steps = discard_api_steps;
   s.drain(true, at_ticks);
+  s.reset_step_at_split.reset();
 
   std::shared_ptr<finished_trace> done;
   window* old = s.current.get();
@@ -717,6 +885,7 @@ std::shared_ptr<finished_trace> flusher::switch_window(std::uint64_t at_ticks, s
     if (!old->pending_warning.empty()) warnings.push_back(std::move(old->pending_warning));
     auto f = std::make_shared<finished_trace>(old->snapshot());
     f->events = std::move(old->retained);
+    f->memory = std::move(old->memory_records);
     f->events_end = old->file->events_end();
     f->write_error = old->file->error();
     f->stop_unix_ns = old_at;
@@ -724,14 +893,13 @@ std::shared_ptr<finished_trace> flusher::switch_window(std::uint64_t at_ticks, s
     done = std::move(f);
   }
   s.current = std::move(next);
+  if (s.current) s.current->memory_records = std::move(s.preexisting_at_split);
+  s.preexisting_at_split.clear();
   for (auto& [rec, ts] : s.threads) {
     std::vector<event> pending = std::move(ts.pending);
     ts.pending.clear();
-    for (std::size_t i = 0; i < pending.size();) {
-      const std::size_t len = static_cast<event_kind>(pending[i].kind) == event_kind::extension ? 1 : 1 + pending[i].extra;
+    for (std::size_t i = 0; i < pending.size(); i += s.record_length(pending[i]))
       s.process(ts, rec, &pending[i], s.current.get());
-      i += len;
-    }
   }
   if (s.current) s.current->commit();
   if (std::string w = s.take_warning(); !w.empty()) warnings.push_back(std::move(w));
@@ -750,6 +918,7 @@ bool flusher::add_metadata(std::string key, std::string raw_json) {
 
 void flusher::flush_now() {
   impl& s = state();
+  const in_profiler_guard guard;
   std::string warning;
   {
     std::lock_guard lock(s.mutex);

@@ -14,6 +14,7 @@
 
 #include "proftrace/config.hpp"
 #include "proftrace/key_averages.hpp"
+#include "memory_timeline.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
@@ -27,6 +28,7 @@ struct window_options {
   bool with_stack = false;
   bool with_modules = false;
   bool retain_events = false;
+  std::int64_t first_step = -1;  // the schedule's step when the window opens (-1: no steps)
 };
 
 // A closed trace window: its file, its aggregates and what it lost.
@@ -45,6 +47,7 @@ struct finished_trace {
   std::uint64_t unscoped_flop_estimates = 0;  // recorded with no scope open on the thread
   std::uint64_t unknown_frees = 0;            // frees of addresses never seen allocated
   std::vector<function_event> events;  // only with retain_events
+  std::vector<memory_record> memory;   // every allocation, free and reserve report, with running totals
 
   // The JSON that closes the file: late metadata, proftrace's counters and traceName.
   std::string tail(const std::string& trace_name) const;

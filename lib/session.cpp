@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <unordered_map>
 #include <mutex>
 #include <stdexcept>
@@ -13,6 +14,7 @@
 
 #include "flusher.hpp"
 #include "json_text.hpp"
+#include "memory_timeline.hpp"
 #include "proftrace/detail/recorder.hpp"
 #include "proftrace/profile.hpp"
 #include "proftrace/trace_handler.hpp"
@@ -72,6 +74,7 @@ struct session::impl {
   bool trace_open = false;
   std::vector<std::pair<std::string, std::string>> preset;
   std::shared_ptr<detail::finished_trace> last;
+  std::map<int, device_memory_stats> session_memory;  // merged over this session's traces
 
   ~impl() { discard_last(); }
 
@@ -97,6 +100,7 @@ struct session::impl {
     w.with_stack = opts.with_stack;
     w.with_modules = opts.with_modules;
     w.retain_events = opts.retain_events;
+    w.first_step = record_steps ? step_num : -1;
     return w;
   }
 
@@ -117,7 +121,26 @@ struct session::impl {
     if (!done) return;
     discard_last();
     last = std::move(done);
+    merge_memory_stats();
     if (!last->write_error.empty()) detail::warn(last->write_error + "; the exported trace would be incomplete");
+  }
+
+  void merge_memory_stats() {
+    for (auto& [device, d] : session_memory) d.trace = {};
+    for (const device_memory_stats& t : detail::memory_stats_of(last->memory)) {
+      device_memory_stats& d = session_memory[t.device];
+      d.device = t.device;
+      d.current_allocated = t.current_allocated;
+      d.current_reserved = t.current_reserved;
+      d.trace = t.trace;
+      d.session.merge(t.trace);
+      for (const step_memory_peaks& step : t.steps) {
+        auto at = std::lower_bound(d.steps.begin(), d.steps.end(), step.step,
+                                   [](const step_memory_peaks& s, std::int64_t n) { return s.step < n; });
+        if (at == d.steps.end() || at->step != step.step) at = d.steps.insert(at, {step.step, {}});
+        at->peaks.merge(step.peaks);
+      }
+    }
   }
 
   void start_trace() {
@@ -240,6 +263,7 @@ void session::start() {
   detail::flusher::instance().ensure_running(s.opts.flush_period);
   s.generation = ++session_generation;
   s.scoped_steps = false;
+  s.session_memory.clear();
   active_session = this;
   detail::session_state.store(detail::state_session, std::memory_order_release);
   try {
@@ -351,6 +375,40 @@ void session::export_chrome_trace(const std::filesystem::path& path) const {
   if (!last->write_error.empty())
     throw std::runtime_error("proftrace: the trace could not be recorded completely (" + last->write_error + ")");
   detail::export_trace(last->path, last->events_end, last->tail(path.string()), path);
+}
+
+void session::export_memory_timeline(const std::filesystem::path& path, std::string_view device) const {
+  std::string text;
+  {
+    std::lock_guard lock(session_mutex);
+    const auto& last = impl_->last;
+    if (!last) throw std::logic_error("proftrace: export_memory_timeline(): no trace has been recorded yet");
+    if (!impl_->opts.profile_memory)
+      throw std::logic_error("proftrace: export_memory_timeline() requires profile_memory=true");
+    int id = -1;
+    if (!device.empty()) id = detail::parse_memory_device(device);
+    else if (std::any_of(last->memory.begin(), last->memory.end(), [](const auto& r) { return r.device == 0; })) id = 0;
+    const std::string name = path.filename().string();
+    if (name.ends_with(".html")) {
+      memory_peaks peaks;
+      for (const auto& d : detail::memory_stats_of(last->memory))
+        if (d.device == id) peaks = d.trace;
+      text = detail::timeline_html(detail::coalesce(last->memory, id), id, peaks);
+    } else if (name.ends_with("raw.json.gz")) {
+      text = detail::raw_timeline_json(last->memory, id);
+    } else {
+      text = detail::timeline_json(detail::coalesce(last->memory, id));
+    }
+  }
+  detail::write_compressed(path, text);
+}
+
+std::vector<device_memory_stats> session::memory_stats() const {
+  std::lock_guard lock(session_mutex);
+  if (!impl_->last) throw std::logic_error("proftrace: memory_stats(): no trace has been recorded yet");
+  std::vector<device_memory_stats> out;
+  for (const auto& [device, d] : impl_->session_memory) out.push_back(d);
+  return out;
 }
 
 std::filesystem::path session::trace_path() const {

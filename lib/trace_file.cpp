@@ -20,6 +20,16 @@ namespace {
 std::string describe(const std::filesystem::path& p, const char* what, int err) {
   return std::string("proftrace: cannot ") + what + " '" + p.string() + "': " + std::strerror(err);
 }
+// ".gz": gzip, ".zst": zstd, anything else: plain.
+void push_compressor(boost::iostreams::filtering_ostream& out, const std::filesystem::path& dest) {
+  const std::string name = dest.filename().string();
+  const auto ends_with = [&](std::string_view s) {
+    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+  };
+  if (ends_with(".gz")) out.push(boost::iostreams::gzip_compressor());
+  else if (ends_with(".zst")) out.push(boost::iostreams::zstd_compressor());
+}
+
 }  // namespace
 
 trace_file::trace_file(std::filesystem::path path, std::string_view head, std::string_view tail)
@@ -77,12 +87,8 @@ void export_trace(const std::filesystem::path& source, std::uint64_t events_end,
   std::ofstream file(dest, std::ios::binary | std::ios::trunc);
   if (!file) throw std::runtime_error(describe(dest, "write trace", errno));
 
-  namespace io = boost::iostreams;
-  io::filtering_ostream out;
-  const std::string name = dest.filename().string();
-  const auto ends_with = [&](std::string_view s) { return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0; };
-  if (ends_with(".gz")) out.push(io::gzip_compressor());
-  else if (ends_with(".zst")) out.push(io::zstd_compressor());
+  boost::iostreams::filtering_ostream out;
+  push_compressor(out, dest);
   out.push(file);
 
   std::vector<char> buf(1 << 20);
@@ -99,6 +105,18 @@ void export_trace(const std::filesystem::path& source, std::uint64_t events_end,
   out.reset();  // flushes the compressor's final block into `file`
   file.flush();
   if (!file) throw std::runtime_error(describe(dest, "write trace", errno ? errno : EIO));
+}
+
+void write_compressed(const std::filesystem::path& dest, std::string_view text) {
+  std::ofstream file(dest, std::ios::binary | std::ios::trunc);
+  if (!file) throw std::runtime_error(describe(dest, "write", errno));
+  boost::iostreams::filtering_ostream out;
+  push_compressor(out, dest);
+  out.push(file);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  out.reset();
+  file.flush();
+  if (!file) throw std::runtime_error(describe(dest, "write", errno ? errno : EIO));
 }
 
 }  // namespace detail

@@ -51,6 +51,10 @@ class trace_file {
 void export_trace(const std::filesystem::path& source, std::uint64_t events_end, std::string_view tail,
                   const std::filesystem::path& dest);
 
+// Writes `text` to `dest`, compressed by suffix as export_trace does.
+// Throws std::runtime_error naming dest and the reason.
+void write_compressed(const std::filesystem::path& dest, std::string_view text);
+
 }  // namespace detail
 }  // namespace PROFTRACE_ABI_NAMESPACE
 }  // namespace proftrace

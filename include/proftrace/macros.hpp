@@ -15,7 +15,8 @@
 // With PROFTRACE_ENABLED=0 every macro expands to nothing (declarations) or
 // ((void)0) (expressions), does not evaluate its arguments and references no
 // proftrace symbol. With PROFTRACE_WITH_CPU_RANGES=0 the same happens to the
-// CPU-range macros, and with PROFTRACE_WITH_FLOPS=0 to the FLOP macros. Name arguments must be string literals (or other
+// CPU-range macros, with PROFTRACE_WITH_FLOPS=0 to the FLOP macros and with
+// PROFTRACE_WITH_MEMORY=0 to the memory macros. Name arguments must be string literals (or other
 // constants that outlive the program): only a pointer is recorded.
 #pragma once
 
@@ -135,18 +136,29 @@
 
 #include "detail/recorder.hpp"
 
-// PROF_ALLOC(ptr, bytes[, device]) and PROF_FREE(ptr[, device]) for a
-// program's own allocators; device -1 (the default) is host memory. Recorded
-// while a session runs with profile_memory; arguments are evaluated only then.
+// PROF_ALLOC(ptr, bytes[, device[, category]]) and PROF_FREE(ptr[, device])
+// for a program's own allocators; device -1 (the default) is host memory,
+// the category a proftrace::memory_category (default: the thread's, set by
+// PROF_MEMORY_CATEGORY). PROF_MEMORY_RESERVED(bytes[, device]) reports a
+// pool's reserved size. Recorded while a session runs with profile_memory;
+// arguments are evaluated only then.
 #define PROF_ALLOC(ptr, ...) \
   (::proftrace::detail::recording_memory() ? ::proftrace::detail::record_alloc(ptr, __VA_ARGS__) : (void)0)
 #define PROF_FREE(ptr, ...) \
   (::proftrace::detail::recording_memory() ? ::proftrace::detail::record_free(ptr __VA_OPT__(, ) __VA_ARGS__) : (void)0)
+#define PROF_MEMORY_RESERVED(...) \
+  (::proftrace::detail::recording_memory() ? ::proftrace::detail::record_reserved(__VA_ARGS__) : (void)0)
+// Allocations on this thread until the end of the enclosing block take this
+// category unless they name one.
+#define PROF_MEMORY_CATEGORY(category) \
+  const ::proftrace::detail::memory_category_guard PROFTRACE_DETAIL_CAT(proftrace_memory_category_, __COUNTER__) { category }
 
 #else
 
 #define PROF_ALLOC(ptr, ...) ((void)0)
 #define PROF_FREE(ptr, ...) ((void)0)
+#define PROF_MEMORY_RESERVED(...) ((void)0)
+#define PROF_MEMORY_CATEGORY(category)
 
 #endif
 

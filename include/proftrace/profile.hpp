@@ -33,6 +33,7 @@
 #include "collectors.hpp"
 #include "config.hpp"
 #include "key_averages.hpp"
+#include "memory_stats.hpp"
 #include "overflow.hpp"
 #include "schedule.hpp"
 
@@ -103,6 +104,18 @@ class session {
   // Throws std::logic_error with no trace yet, std::runtime_error naming the
   // path when it cannot be written.
   void export_chrome_trace(const std::filesystem::path& path) const;
+  // torch's export_memory_timeline for the last finished trace, by suffix:
+  // ".html" a self-contained page (inline SVG stacked by category, peak
+  // marked), "raw.json.gz" gzipped [[t_ns, action, bytes, category], ...],
+  // ".json.gz" / ".json" [times_us, [[0, bytes per category], ...]].
+  // `device`: "cpu", "cuda:N"; empty: "cuda:0" when the trace holds device 0
+  // memory, else "cpu". Needs profile_memory (std::logic_error); a bad
+  // device throws std::invalid_argument, an unwritable path std::runtime_error.
+  void export_memory_timeline(const std::filesystem::path& path, std::string_view device = {}) const;
+  // Peak and current memory per device: over the last trace, over the whole
+  // session, and per step (std::logic_error before the first trace ends).
+  std::vector<device_memory_stats> memory_stats() const;
+
   // The spool file of the last finished trace (removed with the session).
   std::filesystem::path trace_path() const;
 

@@ -18,6 +18,8 @@
 #include "flops.hpp"
 #include "key_averages.hpp"
 #include "macros.hpp"
+#include "memory_category.hpp"
+#include "memory_stats.hpp"
 #include "overflow.hpp"
 #include "profile.hpp"
 #include "schedule.hpp"

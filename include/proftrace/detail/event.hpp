@@ -19,8 +19,9 @@ enum class event_kind : std::uint32_t {
   shapes = 6,    // a begin with input shapes; `extra` slots follow
   extension = 7, // a slot that continues the record before it
   flops = 8,     // payload: a FLOP count for the enclosing scope; where: 1 if the estimate was invalid
-  alloc = 9,     // where: the address; payload: bytes | (device + 1) << 56
-  free = 10      // where: the address; payload: (device + 1) << 56
+  alloc = 9,     // where: the address; payload: bytes | category << 48 | (device + 1) << 56
+  free = 10,     // where: the address; payload: (device + 1) << 56
+  reserved = 11  // a pool's reserved size; payload: bytes | (device + 1) << 56
 };
 
 // Four 64-bit words so that slots can be written and read word by word with
@@ -39,9 +40,23 @@ static_assert(alignof(event) == 8);
 
 inline constexpr std::uint32_t words_per_event = 4;
 
-// Memory events: the device (-1 for host memory) rides in the top byte.
+// Memory events: the device (-1 for host memory) rides in the top byte, the
+// category in the byte below, and the size (saturated at 256 TiB) in the rest.
 inline constexpr int device_shift = 56;
-inline constexpr std::uint64_t bytes_mask = (std::uint64_t{1} << device_shift) - 1;
+inline constexpr int category_shift = 48;
+inline constexpr std::uint64_t bytes_mask = (std::uint64_t{1} << category_shift) - 1;
+
+constexpr std::uint64_t memory_payload(std::int64_t bytes, int device, std::uint8_t category = 0) noexcept {
+  const std::uint64_t b = bytes <= 0 ? 0 : static_cast<std::uint64_t>(bytes) > bytes_mask ? bytes_mask : static_cast<std::uint64_t>(bytes);
+  return b | (std::uint64_t{category} << category_shift) | (static_cast<std::uint64_t>(device + 1) << device_shift);
+}
+constexpr int payload_device(std::uint64_t payload) noexcept { return static_cast<int>(payload >> device_shift) - 1; }
+constexpr std::uint8_t payload_category(std::uint64_t payload) noexcept {
+  return static_cast<std::uint8_t>(payload >> category_shift);
+}
+constexpr std::int64_t payload_bytes(std::uint64_t payload) noexcept {
+  return static_cast<std::int64_t>(payload & bytes_mask);
+}
 
 // An end whose payload is cancel_end closes its begin without writing it.
 inline constexpr std::uint64_t cancel_end = 1;

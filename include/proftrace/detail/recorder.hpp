@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "../config.hpp"
+#include "../memory_category.hpp"
 #include "clock.hpp"
 #include "event.hpp"
 #include "ring.hpp"
@@ -165,19 +166,50 @@ PROFTRACE_ALWAYS_INLINE bool recording_memory() noexcept {
   return PROFTRACE_UNLIKELY(session_state.load(std::memory_order_relaxed) & state_memory);
 }
 
+// The category an allocation without one takes: PROF_MEMORY_CATEGORY's.
+inline constinit thread_local memory_category this_thread_memory_category = memory_category::unknown;
+
 // An allocation of `bytes` at `address` on `device` (-1: host memory).
-PROFTRACE_ALWAYS_INLINE void record_alloc(const void* address, std::int64_t bytes, int device = -1) noexcept {
+PROFTRACE_ALWAYS_INLINE void record_alloc(const void* address, std::int64_t bytes, int device = -1,
+                                          memory_category category = memory_category::unknown) noexcept {
+  if (category == memory_category::unknown) category = this_thread_memory_category;
   if (ring* r = thread_ring())
     r->push(r->now(), reinterpret_cast<std::uintptr_t>(address),
-            (static_cast<std::uint64_t>(bytes > 0 ? bytes : 0) & bytes_mask) |
-                (static_cast<std::uint64_t>(device + 1) << device_shift),
-            event_kind::alloc);
+            memory_payload(bytes, device, static_cast<std::uint8_t>(category)), event_kind::alloc);
 }
 PROFTRACE_ALWAYS_INLINE void record_free(const void* address, int device = -1) noexcept {
   if (ring* r = thread_ring())
-    r->push(r->now(), reinterpret_cast<std::uintptr_t>(address), static_cast<std::uint64_t>(device + 1) << device_shift,
-            event_kind::free);
+    r->push(r->now(), reinterpret_cast<std::uintptr_t>(address), memory_payload(0, device), event_kind::free);
 }
+// A pool's reserved size on `device` now (Total Reserved, max reserved).
+PROFTRACE_ALWAYS_INLINE void record_reserved(std::int64_t bytes, int device = -1) noexcept {
+  if (ring* r = thread_ring()) r->push(r->now(), 0, memory_payload(bytes, device), event_kind::reserved);
+}
+
+// PROF_MEMORY_CATEGORY: sets the thread's category for the enclosing block.
+class memory_category_guard {
+ public:
+  explicit memory_category_guard(memory_category c) noexcept : previous_(this_thread_memory_category) {
+    this_thread_memory_category = c;
+  }
+  ~memory_category_guard() { this_thread_memory_category = previous_; }
+  memory_category_guard(const memory_category_guard&) = delete;
+  memory_category_guard& operator=(const memory_category_guard&) = delete;
+
+ private:
+  memory_category previous_;
+};
+
+// Non-zero while this thread runs proftrace's own code (the flusher, a
+// window switch): the operator new hook leaves its allocations out, so the
+// profiler never records itself nor waits on a ring it is draining.
+inline constinit thread_local int this_thread_in_profiler = 0;
+struct in_profiler_guard {
+  in_profiler_guard() noexcept { ++this_thread_in_profiler; }
+  ~in_profiler_guard() { --this_thread_in_profiler; }
+  in_profiler_guard(const in_profiler_guard&) = delete;
+  in_profiler_guard& operator=(const in_profiler_guard&) = delete;
+};
 
 // Records any estimate with `value` and `valid` (proftrace::flops::estimate).
 template <class Estimate>
