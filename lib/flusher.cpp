@@ -509,7 +509,11 @@ struct flusher::impl {
   };
   std::vector<timed_event> timeline;
   // At a window switch: what the next window starts from.
-  std::optional<std::int64_t> reset_step_at_split;  // set: the next window opens after a gap
+  struct next_window_start {
+    bool after_gap = false;
+    std::int64_t first_step = -1;
+  };
+  std::optional<next_window_start> next_start;  // set while a switch opens a window
   std::vector<memory_record> preexisting_at_split;
 
   // ---- event processing (mutex held) ----
@@ -667,12 +671,14 @@ struct flusher::impl {
   // another starts with the allocations still live.
   void cross_split() {
     preexisting_at_split.clear();
-    if (reset_step_at_split) {
+    if (!next_start) return;
+    if (next_start->after_gap) {
       live.clear();
       totals.clear();
-      current_step = *reset_step_at_split;
+      current_step = next_start->first_step;
       return;
     }
+    current_step = std::max(current_step, next_start->first_step);
     for (const auto& [key, a] : live) {
       const device_totals& dev = totals[key.first];
       preexisting_at_split.push_back({-1, a.bytes, dev.allocated, dev.reserved(), current_step, key.first, a.category,
@@ -850,12 +856,12 @@ std::shared_ptr<finished_trace> flusher::switch_window(std::uint64_t at_ticks, s
   std::unique_lock lock(s.mutex);
   std::unique_ptr<window> next;
   if (next_options) {
-    if (!s.current) s.reset_step_at_split = next_options->first_step;
+    s.next_start = impl::next_window_start{!s.current, next_options->first_step};
     next = std::make_unique<window>(std::move(*next_options), at_ticks, ++s.windows_made);
   }
   s.discard_api_steps = discard_api_steps;
   s.drain(true, at_ticks);
-  s.reset_step_at_split.reset();
+  s.next_start.reset();
 
   std::shared_ptr<finished_trace> done;
   window* old = s.current.get();

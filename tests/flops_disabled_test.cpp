@@ -34,8 +34,15 @@ TEST_CASE("disabled FLOP macros are ((void)0) and evaluate nothing") {
   PROF_ALLOC(nullptr, ++evaluated, 0);
   PROF_FREE(nullptr);
   PROF_FREE(nullptr, never_defined());
+  PROF_ALLOC(nullptr, 1, -1, never_defined());
+  PROF_MEMORY_RESERVED(never_defined());
+  PROF_MEMORY_RESERVED(++evaluated, 0);
+  {
+    PROF_MEMORY_CATEGORY(never_defined());
+  }
   CHECK(evaluated == 0);
   static_assert(std::is_void_v<decltype(PROF_MATMUL(1, 2, 3))>);
   static_assert(std::is_void_v<decltype(PROF_ALLOC(nullptr, 1))>);
+  static_assert(std::is_void_v<decltype(PROF_MEMORY_RESERVED(1))>);
   static_assert(proftrace::flops::mm(2, 3, 4).value == 48);
 }

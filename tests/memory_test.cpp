@@ -5,6 +5,8 @@
 
 #include <proftrace/proftrace.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <map>
 #include <thread>
 
@@ -67,8 +69,12 @@ TEST_CASE("allocations are attributed to the open scopes, self and total, on eve
   const auto trace = test_support::read_trace(out.path / "t.json");
   CHECK(trace.at("profile_memory").as_int64() == 1);
   CHECK(trace.at("proftrace").at("unknown_frees").as_int64() == 1);
-  const auto events = test_support::events_named(trace, "[memory]");
+  auto events = test_support::events_named(trace, "[memory]");
   CHECK(events.size() == 2 * 5 + 2);
+  // Totals run in time order across threads.
+  std::stable_sort(events.begin(), events.end(), [](const boost::json::object& a, const boost::json::object& b) {
+    return a.at("ts").to_number<double>() < b.at("ts").to_number<double>();
+  });
   std::int64_t host_total = 0;
   for (auto& e : events) {
     const auto& a = e.at("args").as_object();
@@ -77,7 +83,8 @@ TEST_CASE("allocations are attributed to the open scopes, self and total, on eve
     CHECK(a.at("Device Type").as_int64() == (device < 0 ? 0 : 1));
     if (device < 0) {
       host_total += a.at("Bytes").as_int64();
-      CHECK(a.at("Total Allocated").as_int64() == host_total);  // running total, in trace order per thread
+      CHECK(a.at("Total Allocated").as_int64() == host_total);
+      CHECK(a.at("Total Reserved").as_int64() == host_total);  // no pool reported more
     }
     CHECK(a.contains("Addr"));
   }
@@ -101,4 +108,40 @@ TEST_CASE("without profile_memory nothing is recorded and arguments are not eval
   CHECK(evaluated == 0);
   CHECK(rows_of(p)["s"].cpu_memory_usage == 0);
   CHECK(rows_of(p).count("[memory]") == 0);
+}
+
+TEST_CASE("a free on another thread than the allocation is matched, whichever ring drains first") {
+  // The freeing thread registers its ring first, so a drain takes its free
+  // before the allocating thread's allocation; both sit in one drain.
+  proftrace::profile p({.profile_memory = true, .flush_period = std::chrono::milliseconds(60'000)});
+  p.start();
+  std::atomic<int> stage{0};
+  std::jthread freer([&] {
+    PROF_INSTANT("freer attaches first");
+    stage = 1;
+    while (stage.load() != 2) std::this_thread::yield();
+    PROF_FREE(arena[0]);
+    PROF_FREE(arena[1], 0);
+  });
+  while (stage.load() != 1) std::this_thread::yield();
+  std::jthread allocator([&] {
+    PROF_ALLOC(arena[0], 512);
+    PROF_ALLOC(arena[1], 2048, 0);
+    stage = 2;
+  });
+  allocator.join();
+  freer.join();
+  p.stop();
+  test_support::temp_dir out("cross_thread");
+  p.export_chrome_trace(out.path / "t.json");
+  const auto trace = test_support::read_trace(out.path / "t.json");
+  CHECK(trace.at("proftrace").at("unknown_frees").as_int64() == 0);
+  const auto events = test_support::events_named(trace, "[memory]");
+  CHECK(events.size() == 4);
+  for (const auto& s : p.memory_stats()) {
+    CHECK(s.current_allocated == 0);
+    CHECK(s.trace.max_allocated == (s.device < 0 ? 512 : 2048));
+  }
+  CHECK(rows_of(p)["[memory]"].cpu_memory_usage == 0);
+  CHECK(rows_of(p)["[memory]"].cuda_memory_usage == 0);
 }
