@@ -171,10 +171,13 @@ std::string timeline_html(const memory_timeline& t, int device, const memory_pea
     }
   }
   const std::int64_t t0 = n ? t.times_us.front() : 0;
-  const double span_ms = n ? std::max(static_cast<double>(t.times_us.back() - t0) / 1000.0, 1e-3) : 1.0;
+  // A little room after the last point, so that its value shows.
+  const double span_ms = n ? std::max(static_cast<double>(t.times_us.back() - t0) / 1000.0 * 1.02, 1e-3) : 1.0;
   const byte_unit unit = unit_for(std::max({max_total, static_cast<double>(peaks.max_reserved), 1.0}));
   const double y_max = std::max(max_total, 1.0) * 1.1;
-  const auto x_of = [&](std::size_t i) { return left + static_cast<double>(t.times_us[i] - t0) / 1000.0 / span_ms * plot_w; };
+  const auto x_of = [&](std::size_t i) {
+    return i == n ? left + plot_w : left + static_cast<double>(t.times_us[i] - t0) / 1000.0 / span_ms * plot_w;
+  };
   const auto y_of = [&](double bytes) { return top + plot_h - std::max(bytes, 0.0) / y_max * plot_h; };
 
   const std::string title = "Memory timeline (" + device_name(device) + ")";
@@ -219,10 +222,10 @@ std::string timeline_html(const memory_timeline& t, int device, const memory_pea
     for (std::size_t i = 0; i < n; ++i) {
       d += i == 0 ? "M" : " L";
       d += fixed(x_of(i), 2) + " " + fixed(y_of(stacked[i][c]), 2);
-      if (i + 1 < n) d += " L" + fixed(x_of(i + 1), 2) + " " + fixed(y_of(stacked[i][c]), 2);
+      d += " L" + fixed(x_of(i + 1), 2) + " " + fixed(y_of(stacked[i][c]), 2);
     }
     for (std::size_t i = n; i-- > 0;) {
-      if (i + 1 < n) d += " L" + fixed(x_of(i + 1), 2) + " " + fixed(y_of(lower(i)), 2);
+      d += " L" + fixed(x_of(i + 1), 2) + " " + fixed(y_of(lower(i)), 2);
       d += " L" + fixed(x_of(i), 2) + " " + fixed(y_of(lower(i)), 2);
     }
     d += " Z";

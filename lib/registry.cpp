@@ -91,6 +91,7 @@ ring* attach_this_thread() noexcept {
     reg.unattached_drops.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
+  const in_profiler_guard own_allocations;
   try {
     thread_record* rec = reg.attach(current_tid(), reg.ring_events());
     exit_hook.record = rec;
@@ -108,6 +109,7 @@ void set_thread_name(const char* name) noexcept {
   if (!name) return;
   ring* r = thread_ring();
   if (!r) return;
+  const in_profiler_guard own_allocations;
   try {
     registry::instance().set_name(exit_hook.record, name);
   } catch (...) {

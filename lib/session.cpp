@@ -171,6 +171,7 @@ struct session::impl {
   }
 
   void transit(session& self, profiler_action previous, std::optional<profiler_action> next) {
+    const detail::in_profiler_guard own_allocations;  // and on_trace_ready's: not the program's memory
     const auto ops = transition(previous, next);
     for (std::size_t i = 0; i < ops.size(); ++i) {
       switch (ops[i]) {

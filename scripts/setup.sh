@@ -8,6 +8,7 @@ packages=(
   libboost-json1.81-dev libboost-iostreams1.81-dev
   doctest-dev libbenchmark-dev
   libzstd-dev zlib1g-dev
+  chromium
 )
 
 missing=()
