@@ -10,6 +10,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cstdint>
 
 namespace proftrace_bench {
@@ -33,6 +34,20 @@ inline void report_per_scope(benchmark::State& state, std::int64_t per_iteration
   const auto n = static_cast<double>(state.iterations()) * static_cast<double>(per_iteration);
   state.SetItemsProcessed(state.iterations() * per_iteration);
   state.counters["per_scope"] = benchmark::Counter(n, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+// Paired cases time out-of-line batches back to back with steady_clock.
+using batch_fn = void (*)() noexcept;
+
+inline double time_batch(batch_fn f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// A counter `name` holding total_s spread over every inner iteration.
+inline void set_seconds_per_scope(benchmark::State& state, const char* name, double total_s) {
+  state.counters[name] = total_s / (static_cast<double>(state.iterations()) * kBatch);
 }
 
 // Case (d), defined in overhead_disabled.cpp (built with PROFTRACE_ENABLED=0).

@@ -23,7 +23,10 @@ namespace {
 
 using proftrace_bench::kBatch;
 using proftrace_bench::keep;
+using proftrace_bench::batch_fn;
 using proftrace_bench::report_per_scope;
+using proftrace_bench::set_seconds_per_scope;
+using proftrace_bench::time_batch;
 
 // (a) The loop alone: the counter kept in a register, nothing else.
 void BM_empty_loop(benchmark::State& state) {
@@ -132,21 +135,9 @@ void BM_diag_ring_push_pair(benchmark::State& state) {
 // (order alternating), timing each with steady_clock, so both see the same
 // conditions; its `ratio` counter is total(B) / total(A) over the run.
 
-using batch_fn = void (*)() noexcept;
-
 __attribute__((noinline)) void empty_batch() noexcept { PROFTRACE_BENCH_INNER_LOOP() }
 __attribute__((noinline)) void rdtsc_batch() noexcept { PROFTRACE_BENCH_INNER_LOOP(keep(__rdtsc()); keep(__rdtsc());) }
 __attribute__((noinline)) void scope_batch() noexcept { PROFTRACE_BENCH_INNER_LOOP(PROF_SCOPE("x");) }
-
-double time_batch(batch_fn f) {
-  const auto t0 = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-void set_seconds_per_scope(benchmark::State& state, const char* name, double total_s) {
-  state.counters[name] = total_s / (static_cast<double>(state.iterations()) * kBatch);
-}
 
 // Recorded PROF_SCOPE (B) against the rdtsc pair (A), session running, ring
 // drained after every iteration (untimed for the ratio). Manual time is B's,

@@ -5,9 +5,12 @@
 // Each worker thread runs the same loop: a blocked matrix multiply on its
 // rows, a Jacobi stencil sweep on its slab and a residual reduction, with
 // PROF_STEP() marking every iteration, and a FLOP estimate on each block
-// (PROF_MATMUL). The schedule records steps 2..4 and
-// hands the trace to tensorboard_trace_handler(out); the summary table of
-// that trace is printed at the end.
+// (PROF_MATMUL). Each block packs its slice of B into a temporary buffer:
+// the demo links proftrace::new_hook, so those allocations show in the
+// table's memory columns and in the memory timeline. The schedule records
+// steps 2..4 and hands the trace to tensorboard_trace_handler(out), then
+// writes its memory timeline (demo.memory.html); the summary table of that
+// trace is printed at the end.
 #include <proftrace/proftrace.hpp>
 
 #include <barrier>
@@ -78,11 +81,16 @@ struct workload {
 void gemm_block(workload& w, int bi, int bj, int bk) {
   PROF_SCOPE_SHAPES("gemm_block", {w.block, w.block}, {w.block, w.block});
   PROF_MATMUL(w.block, w.block, w.block);
-  const int n = w.n;
-  for (int i = bi; i < bi + w.block; ++i)
-    for (int k = bk; k < bk + w.block; ++k) {
-      const double aik = w.a[i * n + k];
-      for (int j = bj; j < bj + w.block; ++j) w.c[i * n + j] += aik * w.b[k * n + j];
+  PROF_MEMORY_CATEGORY(proftrace::memory_category::temporary);
+  const int n = w.n, bs = w.block;
+  std::vector<double> packed(static_cast<std::size_t>(bs) * bs);  // B's block, contiguous
+  for (int k = 0; k < bs; ++k)
+    for (int j = 0; j < bs; ++j) packed[static_cast<std::size_t>(k * bs + j)] = w.b[(bk + k) * n + bj + j];
+  for (int i = bi; i < bi + bs; ++i)
+    for (int k = 0; k < bs; ++k) {
+      const double aik = w.a[i * n + bk + k];
+      const double* row = &packed[static_cast<std::size_t>(k * bs)];
+      for (int j = 0; j < bs; ++j) w.c[i * n + bj + j] += aik * row[j];
     }
 }
 
@@ -121,8 +129,13 @@ int main(int argc, char** argv) {
   // Record steps 2, 3 and 4 (one cycle), like torch's schedule(wait=1, warmup=1, active=3).
   proftrace::profile_options popts;
   if (opt.steps >= 5) popts.schedule = proftrace::schedule({.wait = 1, .warmup = 1, .active = 3, .repeat = 1});
-  popts.on_trace_ready = proftrace::tensorboard_trace_handler(opt.out, "demo");
+  popts.on_trace_ready = [trace = proftrace::tensorboard_trace_handler(opt.out, "demo"),
+                          timeline = std::filesystem::path(opt.out) / "demo.memory.html"](proftrace::session& p) {
+    trace(p);
+    p.export_memory_timeline(timeline, "cpu");
+  };
   popts.record_shapes = true;
+  popts.profile_memory = true;
   popts.with_stack = true;
   popts.with_flops = true;
   proftrace::profile prof(popts);

@@ -163,7 +163,7 @@ std::string event_averages::table(const table_options& options) const {
   const int shapes_width = std::min(static_cast<int>(shapes_longest) + 4, options.max_shapes_column_width);
   const int src_width = std::min(static_cast<int>(src_longest) + 4, options.max_src_column_width);
 
-  bool has_cuda_time = false, has_cpu_mem = false, has_cuda_mem = false;
+  bool has_cuda_time = false, has_cpu_mem = profile_memory, has_cuda_mem = false;
   std::int64_t smallest_flops = 0;
   for (auto* r : order) {
     has_cuda_time = has_cuda_time || r->self_cuda_time_total_ns > 0 || r->cuda_time_total_ns > 0;

@@ -324,6 +324,7 @@ event_averages session::key_averages(bool group_by_input_shape, int group_by_sta
   event_averages out;
   out.losses = impl_->last->losses;
   out.grouped_by_input_shape = group_by_input_shape;
+  out.profile_memory = impl_->opts.profile_memory && impl_->activities.contains(activity::memory);
   const auto stack_n = static_cast<std::size_t>(std::max(group_by_stack_n, 0));
   std::unordered_map<std::string, std::size_t> index;
   for (const auto& r : impl_->last->averages) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs the demo the way the README does and checks its trace with Python's
 standard json module: it parses, every worker thread has ProfilerStep#N
-events, and scopes nest (gemm_block inside blocked_matmul inside a step)."""
+events, scopes nest (gemm_block inside blocked_matmul inside a step), and the
+hooked allocations reach the trace, the table and the memory timeline."""
 import collections
 import glob
 import json
@@ -59,6 +60,17 @@ def main() -> int:
         named = {e["args"]["name"] for e in events if e.get("ph") == "M" and e["name"] == "thread_name"}
         if not {f"worker {i}" for i in range(threads)} <= named:
             print("thread names missing:", named)
+            return 1
+        memory = [e for e in events if e.get("name") == "[memory]"]
+        if not memory or any(e["args"]["Bytes"] == 0 for e in memory):
+            print("no [memory] events from the demo's temporary buffers")
+            return 1
+        with open(os.path.join(out, "demo.memory.html")) as f:
+            if 'data-category="TEMPORARY"' not in f.read():
+                print("the memory timeline has no TEMPORARY series")
+                return 1
+        if "CPU Mem" not in run.stdout:
+            print("the summary table has no memory columns:\n" + run.stdout)
             return 1
         for key in ("schemaVersion", "deviceProperties", "displayTimeUnit", "baseTimeNanoseconds", "traceName"):
             if key not in trace:

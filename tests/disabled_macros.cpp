@@ -17,6 +17,7 @@
 #include <proftrace/collect/cpu_ranges.hpp>
 #include <proftrace/collectors.hpp>
 #include <proftrace/macros.hpp>
+#include <proftrace/memory_category.hpp>
 
 #include <type_traits>
 
@@ -116,9 +117,30 @@ std::size_t shapes_of_any_integer(std::size_t m, int k, long n) {
   return m + static_cast<std::size_t>(k + n);
 }
 
+// The memory and FLOP macros: statements, void expressions, and a
+// declaration (PROF_MEMORY_CATEGORY) in a block.
+int memory_and_flops(int n) {
+  [[maybe_unused]] static char block[64];
+  PROF_SCOPE("with memory");
+  PROF_MEMORY_CATEGORY(proftrace::memory_category::activation);
+  PROF_ALLOC(block, n);
+  PROF_ALLOC(block + 8, n, 0, proftrace::memory_category::gradient);
+  PROF_MEMORY_RESERVED(4 * n);
+  PROF_MATMUL(n, n, n);
+  PROF_CONV(.batch = 1, .in_channels = 3, .out_channels = 8, .input = {n, n}, .kernel = {3, 3});
+  if (n > 1)
+    PROF_FREE(block);
+  else
+    PROF_FREE(block + 8, 0);
+  return (PROF_ELEMENTWISE(n), PROF_FREE(block), n + 1);
+}
+static_assert(std::is_void_v<decltype(PROF_ALLOC(nullptr, 1))>);
+static_assert(std::is_void_v<decltype(PROF_MEMORY_RESERVED(1, 0))>);
+
 }  // namespace
 
 TEST_CASE("the macros compile in every position and leave the program's behaviour alone") {
+  CHECK(memory_and_flops(2) == 3);
   CHECK(plain_function(4) == 6);
   CHECK(same_line(1) == 2);
   CHECK(in_template(21) == 42);
@@ -174,8 +196,10 @@ int evaluations = 0;
 namespace disabled_macros_test {
 const char* never_defined_name();
 int never_defined_value();
+proftrace::memory_category never_defined_category();
 }  // namespace disabled_macros_test
 using disabled_macros_test::never_defined_name;
+using disabled_macros_test::never_defined_category;
 using disabled_macros_test::never_defined_value;
 
 TEST_CASE("disabled macros never evaluate their arguments") {
@@ -193,6 +217,11 @@ TEST_CASE("disabled macros never evaluate their arguments") {
     PROF_COUNTER(name_with_side_effect("counter"), value_with_side_effect(++counter));
     PROF_COUNTER("counter", counter += 10);
     PROF_THREAD_NAME(name_with_side_effect("thread"));
+    PROF_ALLOC(nullptr, value_with_side_effect(1), value_with_side_effect(0));
+    PROF_FREE(nullptr, value_with_side_effect(0));
+    PROF_MEMORY_RESERVED(value_with_side_effect(1));
+    PROF_MEMORY_CATEGORY(never_defined_category());
+    PROF_MATMUL(value_with_side_effect(1), 2, 3);
   }
   CHECK(evaluations == 0);
   CHECK(counter == 0);

@@ -89,6 +89,7 @@ class event_averages {
   std::vector<event_average> rows;
   loss_counts losses;
   bool grouped_by_input_shape = false;
+  bool profile_memory = false;  // recorded with profile_memory: the table shows CPU Mem columns, as torch's
 
   // torch's key_averages().table(): throws std::invalid_argument, naming the
   // valid keys, for an unknown sort key.
