@@ -1,0 +1,189 @@
+#include "activity_decoder.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+namespace {
+
+std::int64_t unix_ns(std::uint64_t cupti_ns, std::int64_t offset_ns) {
+  return static_cast<std::int64_t>(cupti_ns) + offset_ns;
+}
+
+// "cudaLaunchKernel_v7000" -> "cudaLaunchKernel", as Kineto shows it.
+std::string api_name(const cupti_api& api, CUpti_CallbackDomain domain, std::uint32_t cbid) {
+  const char* name = nullptr;
+  if (!api.get_callback_name || api.get_callback_name(domain, cbid, &name) != CUPTI_SUCCESS || !name)
+    return (domain == CUPTI_CB_DOMAIN_RUNTIME_API ? "cuda runtime " : "cuda driver ") + std::to_string(cbid);
+  std::string s = name;
+  const auto v = s.rfind("_v");
+  if (v != std::string::npos && v + 2 < s.size() &&
+      std::all_of(s.begin() + static_cast<std::ptrdiff_t>(v + 2), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    s.resize(v);
+  return s;
+}
+
+const char* sync_name(unsigned type) {
+  switch (type) {
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return "Event Sync";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return "Stream Wait Event";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return "Stream Sync";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return "Context Sync";
+    default: return "Unknown Sync";
+  }
+}
+
+}  // namespace
+
+std::optional<gpu_activity> decode_record(const CUpti_Activity& record, const cupti_api& api, std::int64_t offset_ns,
+                                          std::unordered_map<std::uint32_t, std::uint64_t>& external,
+                                          decode_counts& counts) {
+  gpu_activity a;
+  switch (record.kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      const auto& k = reinterpret_cast<const cupti_kernel_record&>(record);
+      if (k.start == 0 && k.end == 0) {
+        ++counts.zero_timestamp_kernels;
+        return std::nullopt;
+      }
+      a.kind = gpu_activity_kind::kernel;
+      a.name = k.name ? k.name : "(unnamed kernel)";
+      a.start_ns = unix_ns(k.start, offset_ns);
+      a.end_ns = unix_ns(k.end, offset_ns);
+      a.queued_ns = k.queued > 0 && k.queued != CUPTI_TIMESTAMP_UNKNOWN ? unix_ns(k.queued, offset_ns) : 0;
+      a.device = k.deviceId;
+      a.context = k.contextId;
+      a.stream = k.streamId;
+      a.correlation = k.correlationId;
+      a.grid = {k.gridX, k.gridY, k.gridZ};
+      a.block = {k.blockX, k.blockY, k.blockZ};
+      a.registers_per_thread = k.registersPerThread;
+      a.shared_memory = std::int64_t{k.staticSharedMemory} + k.dynamicSharedMemory;
+      a.graph_id = k.graphId;
+      return a;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      const auto& m = reinterpret_cast<const cupti_memcpy_record&>(record);
+      a.kind = gpu_activity_kind::memcpy;
+      a.name = "Memcpy " + std::string(memcpy_kind_name(m.copyKind)) + " (" + std::string(memory_kind_name(m.srcKind)) +
+               " -> " + std::string(memory_kind_name(m.dstKind)) + ")";
+      a.start_ns = unix_ns(m.start, offset_ns);
+      a.end_ns = unix_ns(m.end, offset_ns);
+      a.device = m.deviceId;
+      a.context = m.contextId;
+      a.stream = m.streamId;
+      a.correlation = m.correlationId;
+      a.bytes = m.bytes;
+      return a;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const auto& m = reinterpret_cast<const cupti_memset_record&>(record);
+      a.kind = gpu_activity_kind::memset;
+      a.name = "Memset (" + std::string(memory_kind_name(m.memoryKind)) + ")";
+      a.start_ns = unix_ns(m.start, offset_ns);
+      a.end_ns = unix_ns(m.end, offset_ns);
+      a.device = m.deviceId;
+      a.context = m.contextId;
+      a.stream = m.streamId;
+      a.correlation = m.correlationId;
+      a.bytes = m.bytes;
+      return a;
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+      const auto& c = reinterpret_cast<const CUpti_ActivityAPI&>(record);
+      const bool runtime = record.kind == CUPTI_ACTIVITY_KIND_RUNTIME;
+      a.kind = runtime ? gpu_activity_kind::runtime : gpu_activity_kind::driver;
+      a.name = api_name(api, runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, c.cbid);
+      a.start_ns = unix_ns(c.start, offset_ns);
+      a.end_ns = unix_ns(c.end, offset_ns);
+      a.process = c.processId;
+      a.thread = c.threadId;
+      a.cbid = c.cbid;
+      a.correlation = c.correlationId;
+      a.return_value = c.returnValue;
+      return a;
+    }
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+      const auto& s = reinterpret_cast<const cupti_sync_record&>(record);
+      a.kind = gpu_activity_kind::sync;
+      a.name = sync_name(s.type);
+      a.start_ns = unix_ns(s.start, offset_ns);
+      a.end_ns = unix_ns(s.end, offset_ns);
+      a.context = s.contextId;
+      a.stream = s.streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : s.streamId;
+      a.correlation = s.correlationId;
+      return a;
+    }
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: {
+      const auto& o = reinterpret_cast<const cupti_overhead_record&>(record);
+      a.kind = gpu_activity_kind::overhead;
+      a.name = "CUPTI overhead";
+      a.start_ns = unix_ns(o.start, offset_ns);
+      a.end_ns = unix_ns(o.end, offset_ns);
+      if (o.objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || o.objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
+        a.process = o.objectId.pt.processId;
+        a.thread = o.objectId.pt.threadId;
+      }
+      return a;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMORY2: {
+      const auto& m = reinterpret_cast<const cupti_memory_record&>(record);
+      a.kind = gpu_activity_kind::memory;
+      a.name = m.memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE ? "free" : "alloc";
+      a.is_free = m.memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+      a.start_ns = a.end_ns = unix_ns(m.timestamp, offset_ns);
+      a.device = m.deviceId;
+      a.context = m.contextId;
+      a.stream = m.streamId;
+      a.correlation = m.correlationId;
+      a.address = m.address;
+      a.bytes = m.bytes;
+      return a;
+    }
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+      const auto& e = reinterpret_cast<const CUpti_ActivityExternalCorrelation&>(record);
+      if (e.externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) external[e.correlationId] = e.externalId;
+      return std::nullopt;
+    }
+    default:
+      ++counts.unknown_records;
+      return std::nullopt;
+  }
+}
+
+void activity_decoder::consume(std::uint8_t* buffer, std::size_t valid_bytes) {
+  CUpti_Activity* record = nullptr;
+  while (api_->activity_get_next_record(buffer, valid_bytes, &record) == CUPTI_SUCCESS && record != nullptr)
+    if (auto a = decode_record(*record, *api_, offset_ns_, external_, counts_)) activities_.push_back(std::move(*a));
+}
+
+activity_decoder::result activity_decoder::take() {
+  // Devices of contexts, from the ops that carry both (sync records carry
+  // only the context).
+  std::unordered_map<std::uint32_t, std::uint32_t> device_of_context;
+  for (const auto& a : activities_)
+    if (a.kind == gpu_activity_kind::kernel || a.kind == gpu_activity_kind::memcpy ||
+        a.kind == gpu_activity_kind::memset)
+      device_of_context.try_emplace(a.context, a.device);
+  for (auto& a : activities_) {
+    if (const auto e = external_.find(a.correlation); a.correlation != 0 && e != external_.end()) a.external_id = e->second;
+    if (a.kind == gpu_activity_kind::sync)
+      if (const auto d = device_of_context.find(a.context); d != device_of_context.end()) a.device = d->second;
+  }
+  std::stable_sort(activities_.begin(), activities_.end(),
+                   [](const gpu_activity& x, const gpu_activity& y) { return x.start_ns < y.start_ns; });
+  result r{std::move(activities_), counts_};
+  activities_.clear();
+  external_.clear();
+  counts_ = {};
+  return r;
+}
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

@@ -1,0 +1,45 @@
+// Internal: every CUPTI and CUDA runtime call the CUDA collector makes, as a
+// table of function pointers. real_cupti_api() binds the toolkit's
+// libraries; tests build their own table to drive the paths no CI machine
+// can reach (records from hand-built buffers, error codes 999 and 39,
+// dropped records). Only this header and its users need CUDA headers.
+#pragma once
+
+#include <cupti.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "proftrace/config.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+struct cupti_api {
+  CUptiResult (*activity_register_callbacks)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
+  CUptiResult (*activity_enable)(CUpti_ActivityKind);
+  CUptiResult (*activity_disable)(CUpti_ActivityKind);
+  CUptiResult (*activity_flush_all)(std::uint32_t flag);
+  CUptiResult (*activity_get_next_record)(std::uint8_t* buffer, std::size_t valid_bytes, CUpti_Activity** record);
+  CUptiResult (*activity_get_num_dropped_records)(CUcontext, std::uint32_t stream, std::size_t* dropped);
+  CUptiResult (*push_external_correlation_id)(CUpti_ExternalCorrelationKind, std::uint64_t id);
+  CUptiResult (*pop_external_correlation_id)(CUpti_ExternalCorrelationKind, std::uint64_t* id);
+  CUptiResult (*get_timestamp)(std::uint64_t* ns);
+  CUptiResult (*get_callback_name)(CUpti_CallbackDomain, std::uint32_t cbid, const char** name);
+  CUptiResult (*get_result_string)(CUptiResult, const char** text);
+  // cudaGetDeviceCount; returns the cudaError_t as an int (0: success).
+  int (*get_device_count)(int* count);
+};
+
+// The toolkit's CUPTI and CUDA runtime (libcupti and libcudart load the
+// driver at run time, so a program built with them starts without one).
+const cupti_api& real_cupti_api();
+
+// "CUPTI_ERROR_UNKNOWN (999)"-style text for a result, through the table.
+std::string describe(const cupti_api& api, CUptiResult result);
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

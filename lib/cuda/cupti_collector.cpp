@@ -1,0 +1,176 @@
+#include "cupti_collector.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "proftrace/detail/recorder.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+namespace {
+
+// Kinds enabled, in order. The first three link GPU work to scopes and must
+// all be on; the rest are enabled where CUPTI allows.
+struct kind_entry {
+  CUpti_ActivityKind kind;
+  bool required;
+};
+constexpr kind_entry kinds[] = {
+    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, true},  // never KIND_KERNEL: it serialises kernels
+    {CUPTI_ACTIVITY_KIND_RUNTIME, true},
+    {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, true},
+    {CUPTI_ACTIVITY_KIND_DRIVER, false},
+    {CUPTI_ACTIVITY_KIND_MEMCPY, false},
+    {CUPTI_ACTIVITY_KIND_MEMSET, false},
+    {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, false},
+    {CUPTI_ACTIVITY_KIND_OVERHEAD, false},
+    {CUPTI_ACTIVITY_KIND_MEMORY2, false},
+};
+
+constexpr std::size_t buffer_alignment = 8;
+
+bool env_set(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+}  // namespace
+
+cupti_collector& cupti_collector::instance() {
+  static cupti_collector* c = new cupti_collector;  // CUPTI may call back until exit
+  return *c;
+}
+
+void cupti_collector::use_api(const cupti_api* api, std::size_t buffer_cap) {
+  api_ = api ? api : &real_cupti_api();
+  buffer_cap_ = buffer_cap;
+  callbacks_registered_ = false;
+  std::lock_guard lock(mutex_);
+  decoder_ = activity_decoder(*api_);
+  outstanding_ = 0;
+  refused_ = 0;
+}
+
+cuda_start cupti_collector::start() {
+  if (running()) return {cuda_collection::on, {}};
+  if (env_set("PROFTRACE_DISABLE_CUDA"))
+    return {cuda_collection::disabled, "CUDA collection disabled by PROFTRACE_DISABLE_CUDA; the CPU profile goes on"};
+
+  int devices = 0;
+  const int status = api_->get_device_count(&devices);
+  if (status != 0 || devices <= 0)
+    return {cuda_collection::no_device,
+            status != 0 ? "no usable CUDA driver (cudaGetDeviceCount returned " + std::to_string(status) +
+                              "); CUDA collection is off, the CPU profile goes on"
+                        : "no CUDA device; CUDA collection is off, the CPU profile goes on"};
+
+  if (!callbacks_registered_) {
+    const CUptiResult r = api_->activity_register_callbacks(on_buffer_requested, on_buffer_completed);
+    if (r != CUPTI_SUCCESS)
+      return {cuda_collection::cupti_error,
+              "CUPTI refused its buffer callbacks: " + describe(*api_, r) + "; CUDA collection is off"};
+    callbacks_registered_ = true;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    std::uint64_t now = 0;
+    api_->get_timestamp(&now);
+    const auto host = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+    decoder_ = activity_decoder(*api_, now ? host - static_cast<std::int64_t>(now) : 0);
+  }
+  for (const kind_entry& k : kinds) {
+    const CUptiResult r = api_->activity_enable(k.kind);
+    if (r == CUPTI_SUCCESS || !k.required) continue;
+    disable_all();
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+      return {cuda_collection::cupti_busy,
+              "another CUPTI client (Nsight Systems or Nsight Compute?) holds CUPTI: proftrace's CUDA collection is "
+              "off; NVTX ranges and profiler gating still work"};
+    return {cuda_collection::cupti_error,
+            "CUPTI could not enable activity collection: " + describe(*api_, r) + "; CUDA collection is off"};
+  }
+  running_.store(true, std::memory_order_release);
+  return {cuda_collection::on, {}};
+}
+
+void cupti_collector::disable_all() {
+  for (const kind_entry& k : kinds) api_->activity_disable(k.kind);
+}
+
+void cupti_collector::flush() {
+  if (!running()) return;
+  api_->activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // not under mutex_: it calls back
+  std::size_t dropped = 0;
+  if (api_->activity_get_num_dropped_records(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped > 0) {
+    std::lock_guard lock(mutex_);
+    decoder_.add_dropped(dropped);
+  }
+}
+
+void cupti_collector::stop() {
+  if (!running()) return;
+  flush();
+  disable_all();
+  running_.store(false, std::memory_order_release);
+}
+
+activity_decoder::result cupti_collector::take() {
+  std::lock_guard lock(mutex_);
+  return decoder_.take();
+}
+
+std::size_t cupti_collector::buffers_outstanding() const {
+  std::lock_guard lock(mutex_);
+  return outstanding_;
+}
+
+std::uint64_t cupti_collector::buffers_refused() const {
+  std::lock_guard lock(mutex_);
+  return refused_;
+}
+
+void CUPTIAPI cupti_collector::on_buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
+  const in_profiler_guard own_allocation;  // CUPTI's thread: never the program's memory
+  cupti_collector& c = instance();
+  *max_records = 0;
+  *buffer = nullptr;
+  *size = 0;
+  {
+    std::lock_guard lock(c.mutex_);
+    if (c.outstanding_ >= c.buffer_cap_) {
+      ++c.refused_;  // CUPTI drops the records and counts them (activity_get_num_dropped_records)
+      return;
+    }
+    ++c.outstanding_;
+  }
+  *buffer = static_cast<std::uint8_t*>(::operator new(buffer_bytes, std::align_val_t(buffer_alignment), std::nothrow));
+  if (*buffer == nullptr) {
+    std::lock_guard lock(c.mutex_);
+    --c.outstanding_;
+    ++c.refused_;
+    return;
+  }
+  *size = buffer_bytes;
+}
+
+void CUPTIAPI cupti_collector::on_buffer_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, std::size_t,
+                                                   std::size_t valid_bytes) {
+  const in_profiler_guard own_allocation;
+  cupti_collector& c = instance();
+  {
+    std::lock_guard lock(c.mutex_);
+    if (buffer && valid_bytes > 0) c.decoder_.consume(buffer, valid_bytes);
+    if (buffer && c.outstanding_ > 0) --c.outstanding_;
+  }
+  ::operator delete(buffer, std::align_val_t(buffer_alignment));
+}
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace
