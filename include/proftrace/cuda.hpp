@@ -1,0 +1,62 @@
+// proftrace/cuda.hpp — torch.cuda.profiler's helpers and the device memory
+// figures of torch_geometric's GPUStats, for builds with the CUDA toolkit
+// (link proftrace::cuda).
+//
+//   proftrace::cuda::profiler_start();   // nsys profile --capture-range=cudaProfilerApi ...
+//   run_steps();
+//   proftrace::cuda::profiler_stop();
+//   {
+//     proftrace::cuda::profiler_range capture;   // the same, for a block
+//     run_steps();
+//   }
+//   if (auto m = proftrace::cuda::memory_info(0))
+//     std::cout << *m->free_bytes << " of " << *m->total_bytes << " bytes free\n";
+//
+// cudaProfilerStart/Stop switch collection by an attached tool (Nsight
+// Systems) and do nothing without one. The explicit calls throw
+// std::runtime_error naming the CUDA error (no driver, no device); the RAII
+// range's end only warns. memory_info() reports what the CUDA runtime sees
+// (cudaMemGetInfo) and, where the driver's NVML library loads, what
+// nvidia-smi shows; absent figures are empty, never zeros.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace proftrace::cuda {
+
+// A driver is loaded and at least one device is visible.
+bool available() noexcept;
+// Nsight Systems (or another CUDA injection) is attached to this process,
+// judged by its environment (NSYS_PROFILING_SESSION_ID, CUDA_INJECTION64_PATH).
+bool nsight_attached() noexcept;
+
+void profiler_start();
+void profiler_stop();
+
+class profiler_range {
+ public:
+  profiler_range() { profiler_start(); }
+  ~profiler_range();
+  profiler_range(const profiler_range&) = delete;
+  profiler_range& operator=(const profiler_range&) = delete;
+};
+
+struct device_memory {
+  int device = 0;
+  // cudaMemGetInfo on the device.
+  std::optional<std::uint64_t> free_bytes;
+  std::optional<std::uint64_t> total_bytes;
+  // NVML (nvidia-smi's view: used includes every process and the driver's reserve).
+  std::optional<std::uint64_t> nvml_used_bytes;
+  std::optional<std::uint64_t> nvml_free_bytes;
+  std::optional<std::uint64_t> nvml_total_bytes;
+  std::string unavailable;  // why a figure is missing (no driver, no NVML, ...)
+};
+
+// Never throws: without a driver or with a bad device index, every figure is
+// empty and `unavailable` says why.
+device_memory memory_info(int device) noexcept;
+
+}  // namespace proftrace::cuda

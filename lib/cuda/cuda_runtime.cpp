@@ -1,0 +1,157 @@
+#include "cuda_runtime.hpp"
+
+#include <cuda_profiler_api.h>
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "../warn.hpp"
+#include "proftrace/cuda.hpp"
+
+namespace proftrace::cuda {
+namespace detail {
+
+namespace {
+const runtime_api* runtime_override = nullptr;
+const nvml_api* nvml_override = nullptr;
+bool nvml_forced_absent = false;
+
+const runtime_api& runtime() { return runtime_override ? *runtime_override : real_runtime_api(); }
+const nvml_api* nvml() { return nvml_forced_absent ? nullptr : nvml_override ? nvml_override : real_nvml_api(); }
+
+std::string cuda_error(const char* call, int error) {
+  const char* text = runtime().error_string ? runtime().error_string(error) : nullptr;
+  return std::string("proftrace: ") + call + " failed: " + (text ? text : "CUDA error") + " (" + std::to_string(error) + ")";
+}
+}  // namespace
+
+const runtime_api& real_runtime_api() {
+  static const runtime_api api{
+      [](int* n) { return static_cast<int>(cudaGetDeviceCount(n)); },
+      [] { return static_cast<int>(cudaProfilerStart()); },
+      [] { return static_cast<int>(cudaProfilerStop()); },
+      [](int* d) { return static_cast<int>(cudaGetDevice(d)); },
+      [](int d) { return static_cast<int>(cudaSetDevice(d)); },
+      [](std::size_t* free, std::size_t* total) { return static_cast<int>(cudaMemGetInfo(free, total)); },
+      [](int device, unsigned char uuid[16]) {
+        cudaDeviceProp prop{};
+        const cudaError_t e = cudaGetDeviceProperties(&prop, device);
+        if (e == cudaSuccess)
+          for (int i = 0; i < 16; ++i) uuid[i] = static_cast<unsigned char>(prop.uuid.bytes[i]);
+        return static_cast<int>(e);
+      },
+      [](int e) { return cudaGetErrorString(static_cast<cudaError_t>(e)); },
+  };
+  return api;
+}
+
+const nvml_api* real_nvml_api() {
+  static const nvml_api* loaded = []() -> const nvml_api* {
+    void* lib = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return nullptr;
+    static nvml_api api{};
+    api.init = reinterpret_cast<int (*)()>(::dlsym(lib, "nvmlInit_v2"));
+    api.device_by_uuid = reinterpret_cast<int (*)(const char*, void**)>(::dlsym(lib, "nvmlDeviceGetHandleByUUID"));
+    api.memory_info = reinterpret_cast<int (*)(void*, nvml_memory*)>(::dlsym(lib, "nvmlDeviceGetMemoryInfo"));
+    if (!api.init || !api.device_by_uuid || !api.memory_info || api.init() != 0) return nullptr;
+    return &api;
+  }();
+  return loaded;
+}
+
+void use_apis(const runtime_api* runtime, const nvml_api* nvml, bool nvml_absent) {
+  runtime_override = runtime;
+  nvml_override = nvml;
+  nvml_forced_absent = nvml_absent;
+}
+
+std::string_view format_uuid(const unsigned char u[16], char (&out)[41]) {
+  const int n = std::snprintf(out, sizeof out, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                              u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+                              u[14], u[15]);
+  return {out, static_cast<std::size_t>(n > 0 ? n : 0)};
+}
+
+}  // namespace detail
+
+bool available() noexcept {
+  int n = 0;
+  return detail::runtime().get_device_count(&n) == 0 && n > 0;
+}
+
+bool nsight_attached() noexcept {
+  for (const char* v : {"NSYS_PROFILING_SESSION_ID", "CUDA_INJECTION64_PATH"})
+    if (const char* s = std::getenv(v); s && *s) return true;
+  return false;
+}
+
+void profiler_start() {
+  if (const int e = detail::runtime().profiler_start(); e != 0) throw std::runtime_error(detail::cuda_error("cudaProfilerStart", e));
+}
+
+void profiler_stop() {
+  if (const int e = detail::runtime().profiler_stop(); e != 0) throw std::runtime_error(detail::cuda_error("cudaProfilerStop", e));
+}
+
+profiler_range::~profiler_range() {
+  try {
+    profiler_stop();
+  } catch (const std::exception& e) {
+    proftrace::detail::warn(e.what());
+  }
+}
+
+device_memory memory_info(int device) noexcept {
+  device_memory m;
+  m.device = device;
+  try {
+    const auto& rt = detail::runtime();
+    int count = 0;
+    if (const int e = rt.get_device_count(&count); e != 0 || device < 0 || device >= count) {
+      m.unavailable = e != 0 ? detail::cuda_error("cudaGetDeviceCount", e)
+                             : "proftrace: no CUDA device " + std::to_string(device) + " (" + std::to_string(count) +
+                                   " visible)";
+      return m;
+    }
+    int previous = 0;
+    rt.get_device(&previous);
+    if (const int e = rt.set_device(device); e == 0) {
+      std::size_t free = 0, total = 0;
+      if (const int g = rt.mem_get_info(&free, &total); g == 0) {
+        m.free_bytes = free;
+        m.total_bytes = total;
+      } else {
+        m.unavailable = detail::cuda_error("cudaMemGetInfo", g);
+      }
+      rt.set_device(previous);
+    } else {
+      m.unavailable = detail::cuda_error("cudaSetDevice", e);
+    }
+    const detail::nvml_api* nvml = detail::nvml();
+    unsigned char uuid[16];
+    char name[41];
+    void* handle = nullptr;
+    detail::nvml_memory mem{};
+    if (!nvml) {
+      if (m.unavailable.empty()) m.unavailable = "proftrace: NVML (libnvidia-ml.so.1) is not available";
+    } else if (rt.device_uuid(device, uuid) == 0 &&
+               nvml->device_by_uuid(std::string(detail::format_uuid(uuid, name)).c_str(), &handle) == 0 &&
+               nvml->memory_info(handle, &mem) == 0) {
+      m.nvml_total_bytes = mem.total;
+      m.nvml_free_bytes = mem.free;
+      m.nvml_used_bytes = mem.used;
+    } else if (m.unavailable.empty()) {
+      m.unavailable = "proftrace: NVML has no memory figures for CUDA device " + std::to_string(device);
+    }
+  } catch (...) {
+    m.unavailable = "proftrace: could not read device memory";
+  }
+  return m;
+}
+
+}  // namespace proftrace::cuda
