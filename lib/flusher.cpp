@@ -7,8 +7,8 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <deque>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <thread>
