@@ -128,13 +128,7 @@ class window {
     const std::string name = process_name();
     const auto meta = [&](const char* what, const auto& write_args) {
       begin_event();
-      buffer += "{\"name\": \"";
-      buffer += what;
-      buffer += "\", \"ph\": \"M\", \"ts\": ";
-      append_us3(buffer, 0);
-      buffer += ", \"pid\": ";
-      append_int(buffer, pid);
-      buffer += ", \"tid\": 0, \"args\": {";
+      open_metadata_event(buffer, what, pid, 0);
       write_args();
       buffer += "}}";
     };
@@ -146,25 +140,16 @@ class window {
   void name_thread(thread_state& ts, const std::string& name) {
     if (ts.window_seen == id) return;
     ts.window_seen = id;
-    for (const char* what : {"thread_name", "thread_sort_index"}) {
-      begin_event();
-      buffer += "{\"name\": \"";
-      buffer += what;
-      buffer += "\", \"ph\": \"M\", \"ts\": ";
-      append_us3(buffer, 0);
-      buffer += ", \"pid\": ";
-      append_int(buffer, pid);
-      buffer += ", \"tid\": ";
-      append_int(buffer, ts.tid);
-      if (std::strcmp(what, "thread_name") == 0) {
-        buffer += ", \"args\": {\"name\": ";
-        append_json_string(buffer, name.empty() ? "thread " + std::to_string(ts.tid) : name);
-      } else {
-        buffer += ", \"args\": {\"sort_index\": ";
-        append_int(buffer, ts.tid);
-      }
-      buffer += "}}";
-    }
+    begin_event();
+    open_metadata_event(buffer, "thread_name", pid, ts.tid);
+    buffer += "\"name\": ";
+    append_json_string(buffer, name.empty() ? "thread " + std::to_string(ts.tid) : name);
+    buffer += "}}";
+    begin_event();
+    open_metadata_event(buffer, "thread_sort_index", pid, ts.tid);
+    buffer += "\"sort_index\": ";
+    append_int(buffer, ts.tid);
+    buffer += "}}";
   }
 
   // `{"ph": "X", "cat": ..., "name": ..., "pid": N, "tid": ` for a site,

@@ -63,6 +63,22 @@ inline void append_us3(std::string& out, std::int64_t ns) {
   out.append(buf, p + 4);
 }
 
+// A metadata ("ph": "M") event at ts 0 up to the opening of its args:
+// {"name": "<what>", "ph": "M", "ts": 0.000, "pid": P, "tid": T, "args": {
+// The caller writes the args and closes with "}}".
+template <class Pid, class Tid>
+inline void open_metadata_event(std::string& out, std::string_view what, Pid pid, Tid tid) {
+  out += "{\"name\": \"";
+  out += what;
+  out += "\", \"ph\": \"M\", \"ts\": ";
+  append_us3(out, 0);
+  out += ", \"pid\": ";
+  append_int(out, pid);
+  out += ", \"tid\": ";
+  append_int(out, tid);
+  out += ", \"args\": {";
+}
+
 // JSON has no NaN or infinity: those become null.
 inline void append_double(std::string& out, double v) {
   if (v != v || v - v != 0) {

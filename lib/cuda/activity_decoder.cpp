@@ -36,6 +36,17 @@ const char* sync_name(unsigned type) {
   }
 }
 
+// The fields every device-side op (kernel, copy, set) carries.
+template <class Record>
+void device_op(gpu_activity& a, const Record& r, std::int64_t offset_ns) {
+  a.start_ns = unix_ns(r.start, offset_ns);
+  a.end_ns = unix_ns(r.end, offset_ns);
+  a.device = r.deviceId;
+  a.context = r.contextId;
+  a.stream = r.streamId;
+  a.correlation = r.correlationId;
+}
+
 }  // namespace
 
 std::optional<gpu_activity> decode_record(const CUpti_Activity& record, const cupti_api& api, std::int64_t offset_ns,
@@ -52,13 +63,8 @@ std::optional<gpu_activity> decode_record(const CUpti_Activity& record, const cu
       }
       a.kind = gpu_activity_kind::kernel;
       a.name = k.name ? k.name : "(unnamed kernel)";
-      a.start_ns = unix_ns(k.start, offset_ns);
-      a.end_ns = unix_ns(k.end, offset_ns);
+      device_op(a, k, offset_ns);
       a.queued_ns = k.queued > 0 && k.queued != CUPTI_TIMESTAMP_UNKNOWN ? unix_ns(k.queued, offset_ns) : 0;
-      a.device = k.deviceId;
-      a.context = k.contextId;
-      a.stream = k.streamId;
-      a.correlation = k.correlationId;
       a.grid = {k.gridX, k.gridY, k.gridZ};
       a.block = {k.blockX, k.blockY, k.blockZ};
       a.registers_per_thread = k.registersPerThread;
@@ -71,12 +77,7 @@ std::optional<gpu_activity> decode_record(const CUpti_Activity& record, const cu
       a.kind = gpu_activity_kind::memcpy;
       a.name = "Memcpy " + std::string(memcpy_kind_name(m.copyKind)) + " (" + std::string(memory_kind_name(m.srcKind)) +
                " -> " + std::string(memory_kind_name(m.dstKind)) + ")";
-      a.start_ns = unix_ns(m.start, offset_ns);
-      a.end_ns = unix_ns(m.end, offset_ns);
-      a.device = m.deviceId;
-      a.context = m.contextId;
-      a.stream = m.streamId;
-      a.correlation = m.correlationId;
+      device_op(a, m, offset_ns);
       a.bytes = m.bytes;
       return a;
     }
@@ -84,12 +85,7 @@ std::optional<gpu_activity> decode_record(const CUpti_Activity& record, const cu
       const auto& m = reinterpret_cast<const cupti_memset_record&>(record);
       a.kind = gpu_activity_kind::memset;
       a.name = "Memset (" + std::string(memory_kind_name(m.memoryKind)) + ")";
-      a.start_ns = unix_ns(m.start, offset_ns);
-      a.end_ns = unix_ns(m.end, offset_ns);
-      a.device = m.deviceId;
-      a.context = m.contextId;
-      a.stream = m.streamId;
-      a.correlation = m.correlationId;
+      device_op(a, m, offset_ns);
       a.bytes = m.bytes;
       return a;
     }

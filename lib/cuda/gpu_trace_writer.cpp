@@ -137,15 +137,7 @@ const gpu_device_properties* gpu_trace_writer::device(std::uint32_t id) const {
 void gpu_trace_writer::name_track(std::uint32_t dev, std::uint32_t stream, std::string& out, bool& first) {
   const auto meta = [&](const char* what, std::int64_t tid, const auto& args) {
     begin(out, first);
-    out += "{\"name\": \"";
-    out += what;
-    out += "\", \"ph\": \"M\", \"ts\": ";
-    append_us3(out, 0);
-    out += ", \"pid\": ";
-    append_int(out, dev);
-    out += ", \"tid\": ";
-    append_int(out, tid);
-    out += ", \"args\": {";
+    open_metadata_event(out, what, dev, tid);
     args();
     out += "}}";
   };
