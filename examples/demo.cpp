@@ -189,5 +189,11 @@ int main(int argc, char** argv) {
   std::cout << "traces written to " << std::filesystem::absolute(opt.out).string() << ":\n";
   for (const auto& entry : std::filesystem::directory_iterator(opt.out)) std::cout << "  " << entry.path().filename().string() << "\n";
   std::cout << prof.key_averages().table({.sort_by = "cpu_time_total", .row_limit = 15});
+  for (const auto& d : prof.memory_stats()) {
+    std::cout << "Peak " << (d.device < 0 ? std::string("host") : "device " + std::to_string(d.device))
+              << " memory allocated: " << d.trace.max_allocated << " bytes; per step:";
+    for (const auto& s : d.steps) std::cout << " #" << s.step << " " << s.peaks.max_allocated;
+    std::cout << "\n";
+  }
   return 0;
 }

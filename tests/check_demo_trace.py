@@ -69,6 +69,9 @@ def main() -> int:
             if 'data-category="TEMPORARY"' not in f.read():
                 print("the memory timeline has no TEMPORARY series")
                 return 1
+        if "Peak host memory allocated:" not in run.stdout:
+            print("the demo did not print its peak memory:\n" + run.stdout)
+            return 1
         if "CPU Mem" not in run.stdout:
             print("the summary table has no memory columns:\n" + run.stdout)
             return 1
