@@ -29,17 +29,16 @@ proftrace_bool(PROFTRACE_WITH_CPU_RANGES_01 PROFTRACE_WITH_CPU_RANGES)
 proftrace_bool(PROFTRACE_WITH_FLOPS_01 PROFTRACE_WITH_FLOPS)
 proftrace_bool(PROFTRACE_WITH_MEMORY_01 PROFTRACE_WITH_MEMORY)
 
-# The CUDA collector: its CUPTI layer (record decoding, correlation, the
-# capped activity buffers, start-up checks) is built and tested whenever the
-# toolkit is found; it is not yet wired into sessions, so the collector
-# switch stays 0 in this version.
+# The CUDA collector (CUPTI), built when the toolkit is found (AUTO) or
+# required (ON). A binary built with it still starts without a driver.
 set(PROFTRACE_WITH_CUDA_01 0)
 set(PROFTRACE_CUDA_TOOLKIT_FOUND FALSE)
 if(NOT PROFTRACE_WITH_CUDA STREQUAL "OFF")
   find_package(CUDAToolkit QUIET)
   if(CUDAToolkit_FOUND AND TARGET CUDA::cupti AND TARGET CUDA::cudart)
     set(PROFTRACE_CUDA_TOOLKIT_FOUND TRUE)
-    message(STATUS "proftrace: CUDA toolkit ${CUDAToolkit_VERSION} found; building the CUPTI layer (proftrace_cupti)")
+    set(PROFTRACE_WITH_CUDA_01 1)
+    message(STATUS "proftrace: CUDA toolkit ${CUDAToolkit_VERSION} found; the CUDA collector is built")
   elseif(PROFTRACE_WITH_CUDA STREQUAL "ON")
     message(FATAL_ERROR "proftrace: PROFTRACE_WITH_CUDA=ON but no CUDA toolkit with CUPTI was found")
   endif()

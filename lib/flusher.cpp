@@ -12,8 +12,10 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 
+#include "cuda/gpu_trace_writer.hpp"
 #include "json_text.hpp"
 #include "proftrace/detail/clock.hpp"
 #include "proftrace/detail/recorder.hpp"
@@ -104,7 +106,7 @@ class window {
     cal = calibrate_clock();
     base_ns = cal.to_unix_ns(start_ticks);
     pid = static_cast<std::int64_t>(::getpid());
-    std::string head = "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n";
+    std::string head = "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": " + opts.device_properties + ",\n";
     for (auto& [k, v] : opts.head_metadata) {
       head += "  ";
       append_json_string(head, k);
@@ -220,6 +222,9 @@ class window {
     const std::int64_t dur = end_ns > s.begin_ns ? end_ns - s.begin_ns : 0;
     const std::int64_t self = dur > s.child_ns ? dur - s.child_ns : 0;
     event_average& row = row_for(s, ts, depth);
+    if (opts.cuda)
+      launchers[s.external_id] = {static_cast<std::size_t>(&row - rows.data()),
+                                  depth > 0 ? ts.stack[depth - 1].external_id : 0, s.where};
     row.count += 1;
     row.cpu_time_total_ns += dur;
     row.self_cpu_time_total_ns += self;
@@ -376,8 +381,64 @@ class window {
     f.invalid_flop_estimates = invalid_flop_estimates;
     f.unscoped_flop_estimates = unscoped_flop_estimates;
     f.unknown_frees = unknown_frees;
+    f.gpu_losses = gpu_losses;
     f.retained_events = opts.retain_events;
     return f;
+  }
+
+  // GPU work: written in Kineto's layout, its time added to the scope that
+  // launched it (self and total CUDA time) and to every enclosing scope
+  // (total), and each user scope projected onto the streams its GPU work
+  // ran on (gpu_user_annotation).
+  void write_gpu(const gpu_batch& gpu) {
+    gpu_losses.dropped_records += gpu.dropped_records;
+    gpu_losses.zero_timestamp_kernels += gpu.zero_timestamp_kernels;
+    gpu_losses.refused_buffers += gpu.refused_buffers;
+    if (gpu.activities.empty()) return;
+    gpu_trace_writer(pid, base_ns, {}).write(gpu.activities, buffer, first_event);
+
+    struct span {
+      const site* where;
+      std::uint64_t external_id;
+      std::int64_t begin, end;
+    };
+    std::map<std::tuple<std::uint64_t, std::uint32_t, std::uint32_t>, span> spans;  // (scope, device, stream)
+    for (const gpu_activity& a : gpu.activities) {
+      const bool device_op = a.kind == gpu_activity_kind::kernel || a.kind == gpu_activity_kind::memcpy ||
+                             a.kind == gpu_activity_kind::memset;
+      if (!device_op || !is_cuda_external_id(a.external_id)) continue;
+      const std::int64_t dur = a.end_ns > a.start_ns ? a.end_ns - a.start_ns : 0;
+      bool self = true;
+      for (auto it = launchers.find(a.external_id); it != launchers.end(); it = launchers.find(it->second.parent)) {
+        event_average& row = rows[it->second.row];
+        row.cuda_time_total_ns += dur;
+        if (self) row.self_cuda_time_total_ns += dur;
+        self = false;
+        if (it->second.where->cat == category::user_annotation) {
+          auto [s, fresh] = spans.try_emplace({it->first, a.device, a.stream}, span{it->second.where, it->first, a.start_ns, a.end_ns});
+          if (!fresh) {
+            s->second.begin = std::min(s->second.begin, a.start_ns);
+            s->second.end = std::max(s->second.end, a.end_ns);
+          }
+        }
+      }
+    }
+    for (const auto& [key, s] : spans) {
+      begin_event();
+      buffer += "{\"ph\": \"X\", \"cat\": \"gpu_user_annotation\", \"name\": ";
+      append_json_string(buffer, s.where->name);
+      buffer += ", \"pid\": ";
+      append_int(buffer, std::get<1>(key));
+      buffer += ", \"tid\": ";
+      append_int(buffer, std::get<2>(key));
+      buffer += ", \"ts\": ";
+      append_us3(buffer, s.begin - base_ns);
+      buffer += ", \"dur\": ";
+      append_us3(buffer, s.end - s.begin);
+      buffer += ", \"args\": {\"External id\": ";
+      append_int(buffer, s.external_id);
+      buffer += "}}";
+    }
   }
 
   finished_trace snapshot() const {
@@ -413,9 +474,18 @@ class window {
   std::unordered_map<const site*, std::string> prefixes;
   std::vector<function_event> retained;
   std::vector<memory_record> memory_records;
+  // With CUDA: every closed scope by external id, with its row, the
+  // enclosing scope's id (0 at the top) and its site.
+  struct launcher {
+    std::size_t row;
+    std::uint64_t parent;
+    const site* where;
+  };
+  std::unordered_map<std::uint64_t, launcher> launchers;
   std::uint64_t invalid_flop_estimates = 0;
   std::uint64_t unscoped_flop_estimates = 0;  // no scope was open to carry them
   std::uint64_t unknown_frees = 0;            // frees of addresses never seen allocated
+  gpu_batch gpu_losses;                       // counts only: what CUDA collection could not record
   std::unordered_map<std::string, std::size_t> by_key;
   loss_counts losses;
   std::vector<std::pair<std::string, std::string>> tail_metadata;
@@ -446,6 +516,9 @@ std::string finished_trace::tail(const std::string& trace_name) const {
   count("invalid_flop_estimates", invalid_flop_estimates);
   count("unscoped_flop_estimates", unscoped_flop_estimates);
   count("unknown_frees", unknown_frees);
+  count("cuda_dropped_records", gpu_losses.dropped_records);
+  count("cuda_zero_timestamp_kernels", gpu_losses.zero_timestamp_kernels);
+  count("cuda_refused_buffers", gpu_losses.refused_buffers);
   t += "},\n  \"traceName\": ";
   append_json_string(t, trace_name);
   t += "\n}\n";
@@ -531,8 +604,9 @@ struct flusher::impl {
         open_scope s;
         s.where = where;
         s.begin_ns = ns;
-        s.external_id = w->next_external_id++;
         s.payload = e->payload;
+        s.external_id = where->cat != category::step && is_cuda_external_id(e->payload) ? e->payload
+                                                                                        : w->next_external_id++;
         if (kind == event_kind::shapes && w->opts.record_shapes) s.shapes = shapes_json(e + 1, e->extra);
         ts.stack.push_back(std::move(s));
         break;
@@ -834,7 +908,7 @@ void flusher::wake() noexcept {
 }
 
 std::shared_ptr<finished_trace> flusher::switch_window(std::uint64_t at_ticks, std::optional<window_options> next_options,
-                                                       bool discard_api_steps) {
+                                                       bool discard_api_steps, gpu_batch gpu) {
   impl& s = state();
   const in_profiler_guard guard;
   std::vector<std::string> warnings;
@@ -866,12 +940,13 @@ std::shared_ptr<finished_trace> flusher::switch_window(std::uint64_t at_ticks, s
         if (api_step && discard_api_steps) continue;
         c.begin_ns = next_at;
         c.child_ns = 0;
-        c.external_id = next->next_external_id++;
+        if (!is_cuda_external_id(c.external_id)) c.external_id = next->next_external_id++;
         ts.stack.push_back(std::move(c));
       }
     }
   }
   if (old) {
+    old->write_gpu(gpu);
     old->commit();
     if (!old->pending_warning.empty()) warnings.push_back(std::move(old->pending_warning));
     auto f = std::make_shared<finished_trace>(old->snapshot());

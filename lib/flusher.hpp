@@ -14,6 +14,7 @@
 
 #include "proftrace/config.hpp"
 #include "proftrace/key_averages.hpp"
+#include "cuda/cuda_collection.hpp"
 #include "memory_timeline.hpp"
 
 namespace proftrace {
@@ -29,6 +30,8 @@ struct window_options {
   bool with_modules = false;
   bool retain_events = false;
   std::int64_t first_step = -1;  // the schedule's step when the window opens (-1: no steps)
+  std::string device_properties = "[]";  // "deviceProperties", raw JSON
+  bool cuda = false;  // CUPTI collects: remember each scope's row and parent for GPU attribution
 };
 
 // A closed trace window: its file, its aggregates and what it lost.
@@ -46,6 +49,7 @@ struct finished_trace {
   std::uint64_t invalid_flop_estimates = 0;   // invalid shapes or overflow: counted, not added
   std::uint64_t unscoped_flop_estimates = 0;  // recorded with no scope open on the thread
   std::uint64_t unknown_frees = 0;            // frees of addresses never seen allocated
+  gpu_batch gpu_losses;                       // CUDA: dropped records, untimed kernels, refused buffers (no activities)
   std::vector<function_event> events;  // only with retain_events
   std::vector<memory_record> memory;   // every allocation, free and reserve report, with running totals
 
@@ -69,8 +73,10 @@ class flusher {
   // std::runtime_error, switching nothing, when next's file cannot be made.
   // `discard_api_steps`: drop step annotations opened by profile::step()
   // because PROF_STEP annotates steps in this session.
+  // `gpu`: the GPU activities collected for the closing window, written
+  // into it and attributed to the scopes that launched them.
   std::shared_ptr<finished_trace> switch_window(std::uint64_t at_ticks, std::optional<window_options> next,
-                                                bool discard_api_steps);
+                                                bool discard_api_steps, gpu_batch gpu = {});
 
   // Raw JSON metadata for the open window; false if none is open.
   bool add_metadata(std::string key, std::string raw_json);

@@ -15,11 +15,11 @@ const site api_step_site{"ProfilerStep", "", __FILE__, 0, category::step};
 overflow_policy current_overflow_policy() noexcept { return overflow.load(std::memory_order_relaxed); }
 void set_overflow_policy(overflow_policy p) noexcept { overflow.store(p, std::memory_order_relaxed); }
 
-void record_begin_with_shapes(const site* s, shape_list shapes) noexcept {
+void record_begin_with_shapes(const site* s, shape_list shapes, std::uint64_t correlation) noexcept {
   ring* r = thread_ring();
   if (!r) return;
   if (!(session_state.load(std::memory_order_relaxed) & state_record_shapes)) {
-    r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), 0, event_kind::begin);
+    r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), correlation, event_kind::begin);
     return;
   }
   // Pack [count, ndim, dims..., ...] into words 0..2 of each extension slot
@@ -46,7 +46,7 @@ void record_begin_with_shapes(const site* s, shape_list shapes) noexcept {
   }
   words[0] = static_cast<std::uint64_t>(count);
   const std::uint32_t slots = (used + words_per_event - 1) / words_per_event;
-  r->push_record(r->now(), reinterpret_cast<std::uintptr_t>(s), 0, event_kind::shapes, words, slots);
+  r->push_record(r->now(), reinterpret_cast<std::uintptr_t>(s), correlation, event_kind::shapes, words, slots);
 }
 
 }  // namespace detail

@@ -72,6 +72,7 @@ struct session::impl {
   bool api_step_open = false;
   std::thread::id api_step_thread;
   bool trace_open = false;
+  bool cuda_on = false;  // CUPTI collects for this session
   std::vector<std::pair<std::string, std::string>> preset;
   std::shared_ptr<detail::finished_trace> last;
   std::map<int, device_memory_stats> session_memory;  // merged over this session's traces
@@ -101,6 +102,12 @@ struct session::impl {
     w.with_modules = opts.with_modules;
     w.retain_events = opts.retain_events;
     w.first_step = record_steps ? step_num : -1;
+#if PROFTRACE_WITH_CUDA
+    if (cuda_on) {
+      w.device_properties = detail::cuda_device_properties_json();
+      w.cuda = true;
+    }
+#endif
     return w;
   }
 
@@ -110,6 +117,7 @@ struct session::impl {
     if (opts.record_shapes) bits |= detail::state_record_shapes;
     if (opts.with_flops && activities.contains(activity::flops)) bits |= detail::state_flops;
     if (opts.profile_memory && activities.contains(activity::memory)) bits |= detail::state_memory;
+    if (cuda_on) bits |= detail::state_cuda;
     return bits;
   }
 
@@ -143,7 +151,16 @@ struct session::impl {
     }
   }
 
+  // The GPU work of the trace that closes now (none without CUDA).
+  detail::gpu_batch take_gpu() {
+#if PROFTRACE_WITH_CUDA
+    if (cuda_on) return detail::cuda_collection_take();
+#endif
+    return {};
+  }
+
   void start_trace() {
+    take_gpu();  // GPU work from before this trace (a wait or warmup phase) belongs to none
     // Throws, recording nothing, when the spool cannot be created.
     detail::flusher::instance().switch_window(detail::now_ticks(), window_for_next_trace(), scoped_steps);
     trace_open = true;
@@ -155,7 +172,7 @@ struct session::impl {
     set_recording(false);
     const std::uint64_t t = detail::now_ticks();
     trace_open = false;
-    finish(detail::flusher::instance().switch_window(t, std::nullopt, scoped_steps));
+    finish(detail::flusher::instance().switch_window(t, std::nullopt, scoped_steps, take_gpu()));
   }
 
   // stop_trace immediately followed by start_trace: one switch, so recording
@@ -163,7 +180,8 @@ struct session::impl {
   void restart_trace() {
     if (!trace_open) return start_trace();
     try {
-      finish(detail::flusher::instance().switch_window(detail::now_ticks(), window_for_next_trace(), scoped_steps));
+      const std::uint64_t t = detail::now_ticks();
+      finish(detail::flusher::instance().switch_window(t, window_for_next_trace(), scoped_steps, take_gpu()));
     } catch (...) {
       stop_trace();  // the next trace's file could not be made: end this one cleanly
       throw;
@@ -198,6 +216,13 @@ struct session::impl {
           break;
       }
     }
+  }
+
+  void stop_cuda() {
+#if PROFTRACE_WITH_CUDA
+    if (cuda_on) detail::cuda_collection_stop();
+#endif
+    cuda_on = false;
   }
 
   void open_api_step() {
@@ -265,6 +290,9 @@ void session::start() {
   s.generation = ++session_generation;
   s.scoped_steps = false;
   s.session_memory.clear();
+#if PROFTRACE_WITH_CUDA
+  s.cuda_on = s.activities.contains(activity::cuda) && detail::cuda_collection_start();
+#endif
   active_session = this;
   detail::session_state.store(detail::state_session, std::memory_order_release);
   try {
@@ -272,6 +300,7 @@ void session::start() {
   } catch (...) {
     s.set_recording(false);
     s.trace_open = false;
+    s.stop_cuda();
     detail::session_state.store(0, std::memory_order_release);
     active_session = nullptr;
     throw;
@@ -285,11 +314,13 @@ void session::stop() {
   impl& s = *impl_;
   s.close_api_step();
   struct reset_on_exit {
+    impl& s;
     ~reset_on_exit() {
       detail::session_state.store(0, std::memory_order_release);
       active_session = nullptr;
+      s.stop_cuda();
     }
-  } reset;
+  } reset{s};
   s.transit(*this, s.current, std::nullopt);
 }
 

@@ -75,15 +75,22 @@ static_assert(std::is_same_v<basic_profile<cpu_ranges, unavailable_gpu>::collect
 static_assert(basic_profile<cpu_ranges, unavailable_gpu>::compiled_activities == activity_set{activity::cpu});
 static_assert(basic_profile<unavailable_gpu>::compiled_activities.empty());
 
-// proftrace::profile is the build's selection: the CPU and FLOP collectors,
-// or the CPU one alone in a build with PROFTRACE_WITH_FLOPS=0.
-#if PROFTRACE_WITH_FLOPS && PROFTRACE_WITH_MEMORY
+// proftrace::profile is the build's selection: the CPU, CUDA (where the
+// toolkit was found), memory and FLOP collectors, each only where compiled in.
+using proftrace::collect::cuda_kernels;
+static_assert(proftrace::is_available<cuda_kernels>::value == (PROFTRACE_ENABLED && PROFTRACE_WITH_CUDA));
+#if PROFTRACE_WITH_FLOPS && PROFTRACE_WITH_MEMORY && PROFTRACE_WITH_CUDA
+static_assert(std::is_same_v<proftrace::build_collectors,
+                             type_list<cpu_ranges, cuda_kernels, proftrace::collect::memory, proftrace::collect::flops>>);
+static_assert(proftrace::profile::compiled_activities ==
+              activity_set{activity::cpu, activity::cuda, activity::memory, activity::flops});
+#elif PROFTRACE_WITH_FLOPS && PROFTRACE_WITH_MEMORY
 static_assert(std::is_same_v<proftrace::build_collectors,
                              type_list<cpu_ranges, proftrace::collect::memory, proftrace::collect::flops>>);
 static_assert(std::is_same_v<proftrace::profile,
                              basic_profile<cpu_ranges, proftrace::collect::memory, proftrace::collect::flops>>);
 static_assert(proftrace::profile::compiled_activities == activity_set{activity::cpu, activity::memory, activity::flops});
-#elif !PROFTRACE_WITH_FLOPS && !PROFTRACE_WITH_MEMORY
+#elif !PROFTRACE_WITH_FLOPS && !PROFTRACE_WITH_MEMORY && !PROFTRACE_WITH_CUDA
 static_assert(std::is_same_v<proftrace::build_collectors, type_list<cpu_ranges>>);
 static_assert(std::is_same_v<proftrace::profile, basic_profile<cpu_ranges>>);
 static_assert(proftrace::profile::compiled_activities == activity_set{activity::cpu});

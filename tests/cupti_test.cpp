@@ -96,9 +96,17 @@ const cupti_api fake_api{
       *text = r == CUPTI_ERROR_UNKNOWN ? "CUPTI_ERROR_UNKNOWN" : "CUPTI_ERROR_OTHER";
       return CUPTI_SUCCESS;
     },
+    [](CUpti_ActivityThreadIdType) { return CUPTI_SUCCESS; },
     [](int* count) {
       *count = device_count;
       return device_count_status;
+    },
+    [] { return 0; },
+    [](int device, gpu_device_properties* p) {
+      p->id = device;
+      p->name = "Fake GPU";
+      p->num_sms = 132;
+      return 0;
     },
 };
 

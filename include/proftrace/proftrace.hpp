@@ -11,6 +11,7 @@
 #pragma once
 
 #include "collect/cpu_ranges.hpp"
+#include "collect/cuda_kernels.hpp"
 #include "collect/flops.hpp"
 #include "collect/memory.hpp"
 #include "collectors.hpp"

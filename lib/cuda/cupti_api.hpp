@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 
+#include "gpu_activity.hpp"
 #include "proftrace/config.hpp"
 
 namespace proftrace {
@@ -29,8 +30,13 @@ struct cupti_api {
   CUptiResult (*get_timestamp)(std::uint64_t* ns);
   CUptiResult (*get_callback_name)(CUpti_CallbackDomain, std::uint32_t cbid, const char** name);
   CUptiResult (*get_result_string)(CUptiResult, const char** text);
+  CUptiResult (*set_thread_id_type)(CUpti_ActivityThreadIdType);
   // cudaGetDeviceCount; returns the cudaError_t as an int (0: success).
   int (*get_device_count)(int* count);
+  // cudaDeviceSynchronize on every device (0: success).
+  int (*synchronize)();
+  // cudaGetDeviceProperties into Kineto's fields (0: success).
+  int (*get_device_properties)(int device, gpu_device_properties* out);
 };
 
 // The toolkit's CUPTI and CUDA runtime (libcupti and libcudart load the

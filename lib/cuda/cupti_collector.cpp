@@ -5,6 +5,9 @@
 #include <cstring>
 #include <new>
 
+#include "../warn.hpp"
+#include "cuda_collection.hpp"
+#include "gpu_trace_writer.hpp"
 #include "proftrace/detail/recorder.hpp"
 
 namespace proftrace {
@@ -49,6 +52,7 @@ void cupti_collector::use_api(const cupti_api* api, std::size_t buffer_cap) {
   api_ = api ? api : &real_cupti_api();
   buffer_cap_ = buffer_cap;
   callbacks_registered_ = false;
+  reported_ = 0;
   std::lock_guard lock(mutex_);
   decoder_ = activity_decoder(*api_);
   outstanding_ = 0;
@@ -95,8 +99,23 @@ cuda_start cupti_collector::start() {
     return {cuda_collection::cupti_error,
             "CUPTI could not enable activity collection: " + describe(*api_, r) + "; CUDA collection is off"};
   }
+  // Runtime and driver records then carry the system thread id, the "tid"
+  // of the thread's events in the trace.
+  api_->set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+  devices_.clear();
+  for (int d = 0; d < devices; ++d) {
+    gpu_device_properties p;
+    if (api_->get_device_properties(d, &p) == 0) devices_.push_back(std::move(p));
+  }
   running_.store(true, std::memory_order_release);
   return {cuda_collection::on, {}};
+}
+
+bool cupti_collector::first_report(const cuda_start& s) {
+  const unsigned bit = 1u << static_cast<unsigned>(s.state);
+  const bool first = (reported_ & bit) == 0;
+  reported_ |= bit;
+  return first;
 }
 
 void cupti_collector::disable_all() {
@@ -115,6 +134,7 @@ void cupti_collector::flush() {
 
 void cupti_collector::stop() {
   if (!running()) return;
+  api_->synchronize();
   flush();
   disable_all();
   running_.store(false, std::memory_order_release);
@@ -170,6 +190,59 @@ void CUPTIAPI cupti_collector::on_buffer_completed(CUcontext, std::uint32_t, std
   }
   ::operator delete(buffer, std::align_val_t(buffer_alignment));
 }
+
+// ---- what sessions and scopes use (cuda_collection.hpp, recorder.hpp) ----
+
+namespace {
+std::atomic<std::uint64_t> next_thread_serial{0};
+constinit thread_local std::uint64_t next_external_id = 0;
+constexpr std::uint64_t sequence_mask = (std::uint64_t{1} << 36) - 1;
+}  // namespace
+
+std::uint64_t push_cuda_correlation() noexcept {
+  std::uint64_t& next = next_external_id;
+  if ((next & sequence_mask) == 0)  // first use on this thread, or 2^36 ids later
+    next = cuda_external_id_marker | ((next_thread_serial.fetch_add(1, std::memory_order_relaxed) & 0xFFFF) << 36) | 1;
+  const std::uint64_t id = next++;
+  const cupti_api& api = cupti_collector::instance().api();
+  return api.push_external_correlation_id(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id) == CUPTI_SUCCESS ? id : 0;
+}
+
+void pop_cuda_correlation() noexcept {
+  std::uint64_t id = 0;
+  cupti_collector::instance().api().pop_external_correlation_id(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
+}
+
+bool cuda_collection_start() {
+  cupti_collector& c = cupti_collector::instance();
+  const cuda_start s = c.start();
+  // The kill switch is the user's own choice: no warning for it.
+  if (s.state != cuda_collection::on && s.state != cuda_collection::disabled && c.first_report(s)) warn(s.message);
+  return s.state == cuda_collection::on;
+}
+
+void cuda_collection_stop() { cupti_collector::instance().stop(); }
+
+gpu_batch cuda_collection_take() {
+  cupti_collector& c = cupti_collector::instance();
+  if (c.running()) {
+    c.api().synchronize();
+    c.flush();
+  }
+  activity_decoder::result r = c.take();
+  gpu_batch b;
+  b.activities = std::move(r.activities);
+  b.dropped_records = r.counts.dropped_records;
+  b.zero_timestamp_kernels = r.counts.zero_timestamp_kernels;
+  static std::uint64_t refused_seen = 0;  // the count is cumulative; a trace reports its own
+  const std::uint64_t refused = c.buffers_refused();
+  if (refused < refused_seen) refused_seen = 0;
+  b.refused_buffers = refused - refused_seen;
+  refused_seen = refused;
+  return b;
+}
+
+std::string cuda_device_properties_json() { return device_properties_json(cupti_collector::instance().devices()); }
 
 }  // namespace detail
 }  // namespace PROFTRACE_ABI_NAMESPACE

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "activity_decoder.hpp"
 #include "cupti_api.hpp"
@@ -57,6 +58,12 @@ class cupti_collector {
   // Buffers handed out and not yet returned, and requests refused at the cap.
   std::size_t buffers_outstanding() const;
   std::uint64_t buffers_refused() const;
+  // The visible devices' properties, read at start().
+  const std::vector<gpu_device_properties>& devices() const { return devices_; }
+
+  // One warning per start-up outcome and process: false when `s`'s reason
+  // was already reported (use_api() forgets what was reported).
+  bool first_report(const cuda_start& s);
 
  private:
   cupti_collector() = default;
@@ -73,6 +80,8 @@ class cupti_collector {
   activity_decoder decoder_{real_cupti_api()};
   std::size_t outstanding_ = 0;
   std::uint64_t refused_ = 0;
+  std::vector<gpu_device_properties> devices_;
+  unsigned reported_ = 0;  // bit per cuda_collection value already warned about
 };
 
 }  // namespace detail

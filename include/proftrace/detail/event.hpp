@@ -11,12 +11,12 @@ inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
 
 enum class event_kind : std::uint32_t {
-  begin = 1,     // payload: step number for category::step, else 0
+  begin = 1,     // payload: step number for category::step, else a CUDA external id or 0
   end = 2,       // `where` repeats the begin's site so the flusher can re-pair after a loss
   complete = 3,  // payload: begin ticks; `ticks` is the end
   instant = 4,
   counter = 5,   // payload: the value's bits (double)
-  shapes = 6,    // a begin with input shapes; `extra` slots follow
+  shapes = 6,    // a begin with input shapes (payload as begin's); `extra` slots follow
   extension = 7, // a slot that continues the record before it
   flops = 8,     // payload: a FLOP count for the enclosing scope; where: 1 if the estimate was invalid
   alloc = 9,     // where: the address; payload: bytes | category << 48 | (device + 1) << 56

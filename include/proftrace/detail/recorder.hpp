@@ -29,6 +29,7 @@ enum state_bit : std::uint32_t {
   state_record_shapes = 1u << 2,  // scopes with shapes record them
   state_flops = 1u << 3,          // FLOP estimates are recorded (with_flops)
   state_memory = 1u << 4,         // allocations are recorded (profile_memory)
+  state_cuda = 1u << 5,           // CUPTI collects: scopes push their id as CUDA external correlation
 };
 
 inline constinit std::atomic<std::uint32_t> session_state{0};
@@ -60,18 +61,40 @@ PROFTRACE_ALWAYS_INLINE void record_end(const site* s) noexcept {
   if (ring* r = thread_ring()) r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), 0, event_kind::end);
 }
 
+#if PROFTRACE_WITH_CUDA
+// While CUPTI collects, a scope pushes a fresh external id (its "External
+// id" in the trace, carried in its begin event) as CUPTI's external
+// correlation on its thread, so the kernels it launches name it; 0 when the
+// push failed. Out of line: CUPTI's own call dominates anyway.
+std::uint64_t push_cuda_correlation() noexcept;
+void pop_cuda_correlation() noexcept;
+#endif
+
 // Keeps the ring it began in, so the way out needs no thread-local lookup.
+// The correlation push comes before the begin's clock read and the pop after
+// the end's, so CUPTI's cost stays outside the measured scope.
 class scope_guard {
  public:
   PROFTRACE_ALWAYS_INLINE explicit scope_guard(const site* s) noexcept {
-    if (recording()) {
+    const std::uint32_t state = session_state.load(std::memory_order_relaxed);
+    if (PROFTRACE_UNLIKELY(state & state_recording)) {
       ring_ = thread_ring();
       site_ = s;
-      if (ring_) ring_->push(ring_->now(), reinterpret_cast<std::uintptr_t>(s), 0, event_kind::begin);
+      if (ring_) {
+#if PROFTRACE_WITH_CUDA
+        if (PROFTRACE_UNLIKELY(state & state_cuda)) correlation_ = push_cuda_correlation();
+#endif
+        ring_->push(ring_->now(), reinterpret_cast<std::uintptr_t>(s), correlation_, event_kind::begin);
+      }
     }
   }
   PROFTRACE_ALWAYS_INLINE ~scope_guard() {
-    if (ring_) ring_->push(ring_->now(), reinterpret_cast<std::uintptr_t>(site_), 0, event_kind::end);
+    if (ring_) {
+      ring_->push(ring_->now(), reinterpret_cast<std::uintptr_t>(site_), 0, event_kind::end);
+#if PROFTRACE_WITH_CUDA
+      if (PROFTRACE_UNLIKELY(correlation_ != 0)) pop_cuda_correlation();
+#endif
+    }
   }
   scope_guard(const scope_guard&) = delete;
   scope_guard& operator=(const scope_guard&) = delete;
@@ -79,6 +102,7 @@ class scope_guard {
  private:
   ring* ring_ = nullptr;
   const site* site_ = nullptr;
+  std::uint64_t correlation_ = 0;
 };
 
 // One dimension of an input shape: any integer type converts without a
@@ -96,22 +120,33 @@ using shape_list = std::initializer_list<std::initializer_list<shape_dim>>;
 inline constexpr std::uint32_t max_shape_slots = 15;
 inline constexpr std::uint32_t max_shape_words = max_shape_slots * words_per_event;
 
-void record_begin_with_shapes(const site* s, shape_list shapes) noexcept;
+// `correlation`: the begin's payload (a CUDA external id, or 0).
+void record_begin_with_shapes(const site* s, shape_list shapes, std::uint64_t correlation = 0) noexcept;
 
 class shapes_scope_guard {
  public:
-  shapes_scope_guard(const site* s, shape_list shapes) noexcept
-      : site_(recording() ? s : nullptr) {
-    if (site_) record_begin_with_shapes(site_, shapes);
+  shapes_scope_guard(const site* s, shape_list shapes) noexcept {
+    const std::uint32_t state = session_state.load(std::memory_order_relaxed);
+    if (!(state & state_recording)) return;
+    site_ = s;
+#if PROFTRACE_WITH_CUDA
+    if (state & state_cuda) correlation_ = push_cuda_correlation();
+#endif
+    record_begin_with_shapes(site_, shapes, correlation_);
   }
   ~shapes_scope_guard() {
-    if (site_) record_end(site_);
+    if (!site_) return;
+    record_end(site_);
+#if PROFTRACE_WITH_CUDA
+    if (correlation_ != 0) pop_cuda_correlation();
+#endif
   }
   shapes_scope_guard(const shapes_scope_guard&) = delete;
   shapes_scope_guard& operator=(const shapes_scope_guard&) = delete;
 
  private:
-  const site* site_;
+  const site* site_ = nullptr;
+  std::uint64_t correlation_ = 0;
 };
 
 // PROF_STEP: the calling thread enters its next step. The first thread to

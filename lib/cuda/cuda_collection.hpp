@@ -1,0 +1,44 @@
+// Internal: what sessions and the flusher need of the CUDA collector, with
+// no CUDA header (lib/cuda/cupti_collector.cpp implements it).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpu_activity.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+// The GPU side of one trace: its activities (joined to external ids) and
+// what could not be collected.
+struct gpu_batch {
+  std::vector<gpu_activity> activities;
+  std::uint64_t dropped_records = 0;         // CUPTI's count: records it had no buffer for
+  std::uint64_t zero_timestamp_kernels = 0;  // kernels CUPTI could not time: left out
+  std::uint64_t refused_buffers = 0;         // buffer requests refused at the cap
+};
+
+// A scope's external id while CUPTI collects: bit 52 set (ids the flusher
+// numbers itself stay far below), 16 bits of thread serial and 36 of
+// sequence, all below 2^53 so JavaScript viewers keep them exact.
+inline constexpr std::uint64_t cuda_external_id_marker = std::uint64_t{1} << 52;
+constexpr bool is_cuda_external_id(std::uint64_t id) noexcept { return (id & cuda_external_id_marker) != 0; }
+
+#if PROFTRACE_WITH_CUDA
+// Starts CUPTI collection for a session. False, after one warning per
+// reason and process, when it stays off (no driver, no device, another
+// CUPTI client, PROFTRACE_DISABLE_CUDA).
+bool cuda_collection_start();
+void cuda_collection_stop();
+// Waits for the device, flushes CUPTI's buffers and returns what they held.
+gpu_batch cuda_collection_take();
+// "deviceProperties" of every visible device, as JSON ("[]" if none).
+std::string cuda_device_properties_json();
+#endif
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace
