@@ -258,8 +258,8 @@ std::string event_averages::collapsed_stacks(std::string_view metric) const {
   std::vector<std::pair<std::string, std::int64_t>> lines;
   std::unordered_map<std::string, std::size_t> index;
   for (const auto& r : rows) {
-    // No device time is collected yet, so the CUDA metric has no positive line.
-    const std::int64_t value_us = metric == "self_cpu_time_total" ? r.self_cpu_time_total_ns / 1000 : 0;
+    const std::int64_t value_us =
+        (metric == "self_cpu_time_total" ? r.self_cpu_time_total_ns : r.self_cuda_time_total_ns) / 1000;
     std::string stack;
     for (auto it = r.stack.rbegin(); it != r.stack.rend(); ++it) stack += clean(*it) + ";";
     stack += clean(r.key);

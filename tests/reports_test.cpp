@@ -196,6 +196,10 @@ TEST_CASE("collapsed stacks: outermost first, the op last, separators cleaned, s
   a.rows.push_back(r);
   CHECK(a.collapsed_stacks() == "train.py(3):_step;model.py(12):_forward;aten::mm 3500\n");
   CHECK(a.collapsed_stacks("self_cuda_time_total").empty());
+  r.key = "launcher";
+  r.self_cuda_time_total_ns = 4'000;
+  a.rows.push_back(r);
+  CHECK(a.collapsed_stacks("self_cuda_time_total") == "launcher 4\n");
   CHECK_THROWS_AS(a.collapsed_stacks("nope"), std::invalid_argument);
 }
 
