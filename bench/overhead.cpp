@@ -15,6 +15,10 @@
 
 #include "batch.hpp"
 
+#if PROFTRACE_WITH_CUDA
+#include "cuda/cupti_collector.hpp"
+#endif
+
 #if PROFTRACE_BENCH_NVTX3
 #include <nvtx3/nvtx3.hpp>
 #endif
@@ -205,6 +209,92 @@ void BM_paired_off_vs_empty(benchmark::State& state) {
   state.counters["ratio_runtime_off"] = t[0] > 0 ? t[2] / t[0] : 0;
 }
 
+#if PROFTRACE_WITH_CUDA
+// (g) What proftrace itself adds to a recorded scope while CUPTI collects:
+// a fresh external id, the out-of-line push before the begin and the pop
+// after the end, through the CUPTI table. The table here is a no-op that
+// succeeds, so CUPTI's own push/pop (measured on a GPU machine) is not in
+// the figure. Plain and correlated batches alternate in one session by
+// flipping its CUDA bit between them.
+namespace fake_cupti {
+namespace d = proftrace::detail;
+const d::cupti_api table{
+    [](CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc) { return CUPTI_SUCCESS; },
+    [](CUpti_ActivityKind) { return CUPTI_SUCCESS; },
+    [](CUpti_ActivityKind) { return CUPTI_SUCCESS; },
+    [](std::uint32_t) { return CUPTI_SUCCESS; },
+    [](std::uint8_t*, std::size_t, CUpti_Activity**) { return CUPTI_ERROR_MAX_LIMIT_REACHED; },
+    [](CUcontext, std::uint32_t, std::size_t* n) {
+      *n = 0;
+      return CUPTI_SUCCESS;
+    },
+    [](CUpti_ExternalCorrelationKind, std::uint64_t id) {
+      benchmark::DoNotOptimize(id);
+      return CUPTI_SUCCESS;
+    },
+    [](CUpti_ExternalCorrelationKind, std::uint64_t* id) {
+      *id = 0;
+      return CUPTI_SUCCESS;
+    },
+    [](std::uint64_t* ns) {
+      *ns = 0;
+      return CUPTI_SUCCESS;
+    },
+    [](CUpti_CallbackDomain, std::uint32_t, const char**) { return CUPTI_ERROR_INVALID_PARAMETER; },
+    [](CUptiResult, const char**) { return CUPTI_ERROR_INVALID_PARAMETER; },
+    [](CUpti_ActivityThreadIdType) { return CUPTI_SUCCESS; },
+    [](int* count) {
+      *count = 1;
+      return 0;
+    },
+    [] { return 0; },
+    [](int, d::gpu_device_properties*) { return 1; },
+};
+}  // namespace fake_cupti
+
+void BM_paired_correlated_vs_plain(benchmark::State& state) {
+  namespace d = proftrace::detail;
+  d::cupti_collector::instance().use_api(&fake_cupti::table);
+  {
+    proftrace::profile p;
+    p.start();
+    if (!(d::session_state.load() & d::state_cuda)) {
+      state.SkipWithError("CUDA collection did not start with the no-op CUPTI table");
+      d::cupti_collector::instance().use_api(nullptr);
+      return;
+    }
+    { PROF_SCOPE("x"); }
+    p.flush();
+    double plain = 0, correlated = 0, flushing = 0;
+    bool plain_first = true;
+    for (auto _ : state) {
+      double tp = 0, tc = 0;
+      for (int k = 0; k < 2; ++k) {
+        const bool correlate = (k == 0) != plain_first;
+        if (correlate) d::session_state.fetch_or(d::state_cuda);
+        else d::session_state.fetch_and(~std::uint32_t{d::state_cuda});
+        (correlate ? tc : tp) = time_batch(scope_batch);
+        const auto f0 = std::chrono::steady_clock::now();
+        p.flush();
+        flushing += std::chrono::duration<double>(std::chrono::steady_clock::now() - f0).count();
+      }
+      plain_first = !plain_first;
+      plain += tp;
+      correlated += tc;
+      state.SetIterationTime(tc);
+    }
+    d::session_state.fetch_or(d::state_cuda);
+    p.stop();
+    report_per_scope(state);
+    check_session(state, p, state.iterations() * static_cast<std::int64_t>(kBatch) + 1);  // two batches an iteration
+    set_seconds_per_scope(state, "plain", plain);
+    set_seconds_per_scope(state, "correlated", correlated);
+    state.counters["ratio"] = plain > 0 ? correlated / plain : 0;
+  }
+  d::cupti_collector::instance().use_api(nullptr);
+}
+#endif
+
 #if PROFTRACE_BENCH_NVTX3
 // (f) NVTX3 with no tool attached: the first call finds no injection library
 // and sets the function-pointer table to null, so each later call is a load
@@ -239,6 +329,9 @@ BENCHMARK(BM_scope_runtime_off);
 BENCHMARK(BM_diag_ring_push_pair)->MinTime(0.1);  // a diagnostic: its flushes take 40x its timed part
 BENCHMARK(BM_paired_recorded_vs_rdtsc)->UseManualTime();
 BENCHMARK(BM_paired_off_vs_empty)->UseManualTime();
+#if PROFTRACE_WITH_CUDA
+BENCHMARK(BM_paired_correlated_vs_plain)->UseManualTime();
+#endif
 #if PROFTRACE_BENCH_NVTX3
 BENCHMARK(BM_nvtx3_push_pop);
 BENCHMARK(BM_nvtx3_scoped_range);
