@@ -15,6 +15,7 @@
 #include "flusher.hpp"
 #include "json_text.hpp"
 #include "memory_timeline.hpp"
+#include "proftrace/cuda.hpp"
 #include "proftrace/detail/recorder.hpp"
 #include "proftrace/profile.hpp"
 #include "proftrace/trace_handler.hpp"
@@ -159,16 +160,32 @@ struct session::impl {
     return {};
   }
 
+  // cudaProfilerStart/Stop around each trace (cuda_profiler_gating).
+  void gate_cuda_profiler(bool start) {
+    if (!opts.cuda_profiler_gating) return;
+#if PROFTRACE_WITH_CUDA
+    try {
+      start ? cuda::profiler_start() : cuda::profiler_stop();
+    } catch (const std::exception& e) {
+      detail::warn(std::string(e.what()) + " (cuda_profiler_gating)");
+    }
+#else
+    (void)start;
+#endif
+  }
+
   void start_trace() {
     take_gpu();  // GPU work from before this trace (a wait or warmup phase) belongs to none
     // Throws, recording nothing, when the spool cannot be created.
     detail::flusher::instance().switch_window(detail::now_ticks(), window_for_next_trace(), scoped_steps);
     trace_open = true;
     set_recording(true);
+    gate_cuda_profiler(true);
   }
 
   void stop_trace() {
     if (!trace_open) return;
+    gate_cuda_profiler(false);
     set_recording(false);
     const std::uint64_t t = detail::now_ticks();
     trace_open = false;
@@ -262,6 +279,9 @@ session::session(profile_options options, activity_set compiled) : impl_(std::ma
         detail::warn("activity " + std::string(to_string(a)) + " is not compiled into this build; ignored");
   }
   if (s.activities.empty()) throw std::invalid_argument("No valid profiler activities found");
+#if !PROFTRACE_WITH_CUDA
+  if (s.opts.cuda_profiler_gating) detail::warn("cuda_profiler_gating needs a build with CUDA; ignored");
+#endif
   if (s.opts.ring_events < 64 || (s.opts.ring_events & (s.opts.ring_events - 1)) != 0)
     throw std::invalid_argument("proftrace: ring_events must be a power of two >= 64");
   s.record_steps = static_cast<bool>(s.opts.schedule);

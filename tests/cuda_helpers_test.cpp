@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <proftrace/cuda.hpp>
+#include <proftrace/proftrace.hpp>
 
 #include <cstdlib>
 #include <cstring>
@@ -159,3 +160,32 @@ TEST_CASE("the real CUDA runtime on this machine") {
   }
 }
 #endif
+
+TEST_CASE("the schedule drives cudaProfilerStart/Stop: Nsight captures only the active steps") {
+  injected fake_cuda;
+  proftrace::profile p({.activities = {proftrace::activity::cpu},
+                        .schedule = proftrace::schedule({.wait = 1, .warmup = 1, .active = 2, .repeat = 2}),
+                        .cuda_profiler_gating = true});
+  std::vector<std::pair<int, int>> seen;  // (starts, stops) after each step
+  p.start();
+  for (int step = 0; step < 9; ++step) {
+    p.step();
+    seen.emplace_back(fake::starts, fake::stops);
+  }
+  p.stop();
+  // Steps 0 and 1 wait and warm up; 2-3 record (start, then stop at 4); 6-7 again.
+  CHECK(seen[0] == std::pair{0, 0});
+  CHECK(seen[1] == std::pair{1, 0});  // step 2 begins: the trace and the capture start
+  CHECK(seen[3] == std::pair{1, 1});  // step 4: the trace is ready, the capture stops
+  CHECK(fake::starts == 2);
+  CHECK(fake::stops == 2);
+
+  fake::reset();
+  fake::stop_status = 35;
+  test_support::warning_capture warnings;
+  proftrace::profile q({.activities = {proftrace::activity::cpu}, .cuda_profiler_gating = true});
+  q.start();
+  q.stop();
+  CHECK(warnings.contains("cudaProfilerStop failed"));
+  CHECK(warnings.contains("cuda_profiler_gating"));
+}

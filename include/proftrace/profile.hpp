@@ -57,6 +57,10 @@ struct profile_options {
   bool with_flops = false;    // record PROF_MATMUL, PROF_CONV, ... estimates: "flops" args, Total FLOPs column
   bool with_modules = false;  // "Module Hierarchy" from enclosing PROF_MODULE scopes
   bool retain_events = false; // keep every complete event for events() (memory grows with the trace)
+  // Calls cudaProfilerStart when a trace starts and cudaProfilerStop when it
+  // ends, so `nsys profile --capture-range=cudaProfilerApi` captures only the
+  // schedule's active steps (builds with CUDA; a failure is one warning).
+  bool cuda_profiler_gating = false;
   std::optional<overflow_policy> overflow{};  // empty: PROFTRACE_OVERFLOW_POLICY
   std::uint32_t ring_events = PROFTRACE_RING_EVENTS;  // for threads that attach from now on
   std::chrono::milliseconds flush_period{100};
