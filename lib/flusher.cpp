@@ -106,7 +106,7 @@ class window {
     cal = calibrate_clock();
     base_ns = cal.to_unix_ns(start_ticks);
     pid = static_cast<std::int64_t>(::getpid());
-    std::string head = "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": " + opts.device_properties + ",\n";
+    std::string head = "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": " + device_properties_json(opts.devices) + ",\n";
     for (auto& [k, v] : opts.head_metadata) {
       head += "  ";
       append_json_string(head, k);
@@ -395,7 +395,7 @@ class window {
     gpu_losses.zero_timestamp_kernels += gpu.zero_timestamp_kernels;
     gpu_losses.refused_buffers += gpu.refused_buffers;
     if (gpu.activities.empty()) return;
-    gpu_trace_writer(pid, base_ns, {}).write(gpu.activities, buffer, first_event);
+    gpu_trace_writer(pid, base_ns, opts.devices).write(gpu.activities, buffer, first_event);
 
     struct span {
       const site* where;

@@ -30,7 +30,7 @@ struct window_options {
   bool with_modules = false;
   bool retain_events = false;
   std::int64_t first_step = -1;  // the schedule's step when the window opens (-1: no steps)
-  std::string device_properties = "[]";  // "deviceProperties", raw JSON
+  std::vector<gpu_device_properties> devices;  // "deviceProperties", and the kernels' occupancy
   bool cuda = false;  // CUPTI collects: remember each scope's row and parent for GPU attribution
 };
 

@@ -105,7 +105,7 @@ struct session::impl {
     w.first_step = record_steps ? step_num : -1;
 #if PROFTRACE_WITH_CUDA
     if (cuda_on) {
-      w.device_properties = detail::cuda_device_properties_json();
+      w.devices = detail::cuda_devices();
       w.cuda = true;
     }
 #endif

@@ -239,6 +239,10 @@ TEST_CASE("kernels join the scopes that launched them: trace, flows, table, stac
   CHECK(kernels_per_id[id_of["inner"]] == 2);
   CHECK(kernels_per_id[id_of["worker"]] == 1);
   CHECK(kernels_per_id[0] == 1);
+  // The device's properties give each kernel its occupancy figures (1 block of 8 warps on 132 SMs).
+  CHECK(kernels[0].at("args").at("blocks per SM").as_double() == doctest::Approx(0.01));
+  CHECK(kernels[0].at("args").at("warps per SM").as_double() == doctest::Approx(0.06));
+  CHECK(kernels[0].at("args").at("est. achieved occupancy %").as_int64() == 0);
   CHECK(with_cat(trace, "ac2g").size() == 10);
   const auto launches_written = with_cat(trace, "cuda_runtime");
   REQUIRE(launches_written.size() == 5);

@@ -35,8 +35,8 @@ bool cuda_collection_start();
 void cuda_collection_stop();
 // Waits for the device, flushes CUPTI's buffers and returns what they held.
 gpu_batch cuda_collection_take();
-// "deviceProperties" of every visible device, as JSON ("[]" if none).
-std::string cuda_device_properties_json();
+// The visible devices' properties, read when collection started.
+std::vector<gpu_device_properties> cuda_devices();
 #endif
 
 }  // namespace detail

@@ -7,7 +7,6 @@
 
 #include "../warn.hpp"
 #include "cuda_collection.hpp"
-#include "gpu_trace_writer.hpp"
 #include "proftrace/detail/recorder.hpp"
 
 namespace proftrace {
@@ -242,7 +241,7 @@ gpu_batch cuda_collection_take() {
   return b;
 }
 
-std::string cuda_device_properties_json() { return device_properties_json(cupti_collector::instance().devices()); }
+std::vector<gpu_device_properties> cuda_devices() { return cupti_collector::instance().devices(); }
 
 }  // namespace detail
 }  // namespace PROFTRACE_ABI_NAMESPACE
