@@ -572,6 +572,7 @@ struct flusher::impl {
     std::int64_t first_step = -1;
   };
   std::optional<next_window_start> next_start;  // set while a switch opens a window
+  bool next_profile_memory = false;              // ... and whether that window records memory
   std::vector<memory_record> preexisting_at_split;
 
   // ---- event processing (mutex held) ----
@@ -584,8 +585,13 @@ struct flusher::impl {
     const auto kind = static_cast<event_kind>(e->kind);
     if (kind == event_kind::extension) return;  // its head was lost
     if (is_memory(kind)) {
-      const resolved_memory m = ts.resolved.front();
-      ts.resolved.pop_front();
+      resolved_memory m;
+      if (ts.resolved.empty()) {
+        resolve(*e, m);  // a streamed drain (no memory window): in this thread's order
+      } else {
+        m = ts.resolved.front();
+        ts.resolved.pop_front();
+      }
       if (w != nullptr && e->ticks >= w->start_ticks) record_memory(ts, rec, *e, m, *w);
       else if (w != nullptr) ++w->losses.late;
       return;
@@ -797,8 +803,52 @@ struct flusher::impl {
 
   // Consumes every ring. Events after `split_ticks` are parked in `pending`
   // when `split` is set (and so is everything after them on that thread);
-  // otherwise everything goes to the current window.
+  // otherwise everything goes to the current window. Memory windows take
+  // every ring first and resolve memory events in time order; the others
+  // stream each ring's chunks straight through (no copy, no scan).
   void drain(bool split, std::uint64_t split_ticks) {
+    if ((current && current->opts.profile_memory) || next_profile_memory) drain_batched(split, split_ticks);
+    else drain_streamed(split, split_ticks);
+    const std::uint64_t unattached = registry::instance().unattached_drops.load(std::memory_order_relaxed);
+    if (current) current->losses.unattached += unattached - unattached_seen;
+    unattached_seen = unattached;
+  }
+
+  // Processes one record, or parks it (and the rest of its thread's) after a split.
+  void route(thread_state& ts, thread_record* rec, const event* e, std::size_t len, bool split,
+             std::uint64_t split_ticks, bool& parking) {
+    parking = parking || (split && e->ticks > split_ticks);
+    if (parking) ts.pending.insert(ts.pending.end(), e, e + len);
+    else process(ts, rec, e, current.get());
+  }
+
+  void reap_if_done(thread_state& ts, thread_record* rec) {
+    if (ts.exited && rec->events->empty() && ts.pending.empty()) {
+      threads.erase(rec);
+      registry::instance().reap(rec);
+    }
+  }
+
+  void drain_streamed(bool split, std::uint64_t split_ticks) {
+    for (thread_record* rec : registry::instance().snapshot()) {
+      thread_state& ts = state_of(rec);
+      ts.exited = rec->exited.load(std::memory_order_acquire);
+      ring& r = *rec->events;
+      bool parking = false;
+      for (std::size_t round = 0; round <= r.capacity() / chunk.size() + 1; ++round) {
+        std::size_t first = 0;
+        const std::size_t n = r.consume(chunk.data(), chunk.size(), &first);
+        const event* ev = chunk.data() + first;
+        for (std::size_t i = 0; i < n; i += record_length(ev[i]))
+          route(ts, rec, ev + i, record_length(ev[i]), split, split_ticks, parking);
+        if (n == 0 && first == 0) break;
+      }
+      account_losses(ts, r);
+      reap_if_done(ts, rec);
+    }
+  }
+
+  void drain_batched(bool split, std::uint64_t split_ticks) {
     const std::vector<thread_record*> records = registry::instance().snapshot();
     for (thread_record* rec : records) {
       thread_state& ts = state_of(rec);
@@ -810,25 +860,11 @@ struct flusher::impl {
     for (thread_record* rec : records) {
       thread_state& ts = state_of(rec);
       bool parking = false;
-      for (std::size_t i = 0; i < ts.batch.size();) {
-        const std::size_t len = record_length(ts.batch[i]);
-        parking = parking || (split && ts.batch[i].ticks > split_ticks);
-        if (parking)
-          ts.pending.insert(ts.pending.end(), ts.batch.begin() + static_cast<std::ptrdiff_t>(i),
-                            ts.batch.begin() + static_cast<std::ptrdiff_t>(i + len));
-        else
-          process(ts, rec, &ts.batch[i], current.get());
-        i += len;
-      }
+      for (std::size_t i = 0; i < ts.batch.size(); i += record_length(ts.batch[i]))
+        route(ts, rec, &ts.batch[i], record_length(ts.batch[i]), split, split_ticks, parking);
       ts.batch.clear();
-      if (ts.exited && rec->events->empty() && ts.pending.empty()) {
-        threads.erase(rec);
-        registry::instance().reap(rec);
-      }
+      reap_if_done(ts, rec);
     }
-    const std::uint64_t unattached = registry::instance().unattached_drops.load(std::memory_order_relaxed);
-    if (current) current->losses.unattached += unattached - unattached_seen;
-    unattached_seen = unattached;
   }
 
   void account_losses(thread_state& ts, ring& r) {
@@ -916,11 +952,13 @@ std::shared_ptr<finished_trace> flusher::switch_window(std::uint64_t at_ticks, s
   std::unique_ptr<window> next;
   if (next_options) {
     s.next_start = impl::next_window_start{!s.current, next_options->first_step};
+    s.next_profile_memory = next_options->profile_memory;
     next = std::make_unique<window>(std::move(*next_options), at_ticks, ++s.windows_made);
   }
   s.discard_api_steps = discard_api_steps;
   s.drain(true, at_ticks);
   s.next_start.reset();
+  s.next_profile_memory = false;
 
   std::shared_ptr<finished_trace> done;
   window* old = s.current.get();

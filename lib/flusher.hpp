@@ -32,6 +32,7 @@ struct window_options {
   std::int64_t first_step = -1;  // the schedule's step when the window opens (-1: no steps)
   std::vector<gpu_device_properties> devices;  // "deviceProperties", and the kernels' occupancy
   bool cuda = false;  // CUPTI collects: remember each scope's row and parent for GPU attribution
+  bool profile_memory = false;  // memory events are resolved in time order across threads
 };
 
 // A closed trace window: its file, its aggregates and what it lost.

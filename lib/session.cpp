@@ -103,6 +103,7 @@ struct session::impl {
     w.with_modules = opts.with_modules;
     w.retain_events = opts.retain_events;
     w.first_step = record_steps ? step_num : -1;
+    w.profile_memory = opts.profile_memory && activities.contains(activity::memory);
 #if PROFTRACE_WITH_CUDA
     if (cuda_on) {
       w.devices = detail::cuda_devices();
