@@ -391,15 +391,12 @@ class window {
   // (total), and each user scope projected onto the streams its GPU work
   // ran on (gpu_user_annotation).
   void write_gpu(const gpu_batch& gpu) {
-    gpu_losses.dropped_records += gpu.dropped_records;
-    gpu_losses.zero_timestamp_kernels += gpu.zero_timestamp_kernels;
-    gpu_losses.refused_buffers += gpu.refused_buffers;
+    gpu_losses.add(gpu.losses);
     if (gpu.activities.empty()) return;
     gpu_trace_writer(pid, base_ns, opts.devices).write(gpu.activities, buffer, first_event);
 
     struct span {
       const site* where;
-      std::uint64_t external_id;
       std::int64_t begin, end;
     };
     std::map<std::tuple<std::uint64_t, std::uint32_t, std::uint32_t>, span> spans;  // (scope, device, stream)
@@ -415,7 +412,7 @@ class window {
         if (self) row.self_cuda_time_total_ns += dur;
         self = false;
         if (it->second.where->cat == category::user_annotation) {
-          auto [s, fresh] = spans.try_emplace({it->first, a.device, a.stream}, span{it->second.where, it->first, a.start_ns, a.end_ns});
+          auto [s, fresh] = spans.try_emplace({it->first, a.device, a.stream}, span{it->second.where, a.start_ns, a.end_ns});
           if (!fresh) {
             s->second.begin = std::min(s->second.begin, a.start_ns);
             s->second.end = std::max(s->second.end, a.end_ns);
@@ -436,7 +433,7 @@ class window {
       buffer += ", \"dur\": ";
       append_us3(buffer, s.end - s.begin);
       buffer += ", \"args\": {\"External id\": ";
-      append_int(buffer, s.external_id);
+      append_int(buffer, std::get<0>(key));
       buffer += "}}";
     }
   }
@@ -485,7 +482,7 @@ class window {
   std::uint64_t invalid_flop_estimates = 0;
   std::uint64_t unscoped_flop_estimates = 0;  // no scope was open to carry them
   std::uint64_t unknown_frees = 0;            // frees of addresses never seen allocated
-  gpu_batch gpu_losses;                       // counts only: what CUDA collection could not record
+  gpu_loss_counts gpu_losses;
   std::unordered_map<std::string, std::size_t> by_key;
   loss_counts losses;
   std::vector<std::pair<std::string, std::string>> tail_metadata;

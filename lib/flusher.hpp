@@ -50,7 +50,7 @@ struct finished_trace {
   std::uint64_t invalid_flop_estimates = 0;   // invalid shapes or overflow: counted, not added
   std::uint64_t unscoped_flop_estimates = 0;  // recorded with no scope open on the thread
   std::uint64_t unknown_frees = 0;            // frees of addresses never seen allocated
-  gpu_batch gpu_losses;                       // CUDA: dropped records, untimed kernels, refused buffers (no activities)
+  gpu_loss_counts gpu_losses;
   std::vector<function_event> events;  // only with retain_events
   std::vector<memory_record> memory;   // every allocation, free and reserve report, with running totals
 

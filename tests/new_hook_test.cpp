@@ -98,3 +98,22 @@ TEST_CASE("without profile_memory, or with no session, the hook records nothing"
   CHECK(p.memory_stats().empty());
   delete[] keep(new char[64]);  // no session at all
 }
+
+// Under the sanitizers a request this large aborts in their allocators
+// before the hook sees it.
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+TEST_CASE("an allocation that fails: bad_alloc or nullptr as the standard says, nothing recorded") {
+  proftrace::profile p({.profile_memory = true});
+  p.start();
+  const std::size_t huge = std::size_t{1} << 62;
+  {
+    PROF_SCOPE("fails");
+    CHECK_THROWS_AS(keep(::operator new(huge)), std::bad_alloc);
+    CHECK(keep(new (std::nothrow) char[huge]) == nullptr);
+    CHECK_THROWS_AS(keep(::operator new(huge, std::align_val_t(64))), std::bad_alloc);
+  }
+  p.stop();
+  CHECK(rows_of(p)["fails"].cpu_memory_usage == 0);
+  CHECK(p.memory_stats().empty());
+}
+#endif

@@ -12,13 +12,24 @@ namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
 
+// What CUDA collection could not record, counted in the trace.
+struct gpu_loss_counts {
+  std::uint64_t dropped_records = 0;         // CUPTI's count: records it had no buffer for
+  std::uint64_t zero_timestamp_kernels = 0;  // kernels CUPTI could not time: left out
+  std::uint64_t refused_buffers = 0;         // buffer requests refused at the cap
+
+  void add(const gpu_loss_counts& o) noexcept {
+    dropped_records += o.dropped_records;
+    zero_timestamp_kernels += o.zero_timestamp_kernels;
+    refused_buffers += o.refused_buffers;
+  }
+};
+
 // The GPU side of one trace: its activities (joined to external ids) and
 // what could not be collected.
 struct gpu_batch {
   std::vector<gpu_activity> activities;
-  std::uint64_t dropped_records = 0;         // CUPTI's count: records it had no buffer for
-  std::uint64_t zero_timestamp_kernels = 0;  // kernels CUPTI could not time: left out
-  std::uint64_t refused_buffers = 0;         // buffer requests refused at the cap
+  gpu_loss_counts losses;
 };
 
 // A scope's external id while CUPTI collects: bit 52 set (ids the flusher

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #include "../warn.hpp"
 #include "cuda_collection.hpp"
@@ -154,6 +155,11 @@ std::uint64_t cupti_collector::buffers_refused() const {
   return refused_;
 }
 
+std::uint64_t cupti_collector::take_refused() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(refused_, 0);
+}
+
 void CUPTIAPI cupti_collector::on_buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
   const in_profiler_guard own_allocation;  // CUPTI's thread: never the program's memory
   cupti_collector& c = instance();
@@ -229,16 +235,7 @@ gpu_batch cuda_collection_take() {
     c.flush();
   }
   activity_decoder::result r = c.take();
-  gpu_batch b;
-  b.activities = std::move(r.activities);
-  b.dropped_records = r.counts.dropped_records;
-  b.zero_timestamp_kernels = r.counts.zero_timestamp_kernels;
-  static std::uint64_t refused_seen = 0;  // the count is cumulative; a trace reports its own
-  const std::uint64_t refused = c.buffers_refused();
-  if (refused < refused_seen) refused_seen = 0;
-  b.refused_buffers = refused - refused_seen;
-  refused_seen = refused;
-  return b;
+  return {std::move(r.activities), {r.counts.dropped_records, r.counts.zero_timestamp_kernels, c.take_refused()}};
 }
 
 std::vector<gpu_device_properties> cuda_devices() { return cupti_collector::instance().devices(); }

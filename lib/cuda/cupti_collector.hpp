@@ -58,6 +58,8 @@ class cupti_collector {
   // Buffers handed out and not yet returned, and requests refused at the cap.
   std::size_t buffers_outstanding() const;
   std::uint64_t buffers_refused() const;
+  // The refused requests since the last call (a trace reports its own).
+  std::uint64_t take_refused();
   // The visible devices' properties, read at start().
   const std::vector<gpu_device_properties>& devices() const { return devices_; }
 
