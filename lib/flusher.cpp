@@ -87,6 +87,21 @@ struct resolved_memory {
   bool known = true;  // false: a free of an address never seen allocated
 };
 
+// A CUDA allocation or free (CUPTI's MEMORY2) as an event among the host's,
+// so that it resolves with them in time order, and what it resolved to.
+struct gpu_memory_event {
+  const gpu_activity* activity;
+  event e;
+  resolved_memory m;
+};
+
+memory_record record_of(std::int64_t ns, const resolved_memory& m, int device, event_kind kind) {
+  return {ns, m.bytes, m.total_allocated, m.total_reserved, m.step, device, m.category,
+          kind == event_kind::alloc  ? memory_action::create
+          : kind == event_kind::free ? memory_action::destroy
+                                     : memory_action::reserve};
+}
+
 struct thread_state {
   std::int64_t tid = 0;
   std::vector<open_scope> stack;
@@ -307,7 +322,7 @@ class window {
 
   // The fields every instant or counter event starts with, up to the opening
   // of its args: {"ph": ..., "cat": ..., "name": ..., "pid": ..., "tid": ..., "ts": ..., "args": {
-  void open_point_event(std::string_view ph_and_cat, std::string_view name, const thread_state& ts, std::int64_t ns) {
+  void open_point_event(std::string_view ph_and_cat, std::string_view name, std::int64_t tid, std::int64_t ns) {
     begin_event();
     buffer += "{";
     buffer += ph_and_cat;
@@ -316,7 +331,7 @@ class window {
     buffer += ", \"pid\": ";
     append_int(buffer, pid);
     buffer += ", \"tid\": ";
-    append_int(buffer, ts.tid);
+    append_int(buffer, tid);
     buffer += ", \"ts\": ";
     append_us3(buffer, ns - base_ns);
     buffer += ", \"args\": {";
@@ -325,9 +340,8 @@ class window {
   static constexpr std::string_view instant_head = "\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\"";
 
   // Kineto's "[memory]" instant event.
-  void write_memory(const thread_state& ts, std::int64_t ns, int device, std::uint64_t address,
-                    const resolved_memory& m) {
-    open_point_event(instant_head, "[memory]", ts, ns);
+  void write_memory(std::int64_t tid, std::int64_t ns, int device, std::uint64_t address, const resolved_memory& m) {
+    open_point_event(instant_head, "[memory]", tid, ns);
     buffer += "\"Device Type\": ";
     buffer += device < 0 ? "0" : "1";
     buffer += ", \"Device Id\": ";
@@ -358,12 +372,12 @@ class window {
   }
 
   void write_instant(const thread_state& ts, const site& where, std::int64_t ns) {
-    open_point_event(instant_head, where.name, ts, ns);
+    open_point_event(instant_head, where.name, ts.tid, ns);
     buffer += "}}";
   }
 
   void write_counter(const thread_state& ts, const site& where, std::int64_t ns, double value) {
-    open_point_event("\"ph\": \"C\", \"cat\": \"counter\"", where.name, ts, ns);
+    open_point_event("\"ph\": \"C\", \"cat\": \"counter\"", where.name, ts.tid, ns);
     append_json_string(buffer, where.name);
     buffer += ": ";
     append_double(buffer, value);
@@ -403,22 +417,19 @@ class window {
     for (const gpu_activity& a : gpu.activities) {
       const bool device_op = a.kind == gpu_activity_kind::kernel || a.kind == gpu_activity_kind::memcpy ||
                              a.kind == gpu_activity_kind::memset;
-      if (!device_op || !is_cuda_external_id(a.external_id)) continue;
+      if (!device_op) continue;
       const std::int64_t dur = a.end_ns > a.start_ns ? a.end_ns - a.start_ns : 0;
-      bool self = true;
-      for (auto it = launchers.find(a.external_id); it != launchers.end(); it = launchers.find(it->second.parent)) {
-        event_average& row = rows[it->second.row];
+      for_each_launcher(a.external_id, [&](std::uint64_t id, const launcher& l, bool self) {
+        event_average& row = rows[l.row];
         row.cuda_time_total_ns += dur;
         if (self) row.self_cuda_time_total_ns += dur;
-        self = false;
-        if (it->second.where->cat == category::user_annotation) {
-          auto [s, fresh] = spans.try_emplace({it->first, a.device, a.stream}, span{it->second.where, a.start_ns, a.end_ns});
-          if (!fresh) {
-            s->second.begin = std::min(s->second.begin, a.start_ns);
-            s->second.end = std::max(s->second.end, a.end_ns);
-          }
+        if (l.where->cat != category::user_annotation) return;
+        auto [it, fresh] = spans.try_emplace({id, a.device, a.stream}, span{l.where, a.start_ns, a.end_ns});
+        if (!fresh) {
+          it->second.begin = std::min(it->second.begin, a.start_ns);
+          it->second.end = std::max(it->second.end, a.end_ns);
         }
-      }
+      });
     }
     for (const auto& [key, s] : spans) {
       begin_event();
@@ -435,6 +446,37 @@ class window {
       buffer += ", \"args\": {\"External id\": ";
       append_int(buffer, std::get<0>(key));
       buffer += "}}";
+    }
+  }
+
+  // CUDA allocations resolved with the host's memory events: each becomes a
+  // memory record and a "[memory]" event on the thread that called the
+  // allocator, its bytes counted on the scope open there (self) and on the
+  // scopes around it.
+  void write_gpu_memory(const std::vector<gpu_memory_event>& events, const gpu_batch& gpu) {
+    if (events.empty()) return;
+    std::unordered_map<std::uint32_t, std::uint32_t> caller;  // correlation -> host thread
+    for (const gpu_activity& a : gpu.activities)
+      if (a.kind == gpu_activity_kind::runtime || a.kind == gpu_activity_kind::driver)
+        caller.emplace(a.correlation, a.thread);
+    for (const gpu_memory_event& g : events) {
+      if (!g.m.known) {
+        ++unknown_frees;
+        continue;
+      }
+      const int device = payload_device(g.e.payload);
+      const std::int64_t ns = to_ns(g.e.ticks);
+      memory_records.push_back(record_of(ns, g.m, device, static_cast<event_kind>(g.e.kind)));
+      bool scoped = false;
+      for_each_launcher(g.activity->external_id, [&](std::uint64_t, const launcher& l, bool self) {
+        event_average& row = rows[l.row];
+        (device < 0 ? row.cpu_memory_usage : row.cuda_memory_usage) += g.m.bytes;
+        if (self) (device < 0 ? row.self_cpu_memory_usage : row.self_cuda_memory_usage) += g.m.bytes;
+        scoped = true;
+      });
+      if (!scoped) unscoped_memory(device, g.m.bytes);
+      const auto thread = caller.find(g.activity->correlation);
+      write_memory(thread != caller.end() ? thread->second : pid, ns, device, g.activity->address, g.m);
     }
   }
 
@@ -479,6 +521,17 @@ class window {
     const site* where;
   };
   std::unordered_map<std::uint64_t, launcher> launchers;
+  // Calls fn(id, launcher, self) for the scope `external_id` names, then for
+  // each scope around it: self is true for the first only.
+  template <class Fn>
+  void for_each_launcher(std::uint64_t external_id, Fn&& fn) const {
+    if (!is_cuda_external_id(external_id)) return;
+    bool self = true;
+    for (auto it = launchers.find(external_id); it != launchers.end(); it = launchers.find(it->second.parent)) {
+      fn(it->first, it->second, self);
+      self = false;
+    }
+  }
   std::uint64_t invalid_flop_estimates = 0;
   std::uint64_t unscoped_flop_estimates = 0;  // no scope was open to carry them
   std::uint64_t unknown_frees = 0;            // frees of addresses never seen allocated
@@ -571,6 +624,7 @@ struct flusher::impl {
   std::optional<next_window_start> next_start;  // set while a switch opens a window
   bool next_profile_memory = false;              // ... and whether that window records memory
   std::vector<memory_record> preexisting_at_split;
+  std::vector<gpu_memory_event> gpu_memory;  // the closing window's CUDA allocations
 
   // ---- event processing (mutex held) ----
 
@@ -666,15 +720,31 @@ struct flusher::impl {
       ++w.unknown_frees;
       return;
     }
-    w.memory_records.push_back({ns, m.bytes, m.total_allocated, m.total_reserved, m.step, device, m.category,
-                                kind == event_kind::alloc  ? memory_action::create
-                                : kind == event_kind::free ? memory_action::destroy
-                                                           : memory_action::reserve});
+    w.memory_records.push_back(record_of(ns, m, device, kind));
     if (kind == event_kind::reserved) return;
     if (ts.window_seen != w.id) w.name_thread(ts, registry::instance().name_of(rec));
     if (ts.stack.empty()) w.unscoped_memory(device, m.bytes);
     else ts.stack.back().mem_self[device < 0 ? 0 : 1] += m.bytes;
-    w.write_memory(ts, ns, device, e.where, m);
+    w.write_memory(ts.tid, ns, device, e.where, m);
+  }
+
+  // Queues the CUDA allocations of a closing memory window for the drain at
+  // the switch, clamped into the window (CUPTI's clock runs apart from ours
+  // by calibration error only).
+  void add_gpu_memory(const gpu_batch& gpu, std::uint64_t split_ticks) {
+    gpu_memory.clear();
+    if (!current || !current->opts.profile_memory) return;
+    for (const gpu_activity& a : gpu.activities) {
+      if (a.kind != gpu_activity_kind::memory) continue;
+      const int device = is_host_memory_kind(a.memory_kind) ? -1 : static_cast<int>(a.device);
+      const std::uint64_t ticks = std::clamp(current->cal.from_unix_ns(a.start_ns), current->start_ticks, split_ticks);
+      const event_kind kind = a.is_free ? event_kind::free : event_kind::alloc;
+      gpu_memory.push_back({&a,
+                            event{ticks, a.address, memory_payload(a.is_free ? 0 : static_cast<std::int64_t>(a.bytes), device),
+                                  static_cast<std::uint32_t>(kind), 0},
+                            {}});
+    }
+    for (gpu_memory_event& g : gpu_memory) timeline.push_back({g.e.ticks, &g.e, &g.m});
   }
 
   // Applies the drain's memory events to the live allocations in time order
@@ -956,6 +1026,7 @@ std::shared_ptr<finished_trace> flusher::switch_window(std::uint64_t at_ticks, s
     next = std::make_unique<window>(std::move(*next_options), at_ticks, ++s.windows_made);
   }
   s.discard_api_steps = discard_api_steps;
+  s.add_gpu_memory(gpu, at_ticks);
   s.drain(true, at_ticks);
   s.next_start.reset();
   s.next_profile_memory = false;
@@ -985,6 +1056,7 @@ std::shared_ptr<finished_trace> flusher::switch_window(std::uint64_t at_ticks, s
   }
   if (old) {
     old->write_gpu(gpu);
+    old->write_gpu_memory(s.gpu_memory, gpu);
     old->commit();
     if (!old->pending_warning.empty()) warnings.push_back(std::move(old->pending_warning));
     auto f = std::make_shared<finished_trace>(old->snapshot());
@@ -997,6 +1069,7 @@ std::shared_ptr<finished_trace> flusher::switch_window(std::uint64_t at_ticks, s
     done = std::move(f);
   }
   s.current = std::move(next);
+  s.gpu_memory.clear();
   if (s.current) s.current->memory_records = std::move(s.preexisting_at_split);
   s.preexisting_at_split.clear();
   for (auto& [rec, ts] : s.threads) {

@@ -32,12 +32,17 @@ std::uint64_t realtime_ns() {
 }
 
 // ---- a fake GPU behind the CUPTI table ----
+enum class gpu_op { kernel, alloc, free };
 struct launch {
   std::uint64_t external_id;
   std::uint32_t thread;
   std::uint64_t at;
   std::uint64_t duration;
   std::uint32_t stream;
+  gpu_op op = gpu_op::kernel;
+  std::uint64_t address = 0;
+  std::uint64_t bytes = 0;
+  CUpti_ActivityMemoryKind memory_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
 };
 std::mutex mutex;
 std::vector<launch> launches;
@@ -53,6 +58,14 @@ void gpu_launch(std::uint64_t duration, std::uint32_t stream = 7) {
   std::lock_guard lock(mutex);
   launches.push_back({pushed.empty() ? 0 : pushed.back(), static_cast<std::uint32_t>(::syscall(SYS_gettid)),
                       realtime_ns(), duration, stream});
+}
+
+// cudaMalloc / cudaMallocHost and cudaFree: a MEMORY2 record each.
+void gpu_memory(gpu_op op, std::uint64_t address, std::uint64_t bytes = 0,
+                CUpti_ActivityMemoryKind kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) {
+  std::lock_guard lock(mutex);
+  launches.push_back({pushed.empty() ? 0 : pushed.back(), static_cast<std::uint32_t>(::syscall(SYS_gettid)),
+                      realtime_ns(), 0, 0, op, address, bytes, kind});
 }
 
 template <class R>
@@ -85,6 +98,19 @@ CUptiResult flush_all(std::uint32_t) {
       call.threadId = l.thread;
       call.correlationId = correlation;
       records->push_back(bytes_of(call));
+      if (l.op != gpu_op::kernel) {
+        cupti_memory_record m{};
+        m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+        m.memoryOperationType = l.op == gpu_op::alloc ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
+                                                      : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+        m.memoryKind = l.memory_kind;
+        m.correlationId = correlation;
+        m.address = l.address;
+        m.bytes = l.bytes;
+        m.timestamp = l.at + 100;
+        records->push_back(bytes_of(m));
+        continue;
+      }
       cupti_kernel_record k{};
       k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
       k.start = l.at + 1000;
@@ -260,6 +286,68 @@ TEST_CASE("kernels join the scopes that launched them: trace, flows, table, stac
   p.export_stacks(out.path / "cuda.stacks", "self_cuda_time_total");
   const std::string stacks = test_support::read_text(out.path / "cuda.stacks");
   CHECK_MESSAGE(stacks.find(";inner 10\n") != std::string::npos, stacks);
+}
+
+TEST_CASE("CUDA allocations reach the memory collector: events, table, peaks, timeline") {
+  fake_gpu_installed gpu;
+  test_support::temp_dir out("cuda_memory");
+  proftrace::profile p({.profile_memory = true});
+  p.start();
+  {
+    PROF_SCOPE("model");
+    {
+      PROF_SCOPE("weights");
+      gpu_memory(gpu_op::alloc, 0xA000, 4096);
+    }
+    {
+      PROF_SCOPE("activations");
+      gpu_memory(gpu_op::alloc, 0xB000, 1024);
+      gpu_memory(gpu_op::free, 0xB000);
+    }
+    gpu_memory(gpu_op::alloc, 0xC000, 512, CUPTI_ACTIVITY_MEMORY_KIND_PINNED);  // host memory
+  }
+  gpu_memory(gpu_op::free, 0xA000);  // outside any scope
+  gpu_memory(gpu_op::free, 0xD000);  // never seen allocated
+  p.stop();
+  p.export_chrome_trace(out.path / "t.json");
+
+  auto rows = rows_of(p);
+  CHECK(rows["weights"].self_cuda_memory_usage == 4096);
+  CHECK(rows["activations"].self_cuda_memory_usage == 0);
+  CHECK(rows["model"].cuda_memory_usage == 4096);
+  CHECK(rows["model"].self_cuda_memory_usage == 0);
+  CHECK(rows["model"].self_cpu_memory_usage == 512);
+  CHECK(rows["[memory]"].self_cuda_memory_usage == -4096);
+  CHECK(p.key_averages().table().find("Self CUDA Mem") != std::string::npos);
+
+  std::map<int, proftrace::device_memory_stats> stats;
+  for (const auto& d : p.memory_stats()) stats[d.device] = d;
+  REQUIRE(stats.count(0) == 1);
+  CHECK(stats[0].trace.max_allocated == 5120);
+  CHECK(stats[0].current_allocated == 0);
+  CHECK(stats[-1].current_allocated == 512);
+
+  const auto trace = test_support::read_trace(out.path / "t.json");
+  CHECK(trace.at("proftrace").at("unknown_frees").as_int64() == 1);
+  std::vector<std::int64_t> device_totals;
+  for (const auto& e : trace.at("traceEvents").as_array()) {
+    const auto& o = e.as_object();
+    if (o.at("name").as_string() != "[memory]" || o.at("args").at("Device Type").as_int64() != 1) continue;
+    CHECK(o.at("tid").as_int64() == ::syscall(SYS_gettid));  // the thread that called the allocator
+    device_totals.push_back(o.at("args").at("Total Allocated").as_int64());
+  }
+  CHECK(device_totals == std::vector<std::int64_t>{4096, 5120, 4096, 0});
+
+  p.export_memory_timeline(out.path / "gpu.json", "cuda:0");
+  const auto timeline = boost::json::parse(test_support::read_text(out.path / "gpu.json")).as_array();
+  REQUIRE(timeline.size() == 2);  // [times, sizes]: coalesced per microsecond
+  const auto& sizes = timeline[1].as_array();
+  REQUIRE(sizes.size() >= 2);
+  std::int64_t first = 0, last = 0;
+  for (const auto& v : sizes.front().as_array()) first += v.as_int64();
+  for (const auto& v : sizes.back().as_array()) last += v.as_int64();
+  CHECK(first >= 4096);  // the first allocations (one or both, as the clock coalesces them)
+  CHECK(last == 0);
 }
 
 TEST_CASE("another CUPTI client: one warning, no CUDA, the CPU profile complete") {

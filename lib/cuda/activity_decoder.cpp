@@ -139,6 +139,7 @@ std::optional<gpu_activity> decode_record(const CUpti_Activity& record, const cu
       a.correlation = m.correlationId;
       a.address = m.address;
       a.bytes = m.bytes;
+      a.memory_kind = static_cast<std::uint8_t>(m.memoryKind);
       return a;
     }
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {

@@ -52,7 +52,12 @@ struct gpu_activity {
   std::uint64_t bytes = 0;
   std::uint64_t address = 0;
   bool is_free = false;  // memory: a release rather than an allocation
+  std::uint8_t memory_kind = 0;  // CUpti_ActivityMemoryKind of a memset or allocation
 };
+
+// CUPTI's memory kinds that live in host memory (pageable, pinned): their
+// allocations count on the host (-1) rather than on the device.
+constexpr bool is_host_memory_kind(unsigned k) noexcept { return k == 1 || k == 2; }
 
 // Kineto's names for CUpti_ActivityMemcpyKind and CUpti_ActivityMemoryKind
 // (values stable across CUPTI versions).

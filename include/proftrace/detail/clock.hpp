@@ -52,6 +52,11 @@ struct clock_calibration {
     const auto delta = static_cast<std::int64_t>(ticks - anchor_ticks);
     return anchor_unix_ns + static_cast<std::int64_t>(static_cast<double>(delta) * ns_per_tick);
   }
+  // The inverse, for timestamps taken by another clock on the same Unix base (CUPTI's).
+  std::uint64_t from_unix_ns(std::int64_t ns) const noexcept {
+    const auto delta = static_cast<std::int64_t>(static_cast<double>(ns - anchor_unix_ns) / ns_per_tick);
+    return anchor_ticks + static_cast<std::uint64_t>(delta);
+  }
 };
 
 // Returns a calibration (choosing the time source first if need be) whose
