@@ -6,6 +6,7 @@ option(PROFTRACE_WITH_CPU_RANGES "CPU range collector (PROF_SCOPE, PROF_STEP, ..
 option(PROFTRACE_WITH_FLOPS "FLOP estimator collector (PROF_MATMUL, PROF_CONV, ...)" ON)
 option(PROFTRACE_WITH_MEMORY "Memory collector (PROF_ALLOC, PROF_FREE)" ON)
 set(PROFTRACE_WITH_CUDA AUTO CACHE STRING "CUDA collector: ON, OFF or AUTO (on when the CUDA toolkit is found)")
+set(PROFTRACE_WITH_NVTX AUTO CACHE STRING "NVTX3 range per recorded scope: ON, OFF or AUTO (on with the CUDA collector)")
 set(PROFTRACE_OVERFLOW_POLICY drop CACHE STRING "Default ring overflow policy: drop, block or drop_oldest")
 set(PROFTRACE_RING_EVENTS 32768 CACHE STRING "Default events per thread ring (power of two)")
 option(PROFTRACE_BUILD_TESTS "Build the doctest suites" ${PROJECT_IS_TOP_LEVEL})
@@ -14,6 +15,7 @@ option(PROFTRACE_BUILD_TOOLS "Build the proftrace command line (tools/)" ON)
 option(PROFTRACE_BUILD_BENCH "Build the Google Benchmark overhead suite" OFF)
 set(PROFTRACE_SANITIZE "" CACHE STRING "Build everything with -fsanitize=<list> (e.g. thread, or address,undefined)")
 set_property(CACHE PROFTRACE_WITH_CUDA PROPERTY STRINGS ON OFF AUTO)
+set_property(CACHE PROFTRACE_WITH_NVTX PROPERTY STRINGS ON OFF AUTO)
 set_property(CACHE PROFTRACE_OVERFLOW_POLICY PROPERTY STRINGS drop block drop_oldest)
 
 macro(proftrace_bool out value)
@@ -44,6 +46,18 @@ if(NOT PROFTRACE_WITH_CUDA STREQUAL "OFF")
   endif()
 endif()
 
+# NVTX3 (header-only, in the toolkit) rides on the CUDA collector: the
+# session's CUDA activity turns its ranges on.
+set(PROFTRACE_WITH_NVTX_01 0)
+if(PROFTRACE_WITH_NVTX STREQUAL "ON" AND NOT PROFTRACE_WITH_CUDA_01)
+  message(FATAL_ERROR "proftrace: PROFTRACE_WITH_NVTX=ON needs the CUDA collector (PROFTRACE_WITH_CUDA and a toolkit)")
+elseif(NOT PROFTRACE_WITH_NVTX STREQUAL "OFF" AND PROFTRACE_WITH_CUDA_01)
+  if(NOT TARGET CUDA::nvtx3)
+    message(FATAL_ERROR "proftrace: the CUDA toolkit has no NVTX3 headers (CUDA::nvtx3); set PROFTRACE_WITH_NVTX=OFF")
+  endif()
+  set(PROFTRACE_WITH_NVTX_01 1)
+endif()
+
 if(PROFTRACE_OVERFLOW_POLICY STREQUAL "drop")
   set(PROFTRACE_OVERFLOW_POLICY_01 0)
 elseif(PROFTRACE_OVERFLOW_POLICY STREQUAL "block")
@@ -60,6 +74,7 @@ set(PROFTRACE_PUBLIC_DEFINITIONS
   PROFTRACE_WITH_MEMORY=${PROFTRACE_WITH_MEMORY_01}
   PROFTRACE_WITH_FLOPS=${PROFTRACE_WITH_FLOPS_01}
   PROFTRACE_WITH_CUDA=${PROFTRACE_WITH_CUDA_01}
+  PROFTRACE_WITH_NVTX=${PROFTRACE_WITH_NVTX_01}
   PROFTRACE_OVERFLOW_POLICY=${PROFTRACE_OVERFLOW_POLICY_01}
   PROFTRACE_RING_EVENTS=${PROFTRACE_RING_EVENTS})
 

@@ -26,6 +26,7 @@ std::string_view to_string(activity a) noexcept {
     case activity::cuda: return "CUDA";
     case activity::memory: return "MEMORY";
     case activity::flops: return "FLOPS";
+    case activity::nvtx: return "NVTX";
   }
   return "?";
 }

@@ -120,6 +120,10 @@ struct session::impl {
     if (opts.with_flops && activities.contains(activity::flops)) bits |= detail::state_flops;
     if (opts.profile_memory && activities.contains(activity::memory)) bits |= detail::state_memory;
     if (cuda_on) bits |= detail::state_cuda;
+#if PROFTRACE_WITH_NVTX
+    // NVTX ranges need no CUPTI: they stay on when another client holds it.
+    if (activities.contains(activity::nvtx)) bits |= detail::state_nvtx;
+#endif
     return bits;
   }
 
@@ -275,7 +279,7 @@ session::session(profile_options options, activity_set compiled) : impl_(std::ma
     s.activities = compiled;
   } else {
     s.activities = s.opts.activities & compiled;
-    for (activity a : {activity::cpu, activity::cuda, activity::memory, activity::flops})
+    for (activity a : {activity::cpu, activity::cuda, activity::memory, activity::flops, activity::nvtx})
       if (s.opts.activities.contains(a) && !compiled.contains(a))
         detail::warn("activity " + std::string(to_string(a)) + " is not compiled into this build; ignored");
   }

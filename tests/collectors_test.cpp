@@ -79,7 +79,14 @@ static_assert(basic_profile<unavailable_gpu>::compiled_activities.empty());
 // toolkit was found), memory and FLOP collectors, each only where compiled in.
 using proftrace::collect::cuda_kernels;
 static_assert(proftrace::is_available<cuda_kernels>::value == (PROFTRACE_ENABLED && PROFTRACE_WITH_CUDA));
-#if PROFTRACE_WITH_FLOPS && PROFTRACE_WITH_MEMORY && PROFTRACE_WITH_CUDA
+using proftrace::collect::nvtx_ranges;
+static_assert(proftrace::is_available<nvtx_ranges>::value == (PROFTRACE_ENABLED && PROFTRACE_WITH_NVTX));
+#if PROFTRACE_WITH_FLOPS && PROFTRACE_WITH_MEMORY && PROFTRACE_WITH_CUDA && PROFTRACE_WITH_NVTX
+static_assert(std::is_same_v<proftrace::build_collectors, type_list<cpu_ranges, cuda_kernels, nvtx_ranges,
+                                                                    proftrace::collect::memory, proftrace::collect::flops>>);
+static_assert(proftrace::profile::compiled_activities ==
+              activity_set{activity::cpu, activity::cuda, activity::nvtx, activity::memory, activity::flops});
+#elif PROFTRACE_WITH_FLOPS && PROFTRACE_WITH_MEMORY && PROFTRACE_WITH_CUDA
 static_assert(std::is_same_v<proftrace::build_collectors,
                              type_list<cpu_ranges, cuda_kernels, proftrace::collect::memory, proftrace::collect::flops>>);
 static_assert(proftrace::profile::compiled_activities ==

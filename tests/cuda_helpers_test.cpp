@@ -96,6 +96,25 @@ TEST_CASE("profiler gating: cudaProfilerStart/Stop, clear errors from the explic
   test_support::warning_capture warnings;
   { proftrace::cuda::profiler_range capture; }  // its end cannot throw: one warning
   CHECK(warnings.contains("cudaProfilerStop failed"));
+
+  // The macro's scope never throws: a failure at either end is one warning per process.
+  fake::start_status = 35;
+  fake::stop_status = 0;
+  const int stops_before = fake::stops;
+  warnings.seen.clear();
+  for (int i = 0; i < 3; ++i) {
+    PROF_CUDA_PROFILE();
+  }
+  CHECK(fake::stops == stops_before);  // never started, never stopped
+  CHECK(warnings.seen.size() == 1);
+  CHECK(warnings.contains("cudaProfilerStart failed"));
+  fake::start_status = 0;
+  const int starts_before = fake::starts;
+  {
+    PROF_CUDA_PROFILE();
+    CHECK(fake::starts == starts_before + 1);
+  }
+  CHECK(fake::stops == stops_before + 1);
 }
 
 TEST_CASE("device memory: the runtime's free/total and NVML's used/free/total, the caller's device kept") {

@@ -47,7 +47,7 @@ int plain_function(int n) {
 // Several declaration-like macros in one scope, even on one line (each gets
 // its own __COUNTER__ name when enabled).
 int same_line(int x) {
-  PROF_SCOPE("a"); PROF_SCOPE("b"); PROF_OP("c"); PROF_MODULE("d"); PROF_STEP(); PROF_STEP();
+  PROF_SCOPE("a"); PROF_SCOPE("b"); PROF_OP("c"); PROF_MODULE("d"); PROF_STEP(); PROF_STEP(); PROF_CUDA_PROFILE();
   return x + 1;
 }
 

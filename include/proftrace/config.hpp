@@ -37,6 +37,14 @@
 #ifndef PROFTRACE_WITH_CUDA
 #define PROFTRACE_WITH_CUDA 0
 #endif
+// NVTX3: each recorded scope also opens a range in the "proftrace" domain
+// (Nsight Systems shows the same names). Needs the CUDA collector.
+#ifndef PROFTRACE_WITH_NVTX
+#define PROFTRACE_WITH_NVTX 0
+#endif
+#if PROFTRACE_WITH_NVTX && !PROFTRACE_WITH_CUDA
+#error "PROFTRACE_WITH_NVTX=1 needs PROFTRACE_WITH_CUDA=1"
+#endif
 
 // Default overflow policy of the per-thread rings (a session may override it
 // at run time): 0 = drop (never stall, count losses), 1 = block (lossless,
@@ -67,7 +75,8 @@
               PROFTRACE_DETAIL_CAT(_m, PROFTRACE_WITH_MEMORY)),                   \
           PROFTRACE_DETAIL_CAT(PROFTRACE_DETAIL_CAT(_f, PROFTRACE_WITH_FLOPS),    \
                                PROFTRACE_DETAIL_CAT(_k, PROFTRACE_WITH_CUDA))),   \
-      PROFTRACE_DETAIL_CAT(_o, PROFTRACE_OVERFLOW_POLICY))
+      PROFTRACE_DETAIL_CAT(PROFTRACE_DETAIL_CAT(_n, PROFTRACE_WITH_NVTX),         \
+                           PROFTRACE_DETAIL_CAT(_o, PROFTRACE_OVERFLOW_POLICY)))
 
 #if defined(__GNUC__)
 #define PROFTRACE_LIKELY(x) __builtin_expect(!!(x), 1)

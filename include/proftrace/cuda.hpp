@@ -9,13 +9,15 @@
 //     proftrace::cuda::profiler_range capture;   // the same, for a block
 //     run_steps();
 //   }
+//   { PROF_CUDA_PROFILE(); run_steps(); }        // the same; never throws (macros.hpp)
 //   if (auto m = proftrace::cuda::memory_info(0))
 //     std::cout << *m->free_bytes << " of " << *m->total_bytes << " bytes free\n";
 //
 // cudaProfilerStart/Stop switch collection by an attached tool (Nsight
 // Systems) and do nothing without one. The explicit calls throw
 // std::runtime_error naming the CUDA error (no driver, no device); the RAII
-// range's end only warns. memory_info() reports what the CUDA runtime sees
+// range's end only warns, and PROF_CUDA_PROFILE's scope only warns (once
+// per process) at either end. memory_info() reports what the CUDA runtime sees
 // (cudaMemGetInfo) and, where the driver's NVML library loads, what
 // nvidia-smi shows; absent figures are empty, never zeros.
 #pragma once
@@ -41,6 +43,18 @@ class profiler_range {
   ~profiler_range();
   profiler_range(const profiler_range&) = delete;
   profiler_range& operator=(const profiler_range&) = delete;
+};
+
+// What PROF_CUDA_PROFILE() expands to.
+class profiler_scope {
+ public:
+  profiler_scope() noexcept;
+  ~profiler_scope();
+  profiler_scope(const profiler_scope&) = delete;
+  profiler_scope& operator=(const profiler_scope&) = delete;
+
+ private:
+  bool started_ = false;
 };
 
 struct device_memory {

@@ -100,6 +100,22 @@
 
 #endif
 
+#if PROFTRACE_ENABLED && PROFTRACE_WITH_CUDA
+
+#include "cuda.hpp"
+
+// cudaProfilerStart/Stop around the enclosing block (torch.cuda.profiler's
+// profile()): `nsys profile --capture-range=cudaProfilerApi` records only
+// inside it. A failure (no driver) is one warning, never an exception.
+#define PROF_CUDA_PROFILE() \
+  const ::proftrace::cuda::profiler_scope PROFTRACE_DETAIL_CAT(proftrace_cuda_profile_, __COUNTER__) {}
+
+#else
+
+#define PROF_CUDA_PROFILE()
+
+#endif
+
 #if PROFTRACE_ENABLED && PROFTRACE_WITH_FLOPS
 
 #include "detail/recorder.hpp"

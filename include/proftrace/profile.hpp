@@ -29,6 +29,7 @@
 
 #include "collect/cpu_ranges.hpp"
 #include "collect/cuda_kernels.hpp"
+#include "collect/nvtx_ranges.hpp"
 #include "collect/flops.hpp"
 #include "collect/memory.hpp"
 #include "collectors.hpp"
@@ -162,7 +163,8 @@ struct profile_over<type_list<C...>> {
 }  // namespace detail
 
 // Every collector this build compiled in.
-using build_collectors = collector_list<collect::cpu_ranges, collect::cuda_kernels, collect::memory, collect::flops>;
+using build_collectors =
+    collector_list<collect::cpu_ranges, collect::cuda_kernels, collect::nvtx_ranges, collect::memory, collect::flops>;
 using profile = typename detail::profile_over<build_collectors>::type;
 
 // Starts a session for the lifetime of a scope.

@@ -12,6 +12,7 @@
 
 #include "collect/cpu_ranges.hpp"
 #include "collect/cuda_kernels.hpp"
+#include "collect/nvtx_ranges.hpp"
 #include "collect/flops.hpp"
 #include "collect/memory.hpp"
 #include "collectors.hpp"

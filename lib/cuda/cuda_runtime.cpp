@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -104,6 +105,23 @@ profiler_range::~profiler_range() {
   } catch (const std::exception& e) {
     proftrace::detail::warn(e.what());
   }
+}
+
+namespace {
+void warn_once_about_profile_scope(const std::string& what) noexcept {
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true)) proftrace::detail::warn(what + " (PROF_CUDA_PROFILE; further failures not reported)");
+}
+}  // namespace
+
+profiler_scope::profiler_scope() noexcept {
+  if (const int e = detail::runtime().profiler_start(); e != 0) warn_once_about_profile_scope(detail::cuda_error("cudaProfilerStart", e));
+  else started_ = true;
+}
+
+profiler_scope::~profiler_scope() {
+  if (!started_) return;
+  if (const int e = detail::runtime().profiler_stop(); e != 0) warn_once_about_profile_scope(detail::cuda_error("cudaProfilerStop", e));
 }
 
 device_memory memory_info(int device) noexcept {

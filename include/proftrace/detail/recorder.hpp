@@ -30,6 +30,7 @@ enum state_bit : std::uint32_t {
   state_flops = 1u << 3,          // FLOP estimates are recorded (with_flops)
   state_memory = 1u << 4,         // allocations are recorded (profile_memory)
   state_cuda = 1u << 5,           // CUPTI collects: scopes push their id as CUDA external correlation
+  state_nvtx = 1u << 6,           // scopes also open NVTX ranges (a session with the CUDA activity)
 };
 
 inline constinit std::atomic<std::uint32_t> session_state{0};
@@ -70,9 +71,18 @@ std::uint64_t push_cuda_correlation() noexcept;
 void pop_cuda_correlation() noexcept;
 #endif
 
+#if PROFTRACE_WITH_NVTX
+// An NVTX range in the "proftrace" domain named as the site (its name
+// registered on first use), or "ProfilerStep#N"; popped by pop_nvtx_range.
+// Out of line, so that no NVTX header reaches the user's code.
+void push_nvtx_range(const site* s) noexcept;
+void push_nvtx_step(std::int64_t step) noexcept;
+void pop_nvtx_range() noexcept;
+#endif
+
 // Keeps the ring it began in, so the way out needs no thread-local lookup.
-// The correlation push comes before the begin's clock read and the pop after
-// the end's, so CUPTI's cost stays outside the measured scope.
+// The NVTX and correlation pushes come before the begin's clock read and the
+// pops after the end's, so their cost stays outside the measured scope.
 class scope_guard {
  public:
   PROFTRACE_ALWAYS_INLINE explicit scope_guard(const site* s) noexcept {
@@ -81,6 +91,12 @@ class scope_guard {
       ring_ = thread_ring();
       site_ = s;
       if (ring_) {
+#if PROFTRACE_WITH_NVTX
+        if (PROFTRACE_UNLIKELY(state & state_nvtx)) {
+          push_nvtx_range(s);
+          nvtx_ = true;
+        }
+#endif
 #if PROFTRACE_WITH_CUDA
         if (PROFTRACE_UNLIKELY(state & state_cuda)) correlation_ = push_cuda_correlation();
 #endif
@@ -94,6 +110,9 @@ class scope_guard {
 #if PROFTRACE_WITH_CUDA
       if (PROFTRACE_UNLIKELY(correlation_ != 0)) pop_cuda_correlation();
 #endif
+#if PROFTRACE_WITH_NVTX
+      if (PROFTRACE_UNLIKELY(nvtx_)) pop_nvtx_range();
+#endif
     }
   }
   scope_guard(const scope_guard&) = delete;
@@ -103,6 +122,9 @@ class scope_guard {
   ring* ring_ = nullptr;
   const site* site_ = nullptr;
   std::uint64_t correlation_ = 0;
+#if PROFTRACE_WITH_NVTX
+  bool nvtx_ = false;
+#endif
 };
 
 // One dimension of an input shape: any integer type converts without a
@@ -129,6 +151,12 @@ class shapes_scope_guard {
     const std::uint32_t state = session_state.load(std::memory_order_relaxed);
     if (!(state & state_recording)) return;
     site_ = s;
+#if PROFTRACE_WITH_NVTX
+    if (state & state_nvtx) {
+      push_nvtx_range(s);
+      nvtx_ = true;
+    }
+#endif
 #if PROFTRACE_WITH_CUDA
     if (state & state_cuda) correlation_ = push_cuda_correlation();
 #endif
@@ -140,6 +168,9 @@ class shapes_scope_guard {
 #if PROFTRACE_WITH_CUDA
     if (correlation_ != 0) pop_cuda_correlation();
 #endif
+#if PROFTRACE_WITH_NVTX
+    if (nvtx_) pop_nvtx_range();
+#endif
   }
   shapes_scope_guard(const shapes_scope_guard&) = delete;
   shapes_scope_guard& operator=(const shapes_scope_guard&) = delete;
@@ -147,6 +178,9 @@ class shapes_scope_guard {
  private:
   const site* site_ = nullptr;
   std::uint64_t correlation_ = 0;
+#if PROFTRACE_WITH_NVTX
+  bool nvtx_ = false;
+#endif
 };
 
 // PROF_STEP: the calling thread enters its next step. The first thread to
@@ -162,18 +196,31 @@ class step_guard {
       const std::int64_t n = enter_step();
       if (n >= 0) {
         active_ = true;
+#if PROFTRACE_WITH_NVTX
+        if (session_state.load(std::memory_order_relaxed) & state_nvtx) {
+          push_nvtx_step(n);
+          nvtx_ = true;
+        }
+#endif
         record_begin(&step_site, static_cast<std::uint64_t>(n));
       }
     }
   }
   ~step_guard() {
-    if (active_) record_end(&step_site);
+    if (!active_) return;
+    record_end(&step_site);
+#if PROFTRACE_WITH_NVTX
+    if (nvtx_) pop_nvtx_range();
+#endif
   }
   step_guard(const step_guard&) = delete;
   step_guard& operator=(const step_guard&) = delete;
 
  private:
   bool active_ = false;
+#if PROFTRACE_WITH_NVTX
+  bool nvtx_ = false;
+#endif
 };
 
 PROFTRACE_ALWAYS_INLINE void record_instant(const site* s) noexcept {

@@ -2,6 +2,7 @@
 // Not API: the macros create these; events point at them.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "../config.hpp"
@@ -27,6 +28,11 @@ struct site {
   const char* file;
   std::uint32_t line;
   category cat;
+#if PROFTRACE_WITH_NVTX
+  // The name's handle in the NVTX domain, registered on the site's first
+  // recorded scope (mutable: the macros' sites are constexpr objects).
+  mutable std::atomic<const void*> nvtx_name{nullptr};
+#endif
 };
 
 }  // namespace detail
