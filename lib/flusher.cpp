@@ -665,8 +665,9 @@ struct flusher::impl {
         s.where = where;
         s.begin_ns = ns;
         s.payload = e->payload;
-        s.external_id = where->cat != category::step && is_cuda_external_id(e->payload) ? e->payload
-                                                                                        : w->next_external_id++;
+        // A step's payload is its number; a CUDA external id it pushed follows in an extension slot.
+        const std::uint64_t pushed = where->cat != category::step ? e->payload : e->extra > 0 ? e[1].ticks : 0;
+        s.external_id = is_cuda_external_id(pushed) ? pushed : w->next_external_id++;
         if (kind == event_kind::shapes && w->opts.record_shapes) s.shapes = shapes_json(e + 1, e->extra);
         ts.stack.push_back(std::move(s));
         break;

@@ -49,6 +49,16 @@ void record_begin_with_shapes(const site* s, shape_list shapes, std::uint64_t co
   r->push_record(r->now(), reinterpret_cast<std::uintptr_t>(s), correlation, event_kind::shapes, words, slots);
 }
 
+#if PROFTRACE_WITH_CUDA
+void record_step_begin(std::int64_t step, std::uint64_t correlation) noexcept {
+  if (ring* r = thread_ring()) {
+    const std::uint64_t words[words_per_event] = {correlation};
+    r->push_record(r->now(), reinterpret_cast<std::uintptr_t>(&step_site), static_cast<std::uint64_t>(step),
+                   event_kind::begin, words, 1);
+  }
+}
+#endif
+
 }  // namespace detail
 }  // namespace PROFTRACE_ABI_NAMESPACE
 }  // namespace proftrace

@@ -288,6 +288,26 @@ TEST_CASE("kernels join the scopes that launched them: trace, flows, table, stac
   CHECK_MESSAGE(stacks.find(";inner 10\n") != std::string::npos, stacks);
 }
 
+TEST_CASE("kernels launched in a step outside any scope count on ProfilerStep") {
+  fake_gpu_installed gpu;
+  proftrace::profile p({.schedule = proftrace::schedule({.wait = 0, .warmup = 1, .active = 2})});
+  p.start();
+  for (int i = 0; i < 3; ++i) {
+    PROF_STEP();
+    gpu_launch(1000);
+    {
+      PROF_SCOPE("scoped");
+      gpu_launch(500);
+    }
+  }
+  p.stop();
+  auto rows = rows_of(p);
+  CHECK(rows["ProfilerStep*"].count == 2);
+  CHECK(rows["ProfilerStep*"].self_cuda_time_total_ns == 2'000);
+  CHECK(rows["ProfilerStep*"].cuda_time_total_ns == 3'000);
+  CHECK(rows["scoped"].self_cuda_time_total_ns == 1'000);
+}
+
 TEST_CASE("CUDA allocations reach the memory collector: events, table, peaks, timeline") {
   fake_gpu_installed gpu;
   test_support::temp_dir out("cuda_memory");

@@ -188,6 +188,11 @@ class shapes_scope_guard {
 // step number to annotate, or -1 when nothing is recorded.
 std::int64_t enter_step() noexcept;
 extern const site step_site;
+#if PROFTRACE_WITH_CUDA
+// A step's begin whose payload is its number carries the CUDA external id
+// it pushed in an extension slot.
+void record_step_begin(std::int64_t step, std::uint64_t correlation) noexcept;
+#endif
 
 class step_guard {
  public:
@@ -196,10 +201,18 @@ class step_guard {
       const std::int64_t n = enter_step();
       if (n >= 0) {
         active_ = true;
+        [[maybe_unused]] const std::uint32_t state = session_state.load(std::memory_order_relaxed);
 #if PROFTRACE_WITH_NVTX
-        if (session_state.load(std::memory_order_relaxed) & state_nvtx) {
+        if (state & state_nvtx) {
           push_nvtx_step(n);
           nvtx_ = true;
+        }
+#endif
+#if PROFTRACE_WITH_CUDA
+        if (state & state_cuda) {
+          correlation_ = push_cuda_correlation();
+          record_step_begin(n, correlation_);
+          return;
         }
 #endif
         record_begin(&step_site, static_cast<std::uint64_t>(n));
@@ -209,6 +222,9 @@ class step_guard {
   ~step_guard() {
     if (!active_) return;
     record_end(&step_site);
+#if PROFTRACE_WITH_CUDA
+    if (correlation_ != 0) pop_cuda_correlation();
+#endif
 #if PROFTRACE_WITH_NVTX
     if (nvtx_) pop_nvtx_range();
 #endif
@@ -220,6 +236,9 @@ class step_guard {
   bool active_ = false;
 #if PROFTRACE_WITH_NVTX
   bool nvtx_ = false;
+#endif
+#if PROFTRACE_WITH_CUDA
+  std::uint64_t correlation_ = 0;
 #endif
 };
 
