@@ -122,7 +122,8 @@ struct session::impl {
     if (cuda_on) bits |= detail::state_cuda;
 #if PROFTRACE_WITH_NVTX
     // NVTX ranges need no CUPTI: they stay on when another client holds it.
-    if (activities.contains(activity::nvtx)) bits |= detail::state_nvtx;
+    // With no tool to see them they would cost two calls per scope for nothing.
+    if (activities.contains(activity::nvtx) && detail::nvtx_tool_attached()) bits |= detail::state_nvtx;
 #endif
     return bits;
   }

@@ -208,3 +208,16 @@ TEST_CASE("the schedule drives cudaProfilerStart/Stop: Nsight captures only the 
   CHECK(warnings.contains("cudaProfilerStop failed"));
   CHECK(warnings.contains("cuda_profiler_gating"));
 }
+
+#if PROFTRACE_WITH_NVTX
+TEST_CASE("no NVTX tool attached: sessions leave NVTX ranges off") {
+  // This binary injects no tool (nvtx_test does), and the environment names none.
+  REQUIRE(std::getenv("NVTX_INJECTION64_PATH") == nullptr);
+  CHECK_FALSE(proftrace::detail::nvtx_tool_attached());
+  proftrace::profile p({.activities = {proftrace::activity::cpu, proftrace::activity::nvtx}});
+  p.start();
+  CHECK((proftrace::detail::session_state.load() & proftrace::detail::state_nvtx) == 0);
+  CHECK((proftrace::detail::session_state.load() & proftrace::detail::state_recording) != 0);
+  p.stop();
+}
+#endif

@@ -117,6 +117,7 @@ TEST_CASE("every recorded scope is an NVTX range in the proftrace domain, names 
   p.stop();
 
   auto seen = take_calls();
+  CHECK(proftrace::detail::nvtx_tool_attached());
   CHECK(domain_name == "proftrace");
   // Step 0 waits: nothing recorded, no range. Steps 1 and 2 record.
   const std::vector<std::string> main_thread{"push ProfilerStep#1", "push outer", "push gemm", "pop", "pop", "pop",

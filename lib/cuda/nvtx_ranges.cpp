@@ -59,6 +59,11 @@ void push_nvtx_step(std::int64_t step) noexcept {
 
 void pop_nvtx_range() noexcept { nvtxDomainRangePop(proftrace_domain()); }
 
+// NVTX hands out no domain while no tool is attached (its creation call is
+// a null function pointer then), and a tool attaches only when the process
+// starts, so this answer holds for the process's life.
+bool nvtx_tool_attached() noexcept { return proftrace_domain() != nullptr; }
+
 }  // namespace detail
 }  // namespace PROFTRACE_ABI_NAMESPACE
 }  // namespace proftrace

@@ -9,9 +9,10 @@
 //
 // Ranges live in the "proftrace" domain; a scope's name is registered with
 // the tool once per call site, steps are named "ProfilerStep#N". They need
-// no CUPTI, so they keep working while Nsight holds it; with no tool
-// attached a push and pop cost a few nanoseconds. Built with the CUDA
-// collector (PROFTRACE_WITH_NVTX=AUTO); a session turns them off by leaving
+// no CUPTI, so they keep working while Nsight holds it. With no NVTX tool
+// attached (NVTX creates no domain then) a session opens none, and a scope
+// costs what it costs without NVTX. Built with the CUDA collector
+// (PROFTRACE_WITH_NVTX=AUTO); a session turns them off by leaving
 // activity::nvtx out of its activities.
 #pragma once
 

@@ -78,6 +78,8 @@ void pop_cuda_correlation() noexcept;
 void push_nvtx_range(const site* s) noexcept;
 void push_nvtx_step(std::int64_t step) noexcept;
 void pop_nvtx_range() noexcept;
+// An NVTX tool (Nsight Systems) is attached; sessions open no ranges without one.
+bool nvtx_tool_attached() noexcept;
 #endif
 
 // Keeps the ring it began in, so the way out needs no thread-local lookup.
