@@ -11,9 +11,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <string>
 
 #include "batch.hpp"
+#include "peers.hpp"
 
 #if PROFTRACE_WITH_CUDA
 #include "cuda/cupti_collector.hpp"
@@ -21,6 +25,10 @@
 
 #if PROFTRACE_BENCH_NVTX3
 #include <nvtx3/nvtx3.hpp>
+#endif
+
+#if PROFTRACE_BENCH_LIKWID
+#include <likwid-marker.h>
 #endif
 
 namespace {
@@ -79,8 +87,8 @@ void check_session(benchmark::State& state, proftrace::profile& p, std::int64_t 
 // session whose ring is drained, untimed, after each batch; then checks that
 // nothing was lost.
 template <class Batch>
-void run_recorded(benchmark::State& state, Batch batch) {
-  proftrace::profile p;
+void run_recorded(benchmark::State& state, Batch batch, proftrace::profile_options options = {}) {
+  proftrace::profile p(std::move(options));
   p.start();
   { PROF_SCOPE("x"); }  // attaches (allocates and touches) this thread's ring
   p.flush();
@@ -97,6 +105,117 @@ void run_recorded(benchmark::State& state, Batch batch) {
 
 void BM_scope_recorded(benchmark::State& state) {
   run_recorded(state, [] { PROFTRACE_BENCH_INNER_LOOP(PROF_SCOPE("x");) });
+}
+
+// (c2) The same with two threads recording at once into one session, each
+// draining (untimed) after its batches: what sharing the flusher and the
+// cores costs. The session is shared, started and checked around the run.
+std::unique_ptr<proftrace::profile> shared_session;
+
+void start_shared_session(const benchmark::State&) {
+  shared_session = std::make_unique<proftrace::profile>();
+  shared_session->start();
+}
+
+void stop_shared_session(const benchmark::State&) {
+  shared_session->stop();
+  const auto avg = shared_session->key_averages();
+  if (avg.losses.total() != 0) {
+    std::fprintf(stderr, "BM_scope_recorded_threads: the session lost %llu events\n",
+                 static_cast<unsigned long long>(avg.losses.total()));
+    std::exit(1);
+  }
+  shared_session.reset();
+}
+
+void BM_scope_recorded_threads(benchmark::State& state) {
+  { PROF_SCOPE("x"); }
+  for (auto _ : state) {
+    PROFTRACE_BENCH_INNER_LOOP(PROF_SCOPE("x");)
+    state.PauseTiming();
+    shared_session->flush();
+    state.ResumeTiming();
+  }
+  report_per_scope(state);
+}
+
+// (h) Recorded with input shapes (record_shapes): two 2-D shapes travel in
+// the ring's extension slots.
+void BM_scope_recorded_shapes(benchmark::State& state) {
+  run_recorded(
+      state, [] { PROFTRACE_BENCH_INNER_LOOP(PROF_SCOPE_SHAPES("x", {64, 64}, {64, 64});) },
+      {.record_shapes = true});
+}
+
+// (i) Recorded with the FLOP and memory collectors on: a scope, a matmul
+// estimate, and an allocation and its free (PROF_ALLOC / PROF_FREE), as an
+// instrumented kernel with a temporary buffer would record them.
+void BM_scope_recorded_flops_memory(benchmark::State& state) {
+  static char buffer[64];
+  run_recorded(
+      state,
+      [] {
+        PROFTRACE_BENCH_INNER_LOOP(PROF_SCOPE("x"); PROF_MATMUL(64, 64, 64); PROF_ALLOC(buffer, 64);
+                                   PROF_FREE(buffer);)
+      },
+      {.profile_memory = true, .with_flops = true});
+}
+
+// (j) A session that is running but in a wait phase of its schedule: the
+// scope sees "not recording" exactly as with no session.
+void BM_scope_session_waiting(benchmark::State& state) {
+  proftrace::profile p({.schedule = proftrace::schedule({.wait = 1 << 30, .warmup = 1, .active = 1})});
+  p.start();
+  if (proftrace::detail::recording()) state.SkipWithError("the wait phase records");
+  for (auto _ : state) {
+    PROFTRACE_BENCH_INNER_LOOP(PROF_SCOPE("x");)
+  }
+  p.stop();
+  report_per_scope(state);
+}
+
+// ---- peers ----
+
+// (k) Two std::chrono::steady_clock reads (clock_gettime through the vDSO).
+void BM_steady_clock_pair(benchmark::State& state) {
+  for (auto _ : state) {
+    PROFTRACE_BENCH_INNER_LOOP(keep(std::chrono::steady_clock::now()); keep(std::chrono::steady_clock::now());)
+  }
+  report_per_scope(state);
+}
+
+// (l) The floor of a ring design: rdtsc + push for begin and end into the
+// minimal SPSC ring of peers.hpp (same size as proftrace's default ring),
+// drained untimed between batches like (c).
+void BM_spsc_ring_floor(benchmark::State& state) {
+  static const char site = 0;
+  const auto where = reinterpret_cast<std::uintptr_t>(&site);
+  proftrace_bench::spsc_ring ring(PROFTRACE_RING_EVENTS);
+  std::uint64_t full = 0;
+  for (auto _ : state) {
+    PROFTRACE_BENCH_INNER_LOOP(full += !ring.push(__rdtsc(), where, 0); full += !ring.push(__rdtsc(), where, 1);)
+    state.PauseTiming();
+    keep(ring.drain());
+    state.ResumeTiming();
+  }
+  if (full) state.SkipWithError("the SPSC ring filled up");
+  report_per_scope(state);
+}
+
+// (m) A design that touches new memory on the hot path: rdtsc + append into
+// pages never written before (peers.hpp's append_log), fresh for each batch.
+void BM_append_log_new_memory(benchmark::State& state) {
+  static const char site = 0;
+  const auto where = reinterpret_cast<std::uintptr_t>(&site);
+  proftrace_bench::append_log log;
+  for (auto _ : state) {
+    state.PauseTiming();
+    log.reset(2 * kBatch);
+    state.ResumeTiming();
+    PROFTRACE_BENCH_INNER_LOOP(log.push(__rdtsc(), where, 0); log.push(__rdtsc(), where, 1);)
+  }
+  if (!log.ok()) state.SkipWithError("mmap failed");
+  report_per_scope(state);
 }
 
 // (e) PROF_SCOPE compiled in, no session running: one relaxed load of the
@@ -317,6 +436,20 @@ void BM_nvtx3_scoped_range(benchmark::State& state) {
 }
 #endif
 
+#if PROFTRACE_BENCH_LIKWID
+// (n) LIKWID's marker API outside likwid-perfctr (its inactive path: the
+// region name is still looked up on every start and stop).
+void BM_likwid_marker(benchmark::State& state) {
+  LIKWID_MARKER_INIT;
+  LIKWID_MARKER_REGISTER("x");
+  for (auto _ : state) {
+    PROFTRACE_BENCH_INNER_LOOP(LIKWID_MARKER_START("x"); LIKWID_MARKER_STOP("x");)
+  }
+  LIKWID_MARKER_CLOSE;
+  report_per_scope(state);
+}
+#endif
+
 }  // namespace
 
 using proftrace_bench::BM_scope_compiled_out;
@@ -326,6 +459,13 @@ BENCHMARK(BM_rdtsc_pair);
 BENCHMARK(BM_scope_recorded);
 BENCHMARK(BM_scope_compiled_out);
 BENCHMARK(BM_scope_runtime_off);
+BENCHMARK(BM_scope_recorded_threads)->Threads(2)->Setup(start_shared_session)->Teardown(stop_shared_session);
+BENCHMARK(BM_scope_recorded_shapes);
+BENCHMARK(BM_scope_recorded_flops_memory);
+BENCHMARK(BM_scope_session_waiting);
+BENCHMARK(BM_steady_clock_pair);
+BENCHMARK(BM_spsc_ring_floor);
+BENCHMARK(BM_append_log_new_memory);
 BENCHMARK(BM_diag_ring_push_pair)->MinTime(0.1);  // a diagnostic: its flushes take 40x its timed part
 BENCHMARK(BM_paired_recorded_vs_rdtsc)->UseManualTime();
 BENCHMARK(BM_paired_off_vs_empty)->UseManualTime();
@@ -335,6 +475,9 @@ BENCHMARK(BM_paired_correlated_vs_plain)->UseManualTime();
 #if PROFTRACE_BENCH_NVTX3
 BENCHMARK(BM_nvtx3_push_pop);
 BENCHMARK(BM_nvtx3_scoped_range);
+#endif
+#if PROFTRACE_BENCH_LIKWID
+BENCHMARK(BM_likwid_marker);
 #endif
 
 BENCHMARK_MAIN();
