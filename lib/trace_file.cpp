@@ -20,14 +20,57 @@ namespace {
 std::string describe(const std::filesystem::path& p, const char* what, int err) {
   return std::string("proftrace: cannot ") + what + " '" + p.string() + "': " + std::strerror(err);
 }
-// ".gz": gzip, ".zst": zstd, anything else: plain.
-void push_compressor(boost::iostreams::filtering_ostream& out, const std::filesystem::path& dest) {
+enum class compression { none, gzip, zstd };
+
+compression compression_of(const std::filesystem::path& dest) {
   const std::string name = dest.filename().string();
-  const auto ends_with = [&](std::string_view s) {
-    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
-  };
-  if (ends_with(".gz")) out.push(boost::iostreams::gzip_compressor());
-  else if (ends_with(".zst")) out.push(boost::iostreams::zstd_compressor());
+  if (name.ends_with(".gz")) return compression::gzip;
+  if (name.ends_with(".zst")) return compression::zstd;
+  return compression::none;
+}
+
+// Iostreams' default buffers are a few hundred bytes: each would be one call
+// into the compressor.
+constexpr std::streamsize compressor_buffer = 1 << 16;
+
+// ".gz": gzip, ".zst": zstd, anything else: plain. Both at their fastest
+// level: a trace's repetitive JSON compresses about as well (bench/README:
+// "Flusher throughput"), and exporting is on the program's path.
+void push_compressor(boost::iostreams::filtering_ostream& out, const std::filesystem::path& dest) {
+  switch (compression_of(dest)) {
+    case compression::gzip:
+      out.push(boost::iostreams::gzip_compressor(boost::iostreams::gzip_params(boost::iostreams::zlib::best_speed),
+                                                 compressor_buffer),
+               compressor_buffer);
+      break;
+    case compression::zstd:
+      out.push(boost::iostreams::zstd_compressor(boost::iostreams::zstd_params(boost::iostreams::zstd::best_speed),
+                                                 compressor_buffer),
+               compressor_buffer);
+      break;
+    case compression::none: break;
+  }
+}
+
+// The first `length` bytes of `source` into `dest`, copied by the kernel
+// (copy_file_range); false, with nothing promised about `dest`, where the
+// file systems do not allow it (the caller then copies through a buffer).
+bool kernel_copy(const std::filesystem::path& source, std::uint64_t length, const std::filesystem::path& dest) {
+  const int in = ::open(source.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return false;
+  const int out = ::open(dest.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out < 0) {
+    ::close(in);
+    return false;
+  }
+  std::uint64_t left = length;
+  while (left > 0) {
+    const ssize_t n = ::copy_file_range(in, nullptr, out, nullptr, left, 0);
+    if (n <= 0) break;
+    left -= static_cast<std::uint64_t>(n);
+  }
+  ::close(in);
+  return ::close(out) == 0 && left == 0;
 }
 
 }  // namespace
@@ -82,6 +125,13 @@ bool trace_file::commit(std::string_view events, std::string_view tail) noexcept
 
 void export_trace(const std::filesystem::path& source, std::uint64_t events_end, std::string_view tail,
                   const std::filesystem::path& dest) {
+  if (compression_of(dest) == compression::none && kernel_copy(source, events_end, dest)) {
+    std::ofstream file(dest, std::ios::binary | std::ios::app);
+    file.write(tail.data(), static_cast<std::streamsize>(tail.size()));
+    file.flush();
+    if (!file) throw std::runtime_error(describe(dest, "write trace", errno ? errno : EIO));
+    return;
+  }
   std::ifstream in(source, std::ios::binary);
   if (!in) throw std::runtime_error(describe(source, "read trace", errno));
   std::ofstream file(dest, std::ios::binary | std::ios::trunc);

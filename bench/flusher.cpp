@@ -1,0 +1,143 @@
+// bench/flusher.cpp — how fast the flusher turns events into a trace file,
+// and at what producer rate the default ring starts to drop.
+//
+// BM_flusher_throughput/<format>/<producers>: producer threads record
+// scopes as fast as they can under the `block` policy (lossless: a full
+// ring waits for the flusher), so the run takes as long as the flusher
+// needs. Timed: from the first scope to the exported file in the format
+// (.json is the spool the flusher writes while recording, copied; .json.gz
+// and .json.zst compress it on export). Counters: complete events per
+// second (drain + write + export), the share of it spent exporting, and the
+// process's peak resident memory.
+//
+// BM_flusher_drop_onset/<scopes per second per thread>: two threads, each
+// pacing its scopes with the TSC at the given rate for 0.5 s, default ring
+// and `drop` policy; counters: the fraction of events dropped and the rate
+// actually reached.
+#include <benchmark/benchmark.h>
+#include <sys/resource.h>
+#include <x86intrin.h>
+
+#include <proftrace/macros.hpp>
+#include <proftrace/profile.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "proftrace/detail/clock.hpp"
+
+namespace {
+
+constexpr const char* formats[] = {".json", ".json.gz", ".json.zst"};
+
+double peak_rss_mib() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+std::filesystem::path scratch_dir() {
+  auto dir = std::filesystem::temp_directory_path() / ("proftrace-bench-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+void record_flat_out(std::int64_t scopes) {
+  for (std::int64_t i = 0; i < scopes; ++i) {
+    PROF_SCOPE("x");
+    benchmark::DoNotOptimize(i);
+  }
+}
+
+void BM_flusher_throughput(benchmark::State& state) {
+  const std::string format = formats[state.range(0)];
+  const int producers = static_cast<int>(state.range(1));
+  constexpr std::int64_t scopes_per_thread = 1'000'000;
+  const auto dir = scratch_dir();
+  double exporting = 0;
+  std::int64_t events = 0;
+  for (auto _ : state) {
+    proftrace::profile p({.overflow = proftrace::overflow_policy::block, .spool_dir = dir});
+    const auto t0 = std::chrono::steady_clock::now();
+    p.start();
+    std::vector<std::thread> threads;
+    for (int t = 0; t < producers; ++t) threads.emplace_back(record_flat_out, scopes_per_thread);
+    for (auto& t : threads) t.join();
+    p.stop();
+    const auto t1 = std::chrono::steady_clock::now();
+    p.export_chrome_trace(dir / ("trace" + format));
+    const auto t2 = std::chrono::steady_clock::now();
+    state.SetIterationTime(std::chrono::duration<double>(t2 - t0).count());
+    exporting += std::chrono::duration<double>(t2 - t1).count();
+    const auto avg = p.key_averages();
+    if (avg.losses.total() != 0) state.SkipWithError("the block policy lost events");
+    for (const auto& row : avg.rows)
+      if (row.key == "x") events += row.count;
+  }
+  std::filesystem::remove_all(dir);
+  // kIsRate divides by the total manual time: drain, write and export.
+  state.counters["events_per_second"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  state.counters["export_seconds"] = exporting / static_cast<double>(state.iterations());
+  state.counters["peak_rss_MiB"] = peak_rss_mib();
+  state.SetLabel(format + ", " + std::to_string(producers) + " producer" + (producers > 1 ? "s" : ""));
+}
+
+// A thread recording `rate` scopes per second for `seconds`, paced by the TSC.
+void record_paced(double rate, double seconds, std::atomic<std::int64_t>& done) {
+  const auto calibration = proftrace::detail::calibrate_clock();
+  const double ticks_per_scope = 1e9 / rate / calibration.ns_per_tick;
+  const auto total = static_cast<std::int64_t>(rate * seconds);
+  const std::uint64_t start = __rdtsc();
+  for (std::int64_t i = 0; i < total; ++i) {
+    const auto due = start + static_cast<std::uint64_t>(static_cast<double>(i) * ticks_per_scope);
+    while (__rdtsc() < due) _mm_pause();
+    PROF_SCOPE("x");
+  }
+  done.fetch_add(total);
+}
+
+void BM_flusher_drop_onset(benchmark::State& state) {
+  const double rate = static_cast<double>(state.range(0));
+  constexpr double seconds = 0.5;
+  std::int64_t scopes = 0, lost = 0;
+  double elapsed = 0;
+  for (auto _ : state) {
+    proftrace::profile p({.overflow = proftrace::overflow_policy::drop, .spool_dir = scratch_dir()});
+    p.start();
+    std::atomic<std::int64_t> done{0};
+    const auto t0 = std::chrono::steady_clock::now();
+    std::thread a(record_paced, rate, seconds, std::ref(done)), b(record_paced, rate, seconds, std::ref(done));
+    a.join();
+    b.join();
+    elapsed += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    p.stop();
+    scopes += done.load();
+    lost += static_cast<std::int64_t>(p.key_averages().losses.total());
+  }
+  std::filesystem::remove_all(scratch_dir());
+  state.counters["dropped_fraction"] = scopes > 0 ? static_cast<double>(lost) / static_cast<double>(2 * scopes) : 0;
+  state.counters["reached_per_thread"] = static_cast<double>(scopes) / 2 / elapsed;
+  state.counters["peak_rss_MiB"] = peak_rss_mib();
+}
+
+}  // namespace
+
+BENCHMARK(BM_flusher_throughput)
+    ->ArgsProduct({{0, 1, 2}, {1, 2}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK(BM_flusher_drop_onset)
+    ->Arg(500'000)
+    ->Arg(1'000'000)
+    ->Arg(2'000'000)
+    ->Arg(4'000'000)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+BENCHMARK_MAIN();
