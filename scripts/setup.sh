@@ -9,6 +9,7 @@ packages=(
   doctest-dev libbenchmark-dev
   libzstd-dev zlib1g-dev
   chromium
+  valgrind likwid
 )
 
 missing=()

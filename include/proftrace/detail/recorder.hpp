@@ -92,12 +92,11 @@ class scope_guard {
     if (PROFTRACE_UNLIKELY(state & state_recording)) {
       ring_ = thread_ring();
       site_ = s;
+      correlation_ = 0;
       if (ring_) {
 #if PROFTRACE_WITH_NVTX
-        if (PROFTRACE_UNLIKELY(state & state_nvtx)) {
-          push_nvtx_range(s);
-          nvtx_ = true;
-        }
+        nvtx_ = PROFTRACE_UNLIKELY(state & state_nvtx) != 0;
+        if (nvtx_) push_nvtx_range(s);
 #endif
 #if PROFTRACE_WITH_CUDA
         if (PROFTRACE_UNLIKELY(state & state_cuda)) correlation_ = push_cuda_correlation();
@@ -121,11 +120,13 @@ class scope_guard {
   scope_guard& operator=(const scope_guard&) = delete;
 
  private:
+  // Only ring_ is set on the runtime-off path: the rest is written, and
+  // read, only once a ring was found, so switched off a scope stores nothing.
   ring* ring_ = nullptr;
-  const site* site_ = nullptr;
-  std::uint64_t correlation_ = 0;
+  const site* site_;
+  std::uint64_t correlation_;
 #if PROFTRACE_WITH_NVTX
-  bool nvtx_ = false;
+  bool nvtx_;
 #endif
 };
 
