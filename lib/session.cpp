@@ -276,7 +276,7 @@ struct session::impl {
 session::session(profile_options options, activity_set compiled) : impl_(std::make_unique<impl>()) {
   impl& s = *impl_;
   s.opts = std::move(options);
-  if (s.opts.activities.empty()) {
+  if (s.opts.activities.empty() || !PROFTRACE_ENABLED) {
     s.activities = compiled;
   } else {
     s.activities = s.opts.activities & compiled;
@@ -284,7 +284,10 @@ session::session(profile_options options, activity_set compiled) : impl_(std::ma
       if (s.opts.activities.contains(a) && !compiled.contains(a))
         detail::warn("activity " + std::string(to_string(a)) + " is not compiled into this build; ignored");
   }
-  if (s.activities.empty()) throw std::invalid_argument("No valid profiler activities found");
+  // A build with PROFTRACE_ENABLED=0 compiles no collector in: its sessions
+  // run and write valid traces with nothing in them, so a program need not
+  // change to build without profiling.
+  if (s.activities.empty() && PROFTRACE_ENABLED) throw std::invalid_argument("No valid profiler activities found");
 #if !PROFTRACE_WITH_CUDA
   if (s.opts.cuda_profiler_gating) detail::warn("cuda_profiler_gating needs a build with CUDA; ignored");
 #endif
