@@ -20,7 +20,7 @@ class ProftraceConan(ConanFile):
     name = "proftrace"
     description = "Compile-time-configurable instrumentation macros for HPC and GPU code, with Kineto-layout traces"
     license = "proprietary"
-    package_type = "static-library"
+    package_type = "library"
     settings = "os", "arch", "compiler", "build_type"
     options = {
         "shared": [False],        # a static library only: the rings and the flusher are per process

@@ -16,4 +16,4 @@ fi
 export CONAN_HOME="$work/home"
 mkdir -p "$CONAN_HOME"
 echo "=== conan create (Conan $conan_version, offline profile)"
-"$work/venv/bin/conan" create "$root" -pr:a "$root/conan/offline.profile" --build=missing
+"$work/venv/bin/conan" create "$root" -pr:a "$root/conan/offline.profile" --build=missing --no-remote

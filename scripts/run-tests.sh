@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test under ctest: the normal build, then the
+# Sets up, builds and runs every test under ctest: the normal build (with the
+# packaging tests), the Conan package's create and test_package, then the
 # concurrency suites again under ThreadSanitizer and under AddressSanitizer
 # with UndefinedBehaviorSanitizer.
 #   bash scripts/run-tests.sh            # everything
@@ -18,6 +19,10 @@ run_suite() {  # run_suite BUILD_DIR [cmake args...]
 }
 
 run_suite "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROFTRACE_BUILD_BENCH=ON
+# The Conan 2 package, built and tested offline (PROFTRACE_CONAN=0 skips it).
+if [ "${PROFTRACE_CONAN:-1}" != 0 ]; then
+  bash "$root/scripts/conan-package.sh"
+fi
 if [ "${PROFTRACE_SANITIZERS:-1}" != 0 ]; then
   run_suite "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROFTRACE_SANITIZE=thread -DPROFTRACE_BUILD_EXAMPLES=OFF
   run_suite "$root/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROFTRACE_SANITIZE=address,undefined -DPROFTRACE_BUILD_EXAMPLES=OFF
