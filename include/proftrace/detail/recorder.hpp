@@ -71,16 +71,47 @@ std::uint64_t push_cuda_correlation() noexcept;
 void pop_cuda_correlation() noexcept;
 #endif
 
-#if PROFTRACE_WITH_NVTX
 // An NVTX range in the "proftrace" domain named as the site (its name
 // registered on first use), or "ProfilerStep#N"; popped by pop_nvtx_range.
-// Out of line, so that no NVTX header reaches the user's code.
+// Out of line, so that no NVTX header reaches the user's code. Defined in
+// builds with PROFTRACE_WITH_NVTX only, and called only there.
 void push_nvtx_range(const site* s) noexcept;
 void push_nvtx_step(std::int64_t step) noexcept;
 void pop_nvtx_range() noexcept;
 // An NVTX tool (Nsight Systems) is attached; sessions open no ranges without one.
 bool nvtx_tool_attached() noexcept;
+
+// What a scope opens beside its events while the session asks for them: an
+// NVTX range (a tool is attached) and a CUDA external correlation (CUPTI
+// collects), closed in reverse order. Trivially constructible: written only
+// once a scope records, so a switched-off scope stores nothing.
+struct gpu_marks {
+  std::uint64_t correlation;  // the CUDA external id pushed, 0 if none
+#if PROFTRACE_WITH_NVTX
+  bool nvtx;
 #endif
+
+  template <class PushRange>
+  PROFTRACE_ALWAYS_INLINE void open([[maybe_unused]] std::uint32_t state,
+                                    [[maybe_unused]] const PushRange& push_range) noexcept {
+    correlation = 0;
+#if PROFTRACE_WITH_NVTX
+    nvtx = (state & state_nvtx) != 0;
+    if (PROFTRACE_UNLIKELY(nvtx)) push_range();
+#endif
+#if PROFTRACE_WITH_CUDA
+    if (PROFTRACE_UNLIKELY(state & state_cuda)) correlation = push_cuda_correlation();
+#endif
+  }
+  PROFTRACE_ALWAYS_INLINE void close() noexcept {
+#if PROFTRACE_WITH_CUDA
+    if (PROFTRACE_UNLIKELY(correlation != 0)) pop_cuda_correlation();
+#endif
+#if PROFTRACE_WITH_NVTX
+    if (PROFTRACE_UNLIKELY(nvtx)) pop_nvtx_range();
+#endif
+  }
+};
 
 // Keeps the ring it began in, so the way out needs no thread-local lookup.
 // The NVTX and correlation pushes come before the begin's clock read and the
@@ -92,28 +123,16 @@ class scope_guard {
     if (PROFTRACE_UNLIKELY(state & state_recording)) {
       ring_ = thread_ring();
       site_ = s;
-      correlation_ = 0;
       if (ring_) {
-#if PROFTRACE_WITH_NVTX
-        nvtx_ = PROFTRACE_UNLIKELY(state & state_nvtx) != 0;
-        if (nvtx_) push_nvtx_range(s);
-#endif
-#if PROFTRACE_WITH_CUDA
-        if (PROFTRACE_UNLIKELY(state & state_cuda)) correlation_ = push_cuda_correlation();
-#endif
-        ring_->push(ring_->now(), reinterpret_cast<std::uintptr_t>(s), correlation_, event_kind::begin);
+        gpu_.open(state, [s] { push_nvtx_range(s); });
+        ring_->push(ring_->now(), reinterpret_cast<std::uintptr_t>(s), gpu_.correlation, event_kind::begin);
       }
     }
   }
   PROFTRACE_ALWAYS_INLINE ~scope_guard() {
     if (ring_) {
       ring_->push(ring_->now(), reinterpret_cast<std::uintptr_t>(site_), 0, event_kind::end);
-#if PROFTRACE_WITH_CUDA
-      if (PROFTRACE_UNLIKELY(correlation_ != 0)) pop_cuda_correlation();
-#endif
-#if PROFTRACE_WITH_NVTX
-      if (PROFTRACE_UNLIKELY(nvtx_)) pop_nvtx_range();
-#endif
+      gpu_.close();
     }
   }
   scope_guard(const scope_guard&) = delete;
@@ -121,13 +140,10 @@ class scope_guard {
 
  private:
   // Only ring_ is set on the runtime-off path: the rest is written, and
-  // read, only once a ring was found, so switched off a scope stores nothing.
+  // read, only once a ring was found.
   ring* ring_ = nullptr;
   const site* site_;
-  std::uint64_t correlation_;
-#if PROFTRACE_WITH_NVTX
-  bool nvtx_;
-#endif
+  gpu_marks gpu_;
 };
 
 // One dimension of an input shape: any integer type converts without a
@@ -154,36 +170,20 @@ class shapes_scope_guard {
     const std::uint32_t state = session_state.load(std::memory_order_relaxed);
     if (!(state & state_recording)) return;
     site_ = s;
-#if PROFTRACE_WITH_NVTX
-    if (state & state_nvtx) {
-      push_nvtx_range(s);
-      nvtx_ = true;
-    }
-#endif
-#if PROFTRACE_WITH_CUDA
-    if (state & state_cuda) correlation_ = push_cuda_correlation();
-#endif
-    record_begin_with_shapes(site_, shapes, correlation_);
+    gpu_.open(state, [s] { push_nvtx_range(s); });
+    record_begin_with_shapes(site_, shapes, gpu_.correlation);
   }
   ~shapes_scope_guard() {
     if (!site_) return;
     record_end(site_);
-#if PROFTRACE_WITH_CUDA
-    if (correlation_ != 0) pop_cuda_correlation();
-#endif
-#if PROFTRACE_WITH_NVTX
-    if (nvtx_) pop_nvtx_range();
-#endif
+    gpu_.close();
   }
   shapes_scope_guard(const shapes_scope_guard&) = delete;
   shapes_scope_guard& operator=(const shapes_scope_guard&) = delete;
 
  private:
   const site* site_ = nullptr;
-  std::uint64_t correlation_ = 0;
-#if PROFTRACE_WITH_NVTX
-  bool nvtx_ = false;
-#endif
+  gpu_marks gpu_;
 };
 
 // PROF_STEP: the calling thread enters its next step. The first thread to
@@ -204,17 +204,10 @@ class step_guard {
       const std::int64_t n = enter_step();
       if (n >= 0) {
         active_ = true;
-        [[maybe_unused]] const std::uint32_t state = session_state.load(std::memory_order_relaxed);
-#if PROFTRACE_WITH_NVTX
-        if (state & state_nvtx) {
-          push_nvtx_step(n);
-          nvtx_ = true;
-        }
-#endif
+        gpu_.open(session_state.load(std::memory_order_relaxed), [n] { push_nvtx_step(n); });
 #if PROFTRACE_WITH_CUDA
-        if (state & state_cuda) {
-          correlation_ = push_cuda_correlation();
-          record_step_begin(n, correlation_);
+        if (gpu_.correlation != 0) {
+          record_step_begin(n, gpu_.correlation);
           return;
         }
 #endif
@@ -225,24 +218,14 @@ class step_guard {
   ~step_guard() {
     if (!active_) return;
     record_end(&step_site);
-#if PROFTRACE_WITH_CUDA
-    if (correlation_ != 0) pop_cuda_correlation();
-#endif
-#if PROFTRACE_WITH_NVTX
-    if (nvtx_) pop_nvtx_range();
-#endif
+    gpu_.close();
   }
   step_guard(const step_guard&) = delete;
   step_guard& operator=(const step_guard&) = delete;
 
  private:
   bool active_ = false;
-#if PROFTRACE_WITH_NVTX
-  bool nvtx_ = false;
-#endif
-#if PROFTRACE_WITH_CUDA
-  std::uint64_t correlation_ = 0;
-#endif
+  gpu_marks gpu_;
 };
 
 PROFTRACE_ALWAYS_INLINE void record_instant(const site* s) noexcept {
