@@ -27,7 +27,7 @@ class ProftraceConan(ConanFile):
         "fPIC": [True, False],
         "enabled": [True, False],    # PROFTRACE_ENABLED: False compiles every macro out
         "with_cuda": [True, False],  # PROFTRACE_WITH_CUDA (and NVTX with it): needs the CUDA toolkit
-        "with_mpi": [True, False],   # PROFTRACE_WITH_MPI: not built yet (issue 8)
+        "with_mpi": [True, False],   # PROFTRACE_WITH_MPI: ranks and clock alignment from the system's MPI
     }
     default_options = {"shared": False, "fPIC": True, "enabled": True, "with_cuda": False, "with_mpi": False}
     exports_sources = "CMakeLists.txt", "cmake/*", "include/*", "lib/*", "tools/*", "LICENSE*"
@@ -37,8 +37,6 @@ class ProftraceConan(ConanFile):
         self.version = re.search(r"project\(proftrace VERSION ([\d.]+)", text).group(1)
 
     def validate(self):
-        if self.options.with_mpi:
-            raise ConanInvalidConfiguration("proftrace: with_mpi is not available yet (MPI support is still to come)")
         if str(self.settings.compiler.get_safe("cppstd", "20")).replace("gnu", "") not in ("20", "23"):
             raise ConanInvalidConfiguration("proftrace needs C++20")
 
@@ -55,6 +53,7 @@ class ProftraceConan(ConanFile):
         tc = CMakeToolchain(self)
         tc.cache_variables["PROFTRACE_ENABLED"] = bool(self.options.enabled)
         tc.cache_variables["PROFTRACE_WITH_CUDA"] = "ON" if self.options.with_cuda else "OFF"
+        tc.cache_variables["PROFTRACE_WITH_MPI"] = bool(self.options.with_mpi)
         tc.cache_variables["PROFTRACE_BUILD_TESTS"] = False
         tc.cache_variables["PROFTRACE_BUILD_EXAMPLES"] = False
         tc.cache_variables["PROFTRACE_BUILD_BENCH"] = False
@@ -82,6 +81,7 @@ class ProftraceConan(ConanFile):
             f"PROFTRACE_ENABLED={1 if self.options.enabled else 0}",
             "PROFTRACE_WITH_CPU_RANGES=1", "PROFTRACE_WITH_MEMORY=1", "PROFTRACE_WITH_FLOPS=1",
             f"PROFTRACE_WITH_CUDA={cuda}", f"PROFTRACE_WITH_NVTX={cuda}",
+            f"PROFTRACE_WITH_MPI={1 if self.options.with_mpi else 0}",
             "PROFTRACE_OVERFLOW_POLICY=0", "PROFTRACE_RING_EVENTS=32768",
         ]
         self.buildenv_info.prepend_path("PATH", os.path.join(self.package_folder, "bin"))

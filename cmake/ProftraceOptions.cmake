@@ -6,6 +6,7 @@ option(PROFTRACE_WITH_CPU_RANGES "CPU range collector (PROF_SCOPE, PROF_STEP, ..
 option(PROFTRACE_WITH_FLOPS "FLOP estimator collector (PROF_MATMUL, PROF_CONV, ...)" ON)
 option(PROFTRACE_WITH_MEMORY "Memory collector (PROF_ALLOC, PROF_FREE)" ON)
 set(PROFTRACE_WITH_CUDA AUTO CACHE STRING "CUDA collector: ON, OFF or AUTO (on when the CUDA toolkit is found)")
+option(PROFTRACE_WITH_MPI "MPI-aware sessions: rank from MPI, clock alignment against rank 0 (needs MPI)" OFF)
 set(PROFTRACE_WITH_NVTX AUTO CACHE STRING "NVTX3 range per recorded scope: ON, OFF or AUTO (on with the CUDA collector)")
 set(PROFTRACE_OVERFLOW_POLICY drop CACHE STRING "Default ring overflow policy: drop, block or drop_oldest")
 set(PROFTRACE_RING_EVENTS 32768 CACHE STRING "Default events per thread ring (power of two)")
@@ -59,6 +60,17 @@ elseif(NOT PROFTRACE_WITH_NVTX STREQUAL "OFF" AND PROFTRACE_WITH_CUDA_01)
   set(PROFTRACE_WITH_NVTX_01 1)
 endif()
 
+# MPI (OpenMPI from Debian, or any MPI CMake's FindMPI finds): the library
+# links it only when asked, so that no one gets MPI by taking proftrace.
+set(PROFTRACE_WITH_MPI_01 0)
+if(PROFTRACE_WITH_MPI)
+  find_package(MPI COMPONENTS CXX)
+  if(NOT MPI_CXX_FOUND)
+    message(FATAL_ERROR "proftrace: PROFTRACE_WITH_MPI=ON but no MPI was found (Debian: apt-get install libopenmpi-dev openmpi-bin)")
+  endif()
+  set(PROFTRACE_WITH_MPI_01 1)
+endif()
+
 if(PROFTRACE_OVERFLOW_POLICY STREQUAL "drop")
   set(PROFTRACE_OVERFLOW_POLICY_01 0)
 elseif(PROFTRACE_OVERFLOW_POLICY STREQUAL "block")
@@ -76,6 +88,7 @@ set(PROFTRACE_PUBLIC_DEFINITIONS
   PROFTRACE_WITH_FLOPS=${PROFTRACE_WITH_FLOPS_01}
   PROFTRACE_WITH_CUDA=${PROFTRACE_WITH_CUDA_01}
   PROFTRACE_WITH_NVTX=${PROFTRACE_WITH_NVTX_01}
+  PROFTRACE_WITH_MPI=${PROFTRACE_WITH_MPI_01}
   PROFTRACE_OVERFLOW_POLICY=${PROFTRACE_OVERFLOW_POLICY_01}
   PROFTRACE_RING_EVENTS=${PROFTRACE_RING_EVENTS})
 

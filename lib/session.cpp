@@ -16,12 +16,16 @@
 #include "json_text.hpp"
 #include "memory_timeline.hpp"
 #include "proftrace/cuda.hpp"
+#include "proftrace/distributed.hpp"
 #include "proftrace/detail/recorder.hpp"
 #include "proftrace/profile.hpp"
 #include "proftrace/trace_handler.hpp"
 #include "registry.hpp"
 #include "trace_file.hpp"
 #include "warn.hpp"
+#if PROFTRACE_WITH_MPI
+#include "mpi_clock.hpp"
+#endif
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
@@ -59,6 +63,35 @@ std::filesystem::path default_spool_dir() {
   return ec ? std::filesystem::path("/tmp") : tmp;
 }
 
+std::string distributed_json(const distributed_info& d) {
+  // HTA reads the rank with the regex "rank":\s+(\d+): keep the space.
+  std::string j = "{\"backend\": ";
+  detail::append_json_string(j, d.backend);
+  j += ", \"rank\": " + std::to_string(d.rank) + ", \"world_size\": " + std::to_string(d.world_size) + ", \"host\": ";
+  detail::append_json_string(j, d.host);
+  j += ", \"source\": ";
+  detail::append_json_string(j, d.source);
+  return j + "}";
+}
+
+// How this rank's timestamps relate to the other ranks'. With MPI (a
+// collective: every rank's start() and stop() call it) the offset against
+// rank 0 measured by ping-pong; otherwise each host's Unix time as it is.
+std::string clock_alignment_json([[maybe_unused]] const std::optional<distributed_info>& dist, std::string_view when) {
+#if PROFTRACE_WITH_MPI
+  if (dist && dist->source == "MPI_Comm_rank" && dist->world_size > 1) {
+    if (const auto o = detail::measure_clock_offset(detail::trace_clock_ns)) {
+      return "{\"method\": \"mpi_ping_pong\", \"reference_rank\": 0, \"measured\": \"" + std::string(when) +
+             "\", \"offset_ns\": " + std::to_string(o->offset_ns) + ", \"round_trip_ns\": " +
+             std::to_string(o->round_trip_ns) + ", \"rounds\": " + std::to_string(o->rounds) + "}";
+    }
+  }
+#endif
+  (void)when;
+  return "{\"method\": \"unix_time\", \"note\": \"timestamps are this host's Unix time; no offset against other "
+         "ranks was measured\"}";
+}
+
 }  // namespace
 
 struct session::impl {
@@ -77,6 +110,8 @@ struct session::impl {
   std::vector<std::pair<std::string, std::string>> preset;
   std::shared_ptr<detail::finished_trace> last;
   std::map<int, device_memory_stats> session_memory;  // merged over this session's traces
+  std::optional<distributed_info> dist;  // this process's rank, read at start()
+  std::string clock_alignment;           // the traces' "clockAlignment", measured at start()
 
   ~impl() { discard_last(); }
 
@@ -92,6 +127,8 @@ struct session::impl {
     const std::filesystem::path dir = opts.spool_dir.empty() ? default_spool_dir() : opts.spool_dir;
     w.path = dir / ("proftrace-" + std::to_string(::getpid()) + "-" + std::to_string(++spool_sequence) +
                     ".pt.trace.json.part");
+    if (dist) w.head_metadata.emplace_back("distributedInfo", distributed_json(*dist));
+    w.head_metadata.emplace_back("clockAlignment", clock_alignment);
     if (opts.profile_memory) w.head_metadata.emplace_back("profile_memory", "1");
     if (opts.with_stack) w.head_metadata.emplace_back("with_stack", "1");
     if (opts.record_shapes) w.head_metadata.emplace_back("record_shapes", "1");
@@ -322,6 +359,8 @@ void session::start() {
 #if PROFTRACE_WITH_CUDA
   s.cuda_on = s.activities.contains(activity::cuda) && detail::cuda_collection_start();
 #endif
+  s.dist = distributed();
+  s.clock_alignment = clock_alignment_json(s.dist, "at_start");
   active_session = this;
   detail::session_state.store(detail::state_session, std::memory_order_release);
   try {
@@ -342,6 +381,12 @@ void session::stop() {
   if (active_session != this) return;
   impl& s = *impl_;
   s.close_api_step();
+  // Collective on every rank, like the one at start(): the drift since then,
+  // in the tail of the trace still open. The profiler's own allocations.
+  const detail::in_profiler_guard own_work;
+  if (std::string at_stop = clock_alignment_json(s.dist, "at_stop");
+      s.trace_open && at_stop.find("offset_ns") != std::string::npos)
+    detail::flusher::instance().add_metadata("clockAlignmentAtStop", std::move(at_stop));
   struct reset_on_exit {
     impl& s;
     ~reset_on_exit() {
@@ -532,6 +577,8 @@ trace_ready_fn tensorboard_trace_handler(std::filesystem::path dir, std::string 
       char host[256] = {};
       ::gethostname(host, sizeof host - 1);
       worker_name = std::string(host) + "_" + std::to_string(::getpid());
+      // One file per rank, sorted by rank: rank3_host_pid.
+      if (const auto d = distributed()) worker_name = "rank" + std::to_string(d->rank) + "_" + worker_name;
     }
     const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                             std::chrono::system_clock::now().time_since_epoch())

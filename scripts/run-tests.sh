@@ -18,7 +18,7 @@ run_suite() {  # run_suite BUILD_DIR [cmake args...]
   (cd "$dir" && ctest --output-on-failure -j"$jobs")
 }
 
-run_suite "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROFTRACE_BUILD_BENCH=ON
+run_suite "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROFTRACE_BUILD_BENCH=ON -DPROFTRACE_WITH_MPI=ON
 # The Conan 2 package, built and tested offline (PROFTRACE_CONAN=0 skips it).
 if [ "${PROFTRACE_CONAN:-1}" != 0 ]; then
   bash "$root/scripts/conan-package.sh"

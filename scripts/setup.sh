@@ -10,6 +10,7 @@ packages=(
   libzstd-dev zlib1g-dev
   chromium
   valgrind likwid
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

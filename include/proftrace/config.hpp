@@ -42,6 +42,11 @@
 #ifndef PROFTRACE_WITH_NVTX
 #define PROFTRACE_WITH_NVTX 0
 #endif
+// MPI-aware sessions (<proftrace/distributed.hpp>): the library asks MPI
+// for the rank and aligns clocks against rank 0. Changes no inline code.
+#ifndef PROFTRACE_WITH_MPI
+#define PROFTRACE_WITH_MPI 0
+#endif
 #if PROFTRACE_WITH_NVTX && !PROFTRACE_WITH_CUDA
 #error "PROFTRACE_WITH_NVTX=1 needs PROFTRACE_WITH_CUDA=1"
 #endif

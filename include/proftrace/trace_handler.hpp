@@ -5,7 +5,8 @@
 //
 // Each ready trace is exported to
 // `{dir}/{worker_name}.{unix_time_ns}.pt.trace.json[.gz]`; the default worker
-// name is `{hostname}_{pid}`. A directory that cannot be created throws
+// name is `{hostname}_{pid}`, `rank{N}_{hostname}_{pid}` in a distributed job
+// (<proftrace/distributed.hpp>). A directory that cannot be created throws
 // std::runtime_error("Can't create directory: <dir>").
 #pragma once
 
