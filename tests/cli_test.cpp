@@ -632,3 +632,44 @@ TEST_CASE("summary --flops: FLOP counts from a with_flops trace and achieved GFL
   r = run_cli({"summary", pytorch_trace, "--flops"});
   CHECK(r.out.find("No FLOP counts in this trace") != std::string::npos);
 }
+
+TEST_CASE("summary of a directory: one table per rank in rank order, then the spread across ranks") {
+  temp_dir dir("cli-ranks");
+  // Rank 1 spends 30 us in "exchange", ranks 0 and 2 spend 10 and 20; written out of order.
+  for (const int rank : {2, 0, 1}) {
+    const int exchange_us = rank == 1 ? 30 : rank == 0 ? 10 : 20;
+    write_file(dir.path / ("rank" + std::to_string(rank) + ".pt.trace.json"),
+               "{\"schemaVersion\": 1, \"distributedInfo\": {\"backend\": \"mpi\", \"rank\": " + std::to_string(rank) +
+                   ", \"world_size\": 3, \"host\": \"node" + std::to_string(rank) +
+                   "\"},\n\"traceEvents\": [\n"
+                   "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"compute\", \"pid\": 1, \"tid\": 1, "
+                   "\"ts\": 0.000, \"dur\": 50.000},\n"
+                   "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"exchange\", \"pid\": 1, \"tid\": 1, "
+                   "\"ts\": 60.000, \"dur\": " + std::to_string(exchange_us) + ".000}\n]}\n");
+  }
+  write_file(dir.path / "notes.txt", "not a trace");
+  const auto r = run_cli({"summary", dir.path.string()});
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  const auto r0 = r.out.find("== rank 0 (node0)"), r1 = r.out.find("== rank 1 (node1)"), r2 = r.out.find("== rank 2");
+  REQUIRE(r0 != std::string::npos);
+  CHECK(r0 < r1);
+  CHECK(r1 < r2);
+  const auto across = r.out.find("== across 3 traces");
+  REQUIRE(across != std::string::npos);
+  const std::string view = r.out.substr(across);
+  // "exchange" spreads 10..30 us (median 20, slowest rank 1) and comes first; "compute" does not spread.
+  const auto exchange = view.find("exchange"), compute = view.find("compute");
+  REQUIRE(exchange != std::string::npos);
+  CHECK(exchange < compute);
+  const std::string exchange_line = view.substr(exchange, view.find('\n', exchange) - exchange);
+  CHECK_MESSAGE(exchange_line.find("3/3") != std::string::npos, exchange_line);
+  CHECK_MESSAGE(exchange_line.find("10.000") != std::string::npos, exchange_line);
+  CHECK_MESSAGE(exchange_line.find("20.000") != std::string::npos, exchange_line);
+  CHECK_MESSAGE(exchange_line.find("30.000") != std::string::npos, exchange_line);
+  CHECK_MESSAGE(exchange_line.ends_with("rank 1"), exchange_line);
+
+  temp_dir empty("cli-no-ranks");
+  const auto none = run_cli({"summary", empty.path.string()});
+  CHECK(none.rc == 1);
+  CHECK(none.err.find("no trace") != std::string::npos);
+}

@@ -48,7 +48,11 @@ const char* const tool_help =
     "            3 diff threshold exceeded\n";
 
 const char* const summary_help =
-    "usage: proftrace summary TRACE [--sort-by KEY] [--row-limit N] [--group-by-shape] [--top-level-only] [--flops]\n"
+    "usage: proftrace summary TRACE|DIR [--sort-by KEY] [--row-limit N] [--group-by-shape] [--top-level-only] [--flops]\n"
+    "\n"
+    "With a directory: every trace in it (*.json, *.json.gz, *.json.zst), one\n"
+    "table per rank in rank order (distributedInfo), then a view across them:\n"
+    "per key, the min, median and max of self CPU time and the slowest rank.\n"
     "\n"
     "Prints torch's key_averages().table() for the complete (\"X\") host events of\n"
     "TRACE (cat cpu_op, user_annotation, cuda_runtime, cuda_driver; device events\n"
@@ -247,6 +251,19 @@ int cmd_summary(const std::vector<std::string>& args) {
                       (valid == std::string::npos ? std::string() : why.substr(valid, why.size() - valid - 1) + ", none)")};
   }
   std::vector<std::string> warnings;
+  if (std::filesystem::is_directory(a.positional[0])) {
+    // Every rank's table, then the view across ranks.
+    const auto ranks = pt::summarize_ranks(a.positional[0], a.group_by_shape, warnings);
+    for (const auto& r : ranks) {
+      std::cout << "== " << (r.rank >= 0 ? "rank " + std::to_string(r.rank) : std::string("no rank"))
+                << (r.host.empty() ? "" : " (" + r.host + ")") << ": " << r.file.filename().string() << "\n"
+                << r.averages.table(opts) << "\n";
+    }
+    std::cout << "== across " << ranks.size() << " traces: self CPU time per key, largest spread first\n"
+              << pt::cross_rank_table(ranks, opts.row_limit);
+    print_warnings(warnings);
+    return exit_ok;
+  }
   const auto avg = pt::summarize(a.positional[0], a.group_by_shape, warnings, show_progress(a.positional[0]));
   std::cout << avg.table(opts);
   if (a.flops) print_flop_rates(avg);

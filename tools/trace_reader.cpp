@@ -62,11 +62,12 @@ struct sax {
   bool in_events = false;  // inside the traceEvents array (depth 2)
   bool in_event = false;   // inside an event object (depth 3)
   bool in_args = false;    // inside its args (depth 4)
+  bool in_meta = false;    // inside a top-level object other than traceEvents (depth 2)
   int dims_from = 0;       // >0: capturing Input Dims, opened at this depth
   std::vector<bool> dims_first;
   bool stopped = false;
 
-  std::string top_key, key_buf, str_buf;
+  std::string top_key, meta_key, key_buf, str_buf;
   // The keys this reader acts on, recognised once per key instead of by a
   // string comparison per value.
   enum class key_id : std::uint8_t { other, ph, cat, name, ts, dur, pid, tid, args, external_id, stream, input_dims, flops };
@@ -122,6 +123,10 @@ struct sax {
       }
       metadata_entry m{top_key, t, t == json_type::object ? "{...}" : t == json_type::array ? "[...]" : text};
       if (res->metadata.size() < 4096) res->metadata.push_back(std::move(m));
+      return;
+    }
+    if (depth == 2 && in_meta) {  // a field of a metadata object: "distributedInfo.rank"
+      if (res->metadata.size() < 4096) res->metadata.push_back({top_key + "." + meta_key, t, text});
       return;
     }
     if (depth == 2 && in_events) {
@@ -202,6 +207,8 @@ struct sax {
     ++depth;
     if (parent == 1 && top_is_object && top_key == "traceEvents" && t == json_type::array) {
       in_events = true;
+    } else if (parent == 1 && top_is_object && t == json_type::object && top_key != "traceEvents") {
+      in_meta = true;
     } else if (parent == 2 && in_events && t == json_type::object) {
       in_event = true;
       ev.clear();
@@ -242,6 +249,8 @@ struct sax {
       }
     } else if (in_events && depth == 1) {
       in_events = false;
+    } else if (in_meta && depth == 1) {
+      in_meta = false;
     }
     if (stopped) {
       ec = json::error::syntax;
@@ -304,6 +313,7 @@ struct sax {
       key = key_buf;
     }
     if (depth == 1) top_key.assign(key);
+    else if (depth == 2 && in_meta) meta_key.assign(key);
     else if (depth == 3 && in_event) field_id = identify(key);
     else if (depth == 4 && in_args) arg_id = identify(key);
     key_buf.clear();

@@ -52,7 +52,7 @@ struct trace_event {
 };
 
 struct metadata_entry {
-  std::string key;
+  std::string key;  // a top-level key, or "key.field" for a scalar field of a top-level object
   json_type type = json_type::absent;
   std::string value;  // scalars as text; "{...}" / "[...]" for containers
 };
@@ -167,6 +167,24 @@ proftrace::event_averages summarize(const std::filesystem::path& path, bool grou
 // its self time (for event_averages::collapsed_stacks()).
 proftrace::event_averages summarize_stacks(const std::filesystem::path& path, std::vector<std::string>& warnings,
                                            bool progress = false);
+
+// ---- several ranks ----
+
+struct rank_summary {
+  std::filesystem::path file;
+  int rank = -1;  // distributedInfo.rank; -1 when the trace has none
+  std::string host;
+  proftrace::event_averages averages;
+};
+
+// Summaries of every trace in `dir` (*.json, *.json.gz, *.json.zst), ranked
+// by distributedInfo.rank (traces without one last, by file name).
+std::vector<rank_summary> summarize_ranks(const std::filesystem::path& dir, bool group_by_input_shape,
+                                          std::vector<std::string>& warnings);
+// Per key, across the ranks: how many have it, the min, median and max of
+// its self CPU time and the rank with the max ("-" when all are equal), sorted by
+// max - min, largest first; `row_limit` rows at most (-1: all).
+std::string cross_rank_table(const std::vector<rank_summary>& ranks, int row_limit = -1);
 
 // ---- validation ----
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <limits>
 
 #include "trace_reader.hpp"
@@ -226,7 +228,8 @@ proftrace::event_averages aggregator::finish() {
 namespace {
 
 // Reads `path` through `agg`; the caller takes the results from it.
-void aggregate(const std::filesystem::path& path, aggregator& agg, std::vector<std::string>& warnings, bool progress) {
+read_result aggregate(const std::filesystem::path& path, aggregator& agg, std::vector<std::string>& warnings,
+                      bool progress) {
   std::string error;
   read_options opts;
   opts.progress = progress;
@@ -244,9 +247,88 @@ void aggregate(const std::filesystem::path& path, aggregator& agg, std::vector<s
                        " inside \"traceEvents\" (cut off, or still being written); summarised the " +
                        std::to_string(r.events) + " events before it");
   for (auto& w : agg.warnings()) warnings.push_back(path.string() + ": " + w);
+  return r;
+}
+
+std::string us_text(std::int64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(ns) / 1000.0);
+  return buf;
 }
 
 }  // namespace
+
+std::vector<rank_summary> summarize_ranks(const std::filesystem::path& dir, bool group_by_input_shape,
+                                          std::vector<std::string>& warnings) {
+  std::vector<rank_summary> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_regular_file() ||
+        !(name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".json.zst")))
+      continue;
+    rank_summary s;
+    s.file = entry.path();
+    aggregator agg(group_by_input_shape);
+    for (const auto& m : aggregate(entry.path(), agg, warnings, false).metadata) {
+      if (m.key == "distributedInfo.rank" && m.type == json_type::number) s.rank = std::atoi(m.value.c_str());
+      if (m.key == "distributedInfo.host" && m.type == json_type::string) s.host = m.value;
+    }
+    s.averages = agg.finish();
+    out.push_back(std::move(s));
+  }
+  if (ec) throw trace_error(dir.string() + ": cannot read the directory: " + ec.message());
+  if (out.empty()) throw trace_error(dir.string() + ": no trace (*.json, *.json.gz, *.json.zst) in the directory");
+  std::sort(out.begin(), out.end(), [](const rank_summary& a, const rank_summary& b) {
+    const bool a_ranked = a.rank >= 0, b_ranked = b.rank >= 0;
+    if (a_ranked != b_ranked) return a_ranked;
+    return a.rank != b.rank ? a.rank < b.rank : a.file < b.file;
+  });
+  return out;
+}
+
+std::string cross_rank_table(const std::vector<rank_summary>& ranks, int row_limit) {
+  struct key_stats {
+    std::vector<std::pair<std::int64_t, std::size_t>> self;  // (self CPU ns, index into ranks)
+  };
+  std::map<std::string, key_stats> keys;
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    for (const auto& row : ranks[i].averages.rows) keys[row.key].self.emplace_back(row.self_cpu_time_total_ns, i);
+  struct line {
+    std::string key;
+    std::size_t present;
+    std::int64_t min, median, max;
+    std::size_t slowest;
+  };
+  std::vector<line> lines;
+  for (auto& [key, st] : keys) {
+    std::sort(st.self.begin(), st.self.end());
+    lines.push_back({key, st.self.size(), st.self.front().first, st.self[st.self.size() / 2].first,
+                     st.self.back().first, st.self.back().second});
+  }
+  std::stable_sort(lines.begin(), lines.end(),
+                   [](const line& a, const line& b) { return a.max - a.min > b.max - b.min; });
+  const auto who = [&](std::size_t i) {
+    return ranks[i].rank >= 0 ? "rank " + std::to_string(ranks[i].rank) : ranks[i].file.filename().string();
+  };
+  std::size_t name_width = 4;
+  for (const auto& l : lines) name_width = std::max(name_width, std::min<std::size_t>(l.key.size(), 55));
+  std::string out;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%-*s  %5s  %14s  %14s  %14s  %s\n", static_cast<int>(name_width), "Name", "Ranks",
+                "Self CPU min us", "median us", "max us", "Slowest");
+  out += buf;
+  int n = 0;
+  for (const auto& l : lines) {
+    if (row_limit >= 0 && n++ >= row_limit) break;
+    const std::string name = l.key.size() > 55 ? l.key.substr(0, 52) + "..." : l.key;
+    std::snprintf(buf, sizeof buf, "%-*s  %2zu/%-2zu  %14s  %14s  %14s  %s\n", static_cast<int>(name_width), name.c_str(),
+                  l.present, ranks.size(), us_text(l.min).c_str(), us_text(l.median).c_str(), us_text(l.max).c_str(),
+                  l.max > l.min ? who(l.slowest).c_str() : "-");
+    out += buf;
+  }
+  return out;
+}
 
 proftrace::event_averages summarize(const std::filesystem::path& path, bool group_by_input_shape,
                                     std::vector<std::string>& warnings, bool progress) {
