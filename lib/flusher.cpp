@@ -73,6 +73,8 @@ struct open_scope {
   std::int64_t flops = 0;     // estimates recorded while it was the innermost scope
   std::int64_t mem_self[2] = {0, 0};   // bytes allocated minus freed while innermost: [host, device]
   std::int64_t mem_child[2] = {0, 0};  // the same, summed over closed children
+  std::int64_t comm_bytes = -1;        // a communication call's bytes and peer (-1: none)
+  std::int32_t comm_peer = -1;
   std::string shapes;
 };
 
@@ -284,6 +286,14 @@ class window {
     if (s.flops > 0) {
       buffer += ", \"flops\": ";
       append_int(buffer, s.flops);
+    }
+    if (s.comm_bytes >= 0) {
+      buffer += ", \"bytes\": ";
+      append_int(buffer, s.comm_bytes);
+      if (s.comm_peer >= 0) {
+        buffer += ", \"peer\": ";
+        append_int(buffer, s.comm_peer);
+      }
     }
     if (opts.with_stack) {
       std::string frames;
@@ -660,7 +670,8 @@ struct flusher::impl {
     if (ts.window_seen != w->id) w->name_thread(ts, registry::instance().name_of(rec));
     switch (kind) {
       case event_kind::begin:
-      case event_kind::shapes: {
+      case event_kind::shapes:
+      case event_kind::comm: {
         open_scope s;
         s.where = where;
         s.begin_ns = ns;
@@ -669,6 +680,10 @@ struct flusher::impl {
         const std::uint64_t pushed = where->cat != category::step ? e->payload : e->extra > 0 ? e[1].ticks : 0;
         s.external_id = is_cuda_external_id(pushed) ? pushed : w->next_external_id++;
         if (kind == event_kind::shapes && w->opts.record_shapes) s.shapes = shapes_json(e + 1, e->extra);
+        if (kind == event_kind::comm && e->extra > 0) {
+          s.comm_bytes = static_cast<std::int64_t>(e[1].ticks);
+          s.comm_peer = static_cast<std::int32_t>(e[1].where) - 1;
+        }
         ts.stack.push_back(std::move(s));
         break;
       }

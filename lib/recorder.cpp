@@ -49,6 +49,14 @@ void record_begin_with_shapes(const site* s, shape_list shapes, std::uint64_t co
   r->push_record(r->now(), reinterpret_cast<std::uintptr_t>(s), correlation, event_kind::shapes, words, slots);
 }
 
+void record_comm_begin(const site* s, std::int64_t bytes, int peer, std::uint64_t correlation) noexcept {
+  if (ring* r = thread_ring()) {
+    const std::uint64_t words[words_per_event] = {static_cast<std::uint64_t>(bytes < 0 ? 0 : bytes),
+                                                  static_cast<std::uint64_t>(peer < 0 ? 0 : peer + 1)};
+    r->push_record(r->now(), reinterpret_cast<std::uintptr_t>(s), correlation, event_kind::comm, words, 1);
+  }
+}
+
 #if PROFTRACE_WITH_CUDA
 void record_step_begin(std::int64_t step, std::uint64_t correlation) noexcept {
   if (ring* r = thread_ring()) {

@@ -6,7 +6,10 @@
 //     within the stated tolerance of 200 us;
 //   - a session on each rank writes a per-rank trace (tensorboard_trace_handler's
 //     default name) whose distributedInfo HTA can read ("rank": N) and whose
-//     clockAlignment holds the measured offset.
+//     clockAlignment holds the measured offset;
+//   - MPI calls are recorded as scopes (proftrace::mpi_calls, linked in) with
+//     their bytes and peer, and after alignment no receive ends before the
+//     matching send started.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 #include <mpi.h>
@@ -17,7 +20,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <regex>
+#include <vector>
 
 #include "mpi_clock.hpp"
 #include "test_support.hpp"
@@ -69,10 +74,28 @@ TEST_CASE("each rank's trace says which rank wrote it and how its clock relates 
     proftrace::profile p({.on_trace_ready = proftrace::tensorboard_trace_handler(dir)});
     p.start();
     { PROF_SCOPE("rank work"); }
+    // A ring: each rank sends 1024 doubles to the next and receives from the previous.
+    std::vector<double> out(1024, world_rank()), in(1024);
+    const int next = (world_rank() + 1) % 4, prev = (world_rank() + 3) % 4;
+    for (int round = 0; round < 3; ++round) {
+      if (world_rank() % 2 == 0) {
+        MPI_Send(out.data(), 1024, MPI_DOUBLE, next, round, MPI_COMM_WORLD);
+        MPI_Recv(in.data(), 1024, MPI_DOUBLE, prev, round, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      } else {
+        MPI_Recv(in.data(), 1024, MPI_DOUBLE, prev, round, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(out.data(), 1024, MPI_DOUBLE, next, round, MPI_COMM_WORLD);
+      }
+    }
     p.stop();
   }
   MPI_Barrier(MPI_COMM_WORLD);
   int traces = 0;
+  // Per rank: its offset, and its sends and receives (peer, aligned start and end in ns).
+  struct call {
+    int peer;
+    std::int64_t start, end;
+  };
+  std::map<int, std::vector<call>> sends, receives;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     std::smatch m;
@@ -90,9 +113,37 @@ TEST_CASE("each rank's trace says which rank wrote it and how its clock relates 
     CHECK(clock.at("round_trip_ns").as_int64() >= 0);
     if (m[1] == "0") CHECK(clock.at("offset_ns").as_int64() == 0);
     CHECK(trace.at("clockAlignmentAtStop").at("method").as_string() == "mpi_ping_pong");
+    const int rank = std::stoi(m[1]);
+    const std::int64_t base = trace.at("baseTimeNanoseconds").to_number<std::int64_t>();
+    const std::int64_t offset = clock.at("offset_ns").as_int64();
+    for (const auto& v : trace.at("traceEvents").as_array()) {
+      const auto& e = v.as_object();
+      if (!e.contains("name") || e.at("ph").as_string() != "X") continue;
+      const std::string name(e.at("name").as_string());
+      if (name != "MPI_Send" && name != "MPI_Recv") continue;
+      CHECK(e.at("cat").as_string() == "cpu_op");
+      CHECK(e.at("args").at("bytes").as_int64() == 1024 * 8);
+      const int peer = static_cast<int>(e.at("args").at("peer").as_int64());
+      CHECK(peer == (name == "MPI_Send" ? (rank + 1) % 4 : (rank + 3) % 4));
+      const auto start = base + static_cast<std::int64_t>(e.at("ts").to_number<double>() * 1000.0) - offset;
+      const auto end = start + static_cast<std::int64_t>(e.at("dur").to_number<double>() * 1000.0);
+      (name == "MPI_Send" ? sends : receives)[rank].push_back({peer, start, end});
+    }
     ++traces;
   }
   CHECK(traces == 4);
+  // The k-th receive on rank r matches the k-th send of its peer; aligned, it
+  // cannot end before that send began (a 2 us allowance for the clocks).
+  for (int r = 0; r < 4; ++r) {
+    REQUIRE(receives[r].size() == 3);
+    for (std::size_t k = 0; k < 3; ++k) {
+      const call& recv = receives[r][k];
+      REQUIRE(sends[recv.peer].size() == 3);
+      const call& send = sends[recv.peer][k];
+      CHECK_MESSAGE(recv.end + 2000 >= send.start, "rank " << r << " receive " << k << " ends "
+                                                            << (send.start - recv.end) << " ns before its send starts");
+    }
+  }
   MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) std::filesystem::remove_all(dir);
 }

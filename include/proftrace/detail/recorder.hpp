@@ -163,6 +163,9 @@ inline constexpr std::uint32_t max_shape_words = max_shape_slots * words_per_eve
 
 // `correlation`: the begin's payload (a CUDA external id, or 0).
 void record_begin_with_shapes(const site* s, shape_list shapes, std::uint64_t correlation = 0) noexcept;
+// The begin of a communication call (proftrace::mpi_calls): its bytes and
+// peer rank (-1: none) become the event's args.
+void record_comm_begin(const site* s, std::int64_t bytes, int peer, std::uint64_t correlation = 0) noexcept;
 
 class shapes_scope_guard {
  public:

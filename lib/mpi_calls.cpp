@@ -1,0 +1,153 @@
+// proftrace::mpi_calls — MPI calls recorded as scopes through MPI's
+// profiling interface: each wrapper below replaces the MPI function of the
+// same name and calls its PMPI_ twin inside a scope named after the call,
+// with the bytes it moves and its peer rank (where it has one) as args.
+// Linked in only by programs that ask for it:
+//
+//   target_link_libraries(app PRIVATE proftrace::proftrace proftrace::mpi_calls)
+//
+// While no session records, a wrapper costs one relaxed load and a branch.
+// Bytes are the count times the datatype's size as posted (a receive's
+// buffer, not what arrived).
+#include <mpi.h>
+
+#include "proftrace/detail/recorder.hpp"
+
+namespace {
+
+namespace d = proftrace::detail;
+
+std::int64_t bytes_of(int count, MPI_Datatype type) {
+  int size = 0;
+  if (count <= 0 || PMPI_Type_size(type, &size) != MPI_SUCCESS) return 0;
+  return static_cast<std::int64_t>(count) * size;
+}
+
+// A recorded scope around one call (also an NVTX range and a CUDA
+// correlation where the session has them, as for PROF_SCOPE).
+class call_scope {
+ public:
+  call_scope(const d::site* s, std::int64_t bytes, int peer) noexcept {
+    const std::uint32_t state = d::session_state.load(std::memory_order_relaxed);
+    if (PROFTRACE_LIKELY(!(state & d::state_recording))) return;
+    site_ = s;
+    gpu_.open(state, [s] { d::push_nvtx_range(s); });
+    d::record_comm_begin(s, bytes, peer, gpu_.correlation);
+  }
+  ~call_scope() {
+    if (!site_) return;
+    d::record_end(site_);
+    gpu_.close();
+  }
+  call_scope(const call_scope&) = delete;
+  call_scope& operator=(const call_scope&) = delete;
+
+ private:
+  const d::site* site_ = nullptr;
+  d::gpu_marks gpu_;
+};
+
+#define PROFTRACE_MPI_SITE(name) \
+  static constexpr d::site site{name, name, __FILE__, __LINE__, d::category::cpu_op}
+
+}  // namespace
+
+extern "C" {
+
+int MPI_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
+  PROFTRACE_MPI_SITE("MPI_Send");
+  const call_scope scope(&site, bytes_of(count, type), dest);
+  return PMPI_Send(buf, count, type, dest, tag, comm);
+}
+
+int MPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Status* status) {
+  PROFTRACE_MPI_SITE("MPI_Recv");
+  const call_scope scope(&site, bytes_of(count, type), source);
+  return PMPI_Recv(buf, count, type, source, tag, comm, status);
+}
+
+int MPI_Isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* request) {
+  PROFTRACE_MPI_SITE("MPI_Isend");
+  const call_scope scope(&site, bytes_of(count, type), dest);
+  return PMPI_Isend(buf, count, type, dest, tag, comm, request);
+}
+
+int MPI_Irecv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Request* request) {
+  PROFTRACE_MPI_SITE("MPI_Irecv");
+  const call_scope scope(&site, bytes_of(count, type), source);
+  return PMPI_Irecv(buf, count, type, source, tag, comm, request);
+}
+
+int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void* recvbuf,
+                 int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status* status) {
+  PROFTRACE_MPI_SITE("MPI_Sendrecv");
+  const call_scope scope(&site, bytes_of(sendcount, sendtype) + bytes_of(recvcount, recvtype), dest);
+  return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm,
+                       status);
+}
+
+int MPI_Wait(MPI_Request* request, MPI_Status* status) {
+  PROFTRACE_MPI_SITE("MPI_Wait");
+  const call_scope scope(&site, -1, -1);
+  return PMPI_Wait(request, status);
+}
+
+int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+  PROFTRACE_MPI_SITE("MPI_Waitall");
+  const call_scope scope(&site, -1, -1);
+  return PMPI_Waitall(count, requests, statuses);
+}
+
+int MPI_Barrier(MPI_Comm comm) {
+  PROFTRACE_MPI_SITE("MPI_Barrier");
+  const call_scope scope(&site, -1, -1);
+  return PMPI_Barrier(comm);
+}
+
+int MPI_Bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  PROFTRACE_MPI_SITE("MPI_Bcast");
+  const call_scope scope(&site, bytes_of(count, type), root);
+  return PMPI_Bcast(buffer, count, type, root, comm);
+}
+
+int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
+  PROFTRACE_MPI_SITE("MPI_Reduce");
+  const call_scope scope(&site, bytes_of(count, type), root);
+  return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
+}
+
+int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  PROFTRACE_MPI_SITE("MPI_Allreduce");
+  const call_scope scope(&site, bytes_of(count, type), -1);
+  return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
+}
+
+int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                  MPI_Datatype recvtype, MPI_Comm comm) {
+  PROFTRACE_MPI_SITE("MPI_Allgather");
+  const call_scope scope(&site, bytes_of(sendcount, sendtype), -1);
+  return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                 MPI_Datatype recvtype, MPI_Comm comm) {
+  PROFTRACE_MPI_SITE("MPI_Alltoall");
+  const call_scope scope(&site, bytes_of(sendcount, sendtype), -1);
+  return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+               MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  PROFTRACE_MPI_SITE("MPI_Gather");
+  const call_scope scope(&site, bytes_of(sendcount, sendtype), root);
+  return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+int MPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  PROFTRACE_MPI_SITE("MPI_Scatter");
+  const call_scope scope(&site, bytes_of(recvcount, recvtype), root);
+  return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+}  // extern "C"
