@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -672,4 +673,44 @@ TEST_CASE("summary of a directory: one table per rank in rank order, then the sp
   const auto none = run_cli({"summary", empty.path.string()});
   CHECK(none.rc == 1);
   CHECK(none.err.find("no trace") != std::string::npos);
+}
+
+TEST_CASE("merge: one process per rank in rank order, clocks moved by each rank's offset, flow ids kept apart") {
+  temp_dir dir("cli-merge");
+  // Rank 1's clock runs 5 us ahead of rank 0's: its event at the same true time reads 5 us later.
+  for (const int rank : {1, 0}) {
+    write_file(dir.path / ("rank" + std::to_string(rank) + ".pt.trace.json"),
+               "{\"schemaVersion\": 1, \"distributedInfo\": {\"backend\": \"mpi\", \"rank\": " + std::to_string(rank) +
+                   ", \"world_size\": 2, \"host\": \"h\"},\n\"clockAlignment\": {\"method\": \"mpi_ping_pong\", "
+                   "\"offset_ns\": " + std::to_string(rank * 5000) +
+                   "},\n\"baseTimeNanoseconds\": 1000000000,\n\"traceEvents\": [\n"
+                   "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 77, \"tid\": 0, \"args\": {\"name\": \"x\"}},\n"
+                   "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"work\", \"pid\": 77, \"tid\": 77, "
+                   "\"ts\": " + std::to_string(10 + rank * 5) + ".000, \"dur\": 2.000},\n"
+                   "{\"ph\": \"s\", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"id\": 9, \"pid\": 77, \"tid\": 77, "
+                   "\"ts\": 11.000}\n]}\n");
+  }
+  const auto merged = dir.path / "merged.json";
+  const auto r = run_cli({"merge", dir.path.string(), "-o", merged.string()});
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.out.find("2 traces, 4 events") != std::string::npos);
+  CHECK(run_cli({"validate", merged.string()}).rc == 0);
+  const auto trace = boost::json::parse(slurp(merged)).as_object();
+  std::vector<std::string> processes;
+  std::vector<double> work_ts;
+  std::set<std::int64_t> flow_ids;
+  for (const auto& v : trace.at("traceEvents").as_array()) {
+    const auto& e = v.as_object();
+    if (e.at("name") == "process_name") processes.emplace_back(e.at("args").at("name").as_string());
+    if (e.at("name") == "work") work_ts.push_back(e.at("ts").to_number<double>());
+    if (e.contains("id")) flow_ids.insert(e.at("id").to_number<std::int64_t>());
+  }
+  CHECK(processes == std::vector<std::string>{"rank 0 (h)", "rank 1 (h)"});
+  REQUIRE(work_ts.size() == 2);
+  CHECK(work_ts[0] == doctest::Approx(work_ts[1]));  // the same true time once aligned
+  CHECK(flow_ids.size() == 2);
+
+  write_file(dir.path / "broken.json", "{\"traceEvents\": [{\"ph\": \"X\"");
+  CHECK(run_cli({"merge", (dir.path / "broken.json").string(), "-o", (dir.path / "m2.json").string()}).rc == 1);
+  CHECK(run_cli({"merge", dir.path.string()}).rc == 2);  // no -o
 }

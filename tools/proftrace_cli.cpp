@@ -38,10 +38,12 @@ const char* const tool_help =
     "\n"
     "commands:\n"
     "  summary TRACE    key_averages().table() of the trace's host events\n"
+    "  summary DIR      each rank's table, then the spread of each key across ranks\n"
     "  csv TRACE        the same rows as CSV\n"
     "  stacks TRACE     collapsed stacks for flamegraph.pl and speedscope\n"
     "  validate TRACE   check the layout HTA, TensorBoard and Perfetto rely on\n"
     "  diff A B         per-key change in count, self and total time (a CI gate)\n"
+    "  merge DIR -o M   several ranks' traces on one timeline, clocks aligned\n"
     "\n"
     "Run 'proftrace <command> --help' for a command's options.\n"
     "exit codes: 0 ok, 1 invalid trace or validation problems, 2 usage error,\n"
@@ -69,6 +71,21 @@ const char* const summary_help =
     "  --top-level-only    only keys whose first event had no enclosing event\n"
     "  --flops             also print achieved GFLOP/s per key (traces with \"flops\" args)\n"
     "  -h, --help          this text\n"
+    "exit codes: 0 ok, 1 unreadable or invalid trace, 2 usage error\n";
+
+const char* const merge_help =
+    "usage: proftrace merge DIR_OR_TRACES... -o MERGED\n"
+    "\n"
+    "Writes one trace (.json, .json.gz or .json.zst by MERGED's suffix) holding\n"
+    "the events of every trace given (a directory: its *.json, *.json.gz,\n"
+    "*.json.zst): each rank its own process, named \"rank N (host)\" and sorted by\n"
+    "rank (distributedInfo), times moved onto rank 0's clock by each trace's\n"
+    "clockAlignment offset, flow ids kept apart per rank. Streaming: memory stays\n"
+    "small whatever the number and size of the traces.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output MERGED  the merged trace (required)\n"
+    "  -h, --help           this text\n"
     "exit codes: 0 ok, 1 unreadable or invalid trace, 2 usage error\n";
 
 const char* const csv_help =
@@ -133,7 +150,7 @@ struct parsed_args {
   bool group_by_shape = false;
   bool top_level_only = false;
   bool flops = false;
-  std::optional<std::string> metric;
+  std::optional<std::string> metric, output;
   bool help = false;
 };
 
@@ -180,6 +197,7 @@ parsed_args parse(const std::vector<std::string>& args, const std::vector<std::s
     else if (a == "--row-limit") out.row_limit = value;
     else if (a == "--threshold") out.threshold = value;
     else if (a == "--metric") out.metric = value;
+    else if (a == "-o" || a == "--output") out.output = value;
   }
   return out;
 }
@@ -326,6 +344,35 @@ int cmd_validate(const std::vector<std::string>& args) {
   return exit_invalid;
 }
 
+int cmd_merge(const std::vector<std::string>& args) {
+  const auto a = parse(args, {"-o", "--output"});
+  if (a.help) {
+    std::cout << merge_help;
+    return exit_ok;
+  }
+  if (!a.output) throw usage_error{"merge needs -o MERGED"};
+  if (a.positional.empty()) throw usage_error{"merge takes a directory or trace files"};
+  std::vector<std::filesystem::path> files;
+  for (const auto& p : a.positional) {
+    if (!std::filesystem::is_directory(p)) {
+      files.emplace_back(p);
+      continue;
+    }
+    for (const auto& entry : std::filesystem::directory_iterator(p)) {
+      const std::string name = entry.path().filename().string();
+      if (entry.is_regular_file() && (name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".json.zst")) &&
+          std::filesystem::absolute(entry.path()) != std::filesystem::absolute(*a.output))
+        files.push_back(entry.path());
+    }
+  }
+  if (files.empty()) throw pt::trace_error("no trace (*.json, *.json.gz, *.json.zst) to merge");
+  const auto r = pt::merge_traces(files, *a.output);
+  std::cout << *a.output << ": " << r.traces << " traces, " << r.events << " events";
+  if (r.unaligned) std::cout << "; " << r.unaligned << " without a measured clock offset (their Unix time taken as is)";
+  std::cout << "\n";
+  return exit_ok;
+}
+
 int cmd_diff(const std::vector<std::string>& args) {
   const auto a = parse(args, {"--threshold", "--group-by-shape", "--row-limit"});
   if (a.help) {
@@ -379,6 +426,7 @@ int main(int argc, char** argv) {
     if (command == "stacks") return cmd_stacks(rest);
     if (command == "validate") return cmd_validate(rest);
     if (command == "diff") return cmd_diff(rest);
+    if (command == "merge") return cmd_merge(rest);
     command.clear();
     throw usage_error{"unknown command '" + args[0] + "'"};
   } catch (const usage_error& e) {

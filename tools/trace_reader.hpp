@@ -186,6 +186,19 @@ std::vector<rank_summary> summarize_ranks(const std::filesystem::path& dir, bool
 // max - min, largest first; `row_limit` rows at most (-1: all).
 std::string cross_rank_table(const std::vector<rank_summary>& ranks, int row_limit = -1);
 
+struct merge_result {
+  std::uint64_t traces = 0;
+  std::uint64_t events = 0;
+  std::uint64_t unaligned = 0;  // traces without a measured clock offset (taken as 0)
+};
+
+// Writes one trace holding every input's events: one process per rank (and
+// per device of a rank), named "rank N (host)" and sorted by rank; times
+// moved onto rank 0's clock by each trace's clockAlignment offset and onto
+// one base; flow ids and correlations kept apart per rank. Streaming: one
+// event in memory at a time. Throws trace_error on a bad input or output.
+merge_result merge_traces(std::vector<std::filesystem::path> files, const std::filesystem::path& output);
+
 // ---- validation ----
 
 struct problem {

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""The MPI example end to end (mpi_example_test): four ranks under mpirun,
+the cross-rank summary, then the merged timeline.
+
+usage: check_mpi_example.py MPIEXEC NP_FLAG EXAMPLE PROFTRACE WORKDIR
+
+Checks: four per-rank traces; `proftrace summary DIR` has every rank and the
+view across them; `proftrace merge` writes a trace that `proftrace validate`
+accepts, with one process per rank named "rank N (host)" in rank order, the
+MPI_Sendrecv scopes with their bytes and peer, and, on the merged (aligned)
+timeline, no rank's k-th exchange ending before its sender's began.
+"""
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+
+def main():
+    mpiexec, np_flag, example, proftrace, work = sys.argv[1:6]
+    shutil.rmtree(work, ignore_errors=True)
+    traces = os.path.join(work, "traces")
+    subprocess.run([mpiexec, np_flag, "4", example, traces], check=True)
+    files = sorted(os.listdir(traces))
+    assert len(files) == 4 and all(f.startswith(f"rank{i}_") for i, f in enumerate(files)), files
+
+    summary = subprocess.run([proftrace, "summary", traces], check=True, capture_output=True, text=True).stdout
+    for r in range(4):
+        assert f"== rank {r}" in summary, summary
+    assert "across 4 traces" in summary and "MPI_Sendrecv" in summary, summary
+
+    merged = os.path.join(work, "merged.pt.trace.json.gz")
+    subprocess.run([proftrace, "merge", traces, "-o", merged], check=True)
+    subprocess.run([proftrace, "validate", merged], check=True, stdout=subprocess.DEVNULL)
+    with gzip.open(merged, "rt") as f:
+        trace = json.load(f)
+    events = trace["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
+    hosts = sorted((pid, name) for pid, name in names.items() if "device" not in name)
+    assert [n.split(" (")[0] for _, n in hosts] == [f"rank {r}" for r in range(4)], hosts
+    rank_of = {pid: int(name.split()[1]) for pid, name in hosts}
+
+    exchanges = {r: [] for r in range(4)}
+    for e in events:
+        if e.get("name") == "MPI_Sendrecv" and e.get("ph") == "X":
+            r = rank_of[e["pid"]]
+            assert e["args"]["bytes"] == 2 * 8 * (1 << 16), e
+            assert e["args"]["peer"] == (r + 1) % 4, e
+            exchanges[r].append((e["ts"], e["ts"] + e["dur"]))
+    for r in range(4):
+        exchanges[r].sort()
+        assert len(exchanges[r]) == 3, (r, exchanges[r])  # the schedule's three active steps
+    for r in range(4):
+        sender = (r + 3) % 4
+        for k in range(3):
+            start_of_send = exchanges[sender][k][0]
+            end_of_receive = exchanges[r][k][1]
+            assert end_of_receive + 2.0 >= start_of_send, (
+                f"rank {r}'s exchange {k} ends {start_of_send - end_of_receive:.3f} us before rank {sender}'s began")
+    print(f"ok: 4 traces, summary across ranks, merged trace of {len(events)} events with 4 rank processes")
+
+
+if __name__ == "__main__":
+    main()
