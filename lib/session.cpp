@@ -79,6 +79,11 @@ std::string distributed_json(const distributed_info& d) {
 // rank 0 measured by ping-pong; otherwise each host's Unix time as it is.
 std::string clock_alignment_json([[maybe_unused]] const std::optional<distributed_info>& dist, std::string_view when) {
 #if PROFTRACE_WITH_MPI
+  // The exchange is collective: a job whose ranks do not all start and stop
+  // sessions together turns it off on every rank, or it would wait forever.
+  if (const char* off = std::getenv("PROFTRACE_NO_CLOCK_ALIGNMENT"); off && *off && std::string_view(off) != "0")
+    return "{\"method\": \"unix_time\", \"note\": \"PROFTRACE_NO_CLOCK_ALIGNMENT is set: no offset against other "
+           "ranks was measured\"}";
   if (dist && dist->source == "MPI_Comm_rank" && dist->world_size > 1) {
     if (const auto o = detail::measure_clock_offset(detail::trace_clock_ns)) {
       return "{\"method\": \"mpi_ping_pong\", \"reference_rank\": 0, \"measured\": \"" + std::string(when) +

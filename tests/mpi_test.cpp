@@ -148,6 +148,23 @@ TEST_CASE("each rank's trace says which rank wrote it and how its clock relates 
   if (world_rank() == 0) std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("PROFTRACE_NO_CLOCK_ALIGNMENT: a rank may profile alone without waiting for the others") {
+  ::setenv("PROFTRACE_NO_CLOCK_ALIGNMENT", "1", 1);
+  if (world_rank() == 1) {  // only rank 1 profiles: with the collective it would wait forever
+    test_support::temp_dir out("mpi-alone");
+    proftrace::profile p;
+    p.start();
+    { PROF_SCOPE("alone"); }
+    p.stop();
+    p.export_chrome_trace(out.path / "t.json");
+    const auto trace = test_support::read_trace(out.path / "t.json");
+    CHECK(trace.at("clockAlignment").at("method").as_string() == "unix_time");
+    CHECK_FALSE(trace.contains("clockAlignmentAtStop"));
+  }
+  ::unsetenv("PROFTRACE_NO_CLOCK_ALIGNMENT");
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   doctest::Context context(argc, argv);
