@@ -1,10 +1,12 @@
 #include "flusher.hpp"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -132,7 +134,7 @@ class window {
     head += "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ";
     append_int(head, base_ns);
     head += ",\n  \"traceEvents\": [\n";
-    file = std::make_unique<trace_file>(opts.path, head, result_tail());
+    file = std::make_shared<trace_file>(opts.path, head, result_tail());
     write_process_metadata();
   }
 
@@ -513,7 +515,7 @@ class window {
   std::uint64_t id;
   std::int64_t base_ns = 0;
   std::int64_t pid = 0;
-  std::unique_ptr<trace_file> file;
+  std::shared_ptr<trace_file> file;
   std::string buffer;
   bool first_event = true;
   bool warned = false;
@@ -1014,7 +1016,14 @@ void flusher::ensure_running(std::chrono::milliseconds period) {
   s.period = period;
   if (s.alive.load(std::memory_order_acquire) || s.quit) return;
   s.alive.store(true, std::memory_order_release);
+  // Signals go to the program's threads, never to the flusher: a handler
+  // that finishes the trace must not interrupt the thread that writes it,
+  // and a file-size limit's SIGXFSZ becomes a failed write (EFBIG).
+  sigset_t all, previous;
+  ::sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &previous);
   s.thread = std::thread([&s] { s.run(); });
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   static bool registered = false;
   if (!registered) {
     registered = true;
@@ -1078,10 +1087,13 @@ std::shared_ptr<finished_trace> flusher::switch_window(std::uint64_t at_ticks, s
     auto f = std::make_shared<finished_trace>(old->snapshot());
     f->events = std::move(old->retained);
     f->memory = std::move(old->memory_records);
-    f->events_end = old->file->events_end();
     f->write_error = old->file->error();
     f->stop_unix_ns = old_at;
-    old->file->close();
+    if (old->file->removed())
+      warnings.push_back("proftrace: the trace file '" + old->file->path().string() +
+                         "' was removed while recording; the trace is complete in the still open file and exports "
+                         "as usual");
+    f->spool = std::move(old->file);
     done = std::move(f);
   }
   s.current = std::move(next);
@@ -1120,6 +1132,37 @@ void flusher::flush_now() {
     warning = s.take_warning();
   }
   if (!warning.empty()) warn(warning);
+}
+
+void flusher::prepare_fork() noexcept {
+  state().mutex.lock();
+  registry::instance().lock_for_fork();
+}
+
+void flusher::parent_after_fork() noexcept {
+  registry::instance().unlock_after_fork();
+  state().mutex.unlock();
+}
+
+void flusher::child_after_fork() noexcept {
+  impl& s = state();
+  // The parent's flusher thread does not exist here: forget it without
+  // joining, and give the child a condition variable no one waits on.
+  ::new (static_cast<void*>(&s.thread)) std::thread();
+  ::new (static_cast<void*>(&s.cv)) std::condition_variable();
+  s.alive.store(false, std::memory_order_relaxed);
+  s.wake_requested.store(false, std::memory_order_relaxed);
+  s.quit = false;
+  s.current.reset();  // the parent goes on writing it; this only closes our descriptor
+  s.threads.clear();
+  s.timeline.clear();
+  s.next_start.reset();
+  s.next_profile_memory = false;
+  s.preexisting_at_split.clear();
+  s.gpu_memory.clear();
+  registry::instance().keep_only_this_thread_after_fork();
+  registry::instance().unlock_after_fork();
+  s.mutex.unlock();
 }
 
 void wake_flusher() noexcept { flusher::instance().wake(); }

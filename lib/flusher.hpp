@@ -16,6 +16,7 @@
 #include "proftrace/key_averages.hpp"
 #include "cuda/cuda_collection.hpp"
 #include "memory_timeline.hpp"
+#include "trace_file.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
@@ -38,7 +39,7 @@ struct window_options {
 // A closed trace window: its file, its aggregates and what it lost.
 struct finished_trace {
   std::filesystem::path path;
-  std::uint64_t events_end = 0;  // where the tail begins in `path`
+  std::shared_ptr<trace_file> spool;  // still open: exports read through it
   std::vector<event_average> averages;  // keyed by (name, input shapes)
   loss_counts losses;
   std::vector<std::pair<std::string, std::string>> tail_metadata;  // added while or after recording
@@ -84,6 +85,14 @@ class flusher {
 
   // Drains now (used by tests and by stop paths).
   void flush_now();
+
+  // pthread_atfork's three moments. prepare takes the flusher's and the
+  // registry's locks so the child inherits none held; the child then forgets
+  // the parent's thread, open window and other threads' rings (their events
+  // belong to the parent's trace) and starts again with no flusher thread.
+  void prepare_fork() noexcept;
+  void parent_after_fork() noexcept;
+  void child_after_fork() noexcept;
 
  private:
   flusher() = default;

@@ -75,6 +75,19 @@ void registry::reap(thread_record* r) {
   records_.erase(it);
 }
 
+void registry::keep_only_this_thread_after_fork() noexcept {
+  thread_record* mine = exit_hook.record;
+  for (auto& r : records_) {
+    if (r.get() != mine) continue;
+    r->events->reset();
+    auto kept = std::move(r);
+    records_.clear();
+    records_.push_back(std::move(kept));
+    return;
+  }
+  records_.clear();
+}
+
 void registry::set_name(thread_record* r, std::string name) {
   std::lock_guard lock(mutex_);
   r->name = std::move(name);

@@ -37,6 +37,12 @@ class registry {
   void set_name(thread_record* r, std::string name);
   std::string name_of(thread_record* r);
 
+  // fork(): the lock is held across it; in the child only the forking
+  // thread exists, so the other records are freed and its ring emptied.
+  void lock_for_fork() noexcept { mutex_.lock(); }
+  void unlock_after_fork() noexcept { mutex_.unlock(); }
+  void keep_only_this_thread_after_fork() noexcept;
+
   std::uint32_t ring_events() const noexcept { return ring_events_.load(std::memory_order_relaxed); }
   void set_ring_events(std::uint32_t n) noexcept { ring_events_.store(n, std::memory_order_relaxed); }
 

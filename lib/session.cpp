@@ -1,3 +1,4 @@
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "proftrace/detail/recorder.hpp"
 #include "proftrace/profile.hpp"
 #include "proftrace/trace_handler.hpp"
+#include "process_hooks.hpp"
 #include "registry.hpp"
 #include "trace_file.hpp"
 #include "warn.hpp"
@@ -37,6 +39,8 @@ std::recursive_mutex session_mutex;
 session* active_session = nullptr;
 std::uint64_t session_generation = 0;
 std::uint64_t spool_sequence = 0;
+// Set in a child made by fork(): no CUDA and no collective MPI calls here.
+bool in_forked_child = false;
 
 struct thread_steps {
   std::uint64_t generation = 0;
@@ -84,7 +88,7 @@ std::string clock_alignment_json([[maybe_unused]] const std::optional<distribute
   if (const char* off = std::getenv("PROFTRACE_NO_CLOCK_ALIGNMENT"); off && *off && std::string_view(off) != "0")
     return "{\"method\": \"unix_time\", \"note\": \"PROFTRACE_NO_CLOCK_ALIGNMENT is set: no offset against other "
            "ranks was measured\"}";
-  if (dist && dist->source == "MPI_Comm_rank" && dist->world_size > 1) {
+  if (dist && dist->source == "MPI_Comm_rank" && dist->world_size > 1 && !in_forked_child) {
     if (const auto o = detail::measure_clock_offset(detail::trace_clock_ns)) {
       return "{\"method\": \"mpi_ping_pong\", \"reference_rank\": 0, \"measured\": \"" + std::string(when) +
              "\", \"offset_ns\": " + std::to_string(o->offset_ns) + ", \"round_trip_ns\": " +
@@ -114,6 +118,7 @@ struct session::impl {
   bool cuda_on = false;  // CUPTI collects for this session
   std::vector<std::pair<std::string, std::string>> preset;
   std::shared_ptr<detail::finished_trace> last;
+  pid_t last_owner = 0;  // the process whose spool `last` is: a forked child never removes its parent's
   std::map<int, device_memory_stats> session_memory;  // merged over this session's traces
   std::optional<distributed_info> dist;  // this process's rank, read at start()
   std::string clock_alignment;           // the traces' "clockAlignment", measured at start()
@@ -123,7 +128,7 @@ struct session::impl {
   void discard_last() {
     if (!last) return;
     std::error_code ec;
-    std::filesystem::remove(last->path, ec);
+    if (last_owner == ::getpid()) std::filesystem::remove(last->path, ec);
     last.reset();
   }
 
@@ -178,8 +183,8 @@ struct session::impl {
     if (!done) return;
     discard_last();
     last = std::move(done);
+    last_owner = ::getpid();
     merge_memory_stats();
-    if (!last->write_error.empty()) detail::warn(last->write_error + "; the exported trace would be incomplete");
   }
 
   void merge_memory_stats() {
@@ -358,11 +363,12 @@ void session::start() {
   detail::set_overflow_policy(s.opts.overflow.value_or(static_cast<overflow_policy>(PROFTRACE_OVERFLOW_POLICY)));
   detail::registry::instance().set_ring_events(s.opts.ring_events);
   detail::flusher::instance().ensure_running(s.opts.flush_period);
+  detail::session_access::install_process_hooks();
   s.generation = ++session_generation;
   s.scoped_steps = false;
   s.session_memory.clear();
 #if PROFTRACE_WITH_CUDA
-  s.cuda_on = s.activities.contains(activity::cuda) && detail::cuda_collection_start();
+  s.cuda_on = s.activities.contains(activity::cuda) && !in_forked_child && detail::cuda_collection_start();
 #endif
   s.dist = distributed();
   s.clock_alignment = clock_alignment_json(s.dist, "at_start");
@@ -486,7 +492,7 @@ void session::export_chrome_trace(const std::filesystem::path& path) const {
   if (!last) throw std::logic_error("proftrace: export_chrome_trace(): no trace has been recorded yet");
   if (!last->write_error.empty())
     throw std::runtime_error("proftrace: the trace could not be recorded completely (" + last->write_error + ")");
-  detail::export_trace(last->path, last->events_end, last->tail(path.string()), path);
+  last->spool->export_to(last->tail(path.string()), path);
 }
 
 void session::export_memory_timeline(const std::filesystem::path& path, std::string_view device) const {
@@ -549,6 +555,74 @@ void session::preset_metadata_json(std::string_view key, std::string_view json_v
 }
 
 namespace detail {
+
+void session_access::install_process_hooks() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::atexit([] { finish_running("the program exited"); });
+    ::pthread_atfork(prepare_fork, parent_after_fork, child_after_fork);
+  });
+}
+
+void session_access::finish_running(std::string_view why) noexcept {
+  try {
+    std::lock_guard lock(session_mutex);
+    session* s = active_session;
+    if (!s) return;
+    session::impl& im = *s->impl_;
+    s->stop();
+    if (!im.last || im.last_owner != ::getpid()) return;
+    if (im.opts.on_trace_ready) {  // it has had the trace
+      im.discard_last();
+      return;
+    }
+    // Nobody is left to export it: the spool, complete now, is the trace.
+    std::filesystem::path kept = im.last->path;
+    if (kept.extension() == ".part") kept.replace_extension();
+    std::error_code ec;
+    std::filesystem::rename(im.last->path, kept, ec);
+    if (ec) kept = im.last->path;
+    im.last.reset();  // no longer ours to remove
+    warn(std::string(why) + " with the profiler running: its trace was stopped and kept at '" + kept.string() + "'");
+  } catch (const std::exception& e) {
+    warn(std::string(why) + " with the profiler running; stopping it failed: " + e.what());
+  } catch (...) {
+  }
+}
+
+void session_access::prepare_fork() noexcept {
+  session_mutex.lock();
+  flusher::instance().prepare_fork();
+}
+
+void session_access::parent_after_fork() noexcept {
+  flusher::instance().parent_after_fork();
+  session_mutex.unlock();
+}
+
+void session_access::child_after_fork() noexcept {
+  // A recursive mutex remembers its owner's thread id, which the forking
+  // thread no longer has here: unlocking would fail. Start it afresh.
+  ::new (static_cast<void*>(&session_mutex)) std::recursive_mutex();
+  flusher::instance().child_after_fork();
+  in_forked_child = true;
+  session* s = active_session;
+  active_session = nullptr;
+  session_state.store(0, std::memory_order_release);
+  if (s) {
+    session::impl& im = *s->impl_;
+    im.trace_open = false;  // the parent's trace: the parent closes it
+    im.api_step_open = false;
+    im.cuda_on = false;
+    if (im.opts.in_forked_child == fork_child::fresh_session) {
+      try {
+        s->start();
+      } catch (const std::exception& e) {
+        warn(std::string("the forked child's fresh session could not start: ") + e.what());
+      }
+    }
+  }
+}
 
 std::int64_t enter_step() noexcept {
   std::lock_guard lock(session_mutex);

@@ -1,6 +1,9 @@
 #include "trace_file.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/iostreams/filter/gzip.hpp>
@@ -20,6 +23,37 @@ namespace {
 std::string describe(const std::filesystem::path& p, const char* what, int err) {
   return std::string("proftrace: cannot ") + what + " '" + p.string() + "': " + std::strerror(err);
 }
+// A write past RLIMIT_FSIZE (`ulimit -f`) raises SIGXFSZ, whose default
+// action ends the program. While proftrace writes, the signal is held back
+// and then discarded, so the write fails with EFBIG instead: one warning, and
+// the program goes on. (The flusher thread keeps every signal blocked.)
+class file_size_signal_shield {
+ public:
+  file_size_signal_shield() noexcept {
+    sigset_t xfsz;
+    ::sigemptyset(&xfsz);
+    ::sigaddset(&xfsz, SIGXFSZ);
+    ::pthread_sigmask(SIG_BLOCK, &xfsz, &previous_);
+  }
+  ~file_size_signal_shield() {
+    if (::sigismember(&previous_, SIGXFSZ)) return;  // blocked by the program already: not ours to take
+    sigset_t pending;
+    if (::sigpending(&pending) == 0 && ::sigismember(&pending, SIGXFSZ)) {
+      sigset_t xfsz;
+      ::sigemptyset(&xfsz);
+      ::sigaddset(&xfsz, SIGXFSZ);
+      const timespec now{0, 0};
+      ::sigtimedwait(&xfsz, nullptr, &now);
+    }
+    ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+  }
+  file_size_signal_shield(const file_size_signal_shield&) = delete;
+  file_size_signal_shield& operator=(const file_size_signal_shield&) = delete;
+
+ private:
+  sigset_t previous_;
+};
+
 enum class compression { none, gzip, zstd };
 
 compression compression_of(const std::filesystem::path& dest) {
@@ -52,24 +86,20 @@ void push_compressor(boost::iostreams::filtering_ostream& out, const std::filesy
   }
 }
 
-// The first `length` bytes of `source` into `dest`, copied by the kernel
-// (copy_file_range); false, with nothing promised about `dest`, where the
-// file systems do not allow it (the caller then copies through a buffer).
-bool kernel_copy(const std::filesystem::path& source, std::uint64_t length, const std::filesystem::path& dest) {
-  const int in = ::open(source.c_str(), O_RDONLY | O_CLOEXEC);
-  if (in < 0) return false;
+// The first `length` bytes of the file open as `in` into `dest`, copied by
+// the kernel (copy_file_range); false, with nothing promised about `dest`,
+// where the file systems do not allow it (the caller then copies through a
+// buffer).
+bool kernel_copy(int in, std::uint64_t length, const std::filesystem::path& dest) {
   const int out = ::open(dest.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (out < 0) {
-    ::close(in);
-    return false;
-  }
+  if (out < 0) return false;
+  loff_t in_offset = 0;
   std::uint64_t left = length;
   while (left > 0) {
-    const ssize_t n = ::copy_file_range(in, nullptr, out, nullptr, left, 0);
+    const ssize_t n = ::copy_file_range(in, &in_offset, out, nullptr, left, 0);
     if (n <= 0) break;
     left -= static_cast<std::uint64_t>(n);
   }
-  ::close(in);
   return ::close(out) == 0 && left == 0;
 }
 
@@ -77,7 +107,8 @@ bool kernel_copy(const std::filesystem::path& source, std::uint64_t length, cons
 
 trace_file::trace_file(std::filesystem::path path, std::string_view head, std::string_view tail)
     : path_(std::move(path)) {
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const file_size_signal_shield shield;
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::runtime_error(describe(path_, "write trace", errno));
   if (!write_at(0, head) || !write_at(head.size(), tail)) {
     const std::string message = error_;
@@ -93,6 +124,11 @@ trace_file::~trace_file() { close(); }
 void trace_file::close() noexcept {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
+}
+
+bool trace_file::removed() const noexcept {
+  struct stat st {};
+  return fd_ >= 0 && ::fstat(fd_, &st) == 0 && st.st_nlink == 0;
 }
 
 bool trace_file::write_at(std::uint64_t offset, std::string_view data) noexcept {
@@ -111,6 +147,7 @@ bool trace_file::write_at(std::uint64_t offset, std::string_view data) noexcept 
 
 bool trace_file::commit(std::string_view events, std::string_view tail) noexcept {
   if (fd_ < 0 || !error_.empty()) return false;
+  const file_size_signal_shield shield;
   const std::uint64_t old_end = events_end_ + tail_size_;
   if (!write_at(events_end_, events)) return false;
   events_end_ += events.size();
@@ -123,17 +160,16 @@ bool trace_file::commit(std::string_view events, std::string_view tail) noexcept
   return true;
 }
 
-void export_trace(const std::filesystem::path& source, std::uint64_t events_end, std::string_view tail,
-                  const std::filesystem::path& dest) {
-  if (compression_of(dest) == compression::none && kernel_copy(source, events_end, dest)) {
+void trace_file::export_to(std::string_view tail, const std::filesystem::path& dest) const {
+  if (fd_ < 0) throw std::runtime_error(describe(path_, "read trace", EBADF));
+  const file_size_signal_shield shield;
+  if (compression_of(dest) == compression::none && kernel_copy(fd_, events_end_, dest)) {
     std::ofstream file(dest, std::ios::binary | std::ios::app);
     file.write(tail.data(), static_cast<std::streamsize>(tail.size()));
     file.flush();
     if (!file) throw std::runtime_error(describe(dest, "write trace", errno ? errno : EIO));
     return;
   }
-  std::ifstream in(source, std::ios::binary);
-  if (!in) throw std::runtime_error(describe(source, "read trace", errno));
   std::ofstream file(dest, std::ios::binary | std::ios::trunc);
   if (!file) throw std::runtime_error(describe(dest, "write trace", errno));
 
@@ -142,15 +178,16 @@ void export_trace(const std::filesystem::path& source, std::uint64_t events_end,
   out.push(file);
 
   std::vector<char> buf(1 << 20);
-  std::uint64_t left = events_end;
-  while (left > 0 && in) {
-    in.read(buf.data(), static_cast<std::streamsize>(std::min<std::uint64_t>(left, buf.size())));
-    const auto got = in.gcount();
+  std::uint64_t offset = 0;
+  while (offset < events_end_) {
+    const ssize_t got = ::pread(fd_, buf.data(), std::min<std::uint64_t>(events_end_ - offset, buf.size()),
+                                static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
     if (got <= 0) break;
     out.write(buf.data(), got);
-    left -= static_cast<std::uint64_t>(got);
+    offset += static_cast<std::uint64_t>(got);
   }
-  if (left != 0) throw std::runtime_error("proftrace: trace '" + source.string() + "' is shorter than recorded");
+  if (offset != events_end_) throw std::runtime_error("proftrace: trace '" + path_.string() + "' is shorter than recorded");
   out.write(tail.data(), static_cast<std::streamsize>(tail.size()));
   out.reset();  // flushes the compressor's final block into `file`
   file.flush();
@@ -158,6 +195,7 @@ void export_trace(const std::filesystem::path& source, std::uint64_t events_end,
 }
 
 void write_compressed(const std::filesystem::path& dest, std::string_view text) {
+  const file_size_signal_shield shield;
   std::ofstream file(dest, std::ios::binary | std::ios::trunc);
   if (!file) throw std::runtime_error(describe(dest, "write", errno));
   boost::iostreams::filtering_ostream out;

@@ -4,6 +4,9 @@
 // the previous tail began, then a fresh tail closes the array and the object.
 // A crash or SIGKILL therefore loses at most what was not yet committed (one
 // flush period), and the file left behind still parses.
+//
+// The descriptor stays open after the last commit and exports read through
+// it, so a spool file removed while the trace records still exports whole.
 #pragma once
 
 #include "proftrace/config.hpp"
@@ -29,6 +32,14 @@ class trace_file {
   // Appends `events` (already comma-separated) and rewrites the tail. False
   // once a write failed; error() says why, and later commits do nothing.
   bool commit(std::string_view events, std::string_view tail) noexcept;
+
+  // Writes the committed events followed by `tail` to `dest`, compressed
+  // according to dest's suffix: ".gz" gzip, ".zst" zstd, anything else
+  // plain. Throws std::runtime_error naming dest and the reason.
+  void export_to(std::string_view tail, const std::filesystem::path& dest) const;
+
+  // True once the file has no name left (removed while open).
+  bool removed() const noexcept;
   void close() noexcept;
 
   const std::filesystem::path& path() const noexcept { return path_; }
@@ -44,12 +55,6 @@ class trace_file {
   std::uint64_t tail_size_ = 0;
   std::string error_;
 };
-
-// Writes the first `events_end` bytes of `source` followed by `tail` to
-// `dest`, compressed according to dest's suffix: ".gz" gzip, ".zst" zstd,
-// anything else plain. Throws std::runtime_error naming dest and the reason.
-void export_trace(const std::filesystem::path& source, std::uint64_t events_end, std::string_view tail,
-                  const std::filesystem::path& dest);
 
 // Writes `text` to `dest`, compressed by suffix as export_trace does.
 // Throws std::runtime_error naming dest and the reason.

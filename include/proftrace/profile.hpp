@@ -13,7 +13,11 @@
 // Or let instrumented threads drive the schedule with PROF_STEP() at the top
 // of each loop body (then profile::step() records no annotations of its own).
 // One session records at a time: starting a second one throws
-// std::logic_error. Events stream to a spool file (spool_dir) that is valid
+// std::logic_error. A session still running when the process exits (exit()
+// from any thread, return from main with it open, a static or leaked
+// session) is stopped then, as stop() would: its trace closes and goes to
+// on_trace_ready, or, without one, stays next to the spool as a finished
+// .pt.trace.json (a warning names it). Events stream to a spool file (spool_dir) that is valid
 // JSON at every flush; export_chrome_trace() copies it, compressed by suffix.
 #pragma once
 
@@ -45,8 +49,11 @@ inline namespace PROFTRACE_ABI_NAMESPACE {
 class session;
 namespace detail {
 std::int64_t enter_step() noexcept;
+struct session_access;
 }
 using trace_ready_fn = std::function<void(session&)>;
+
+enum class fork_child : std::uint8_t { profiling_off, fresh_session };
 
 struct profile_options {
   activity_set activities{};  // empty: everything this build compiled in
@@ -68,6 +75,11 @@ struct profile_options {
   // Where traces stream while recording. Empty: $PROFTRACE_SPOOL_DIR, else
   // the system's temporary directory.
   std::filesystem::path spool_dir{};
+  // What a child made by fork() does while this session runs in the parent:
+  // nothing (its recording is off; the parent's trace is untouched), or
+  // record a fresh session of its own, to a file named by the child's pid
+  // (CPU collectors only: CUDA cannot be used across fork()).
+  fork_child in_forked_child = fork_child::profiling_off;
 };
 
 class session {
@@ -139,6 +151,7 @@ class session {
 
  private:
   friend std::int64_t detail::enter_step() noexcept;
+  friend struct detail::session_access;
   std::unique_ptr<impl> impl_;
 };
 

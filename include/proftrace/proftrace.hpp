@@ -25,5 +25,6 @@
 #include "overflow.hpp"
 #include "profile.hpp"
 #include "schedule.hpp"
+#include "signals.hpp"
 #include "trace_handler.hpp"
 #include "warnings.hpp"

@@ -1,0 +1,189 @@
+// The instrumented program that process_test runs in a child process, one
+// way of ending (or forking) per mode:
+//   process_child MODE OUT_DIR
+// The spool directory comes from PROFTRACE_SPOOL_DIR. Each mode records
+// `work` scopes first; process_test then checks what reached the disk.
+#include <proftrace/proftrace.hpp>
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace {
+
+constexpr int work_scopes = 1000;
+
+void record_work(int n) {
+  for (int i = 0; i < n; ++i) {
+    PROF_SCOPE("work");
+  }
+}
+
+[[noreturn]] void record_until_killed() {
+  for (;;) {
+    PROF_SCOPE("spin");
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+void say(const char* line) {
+  std::fputs(line, stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+}
+
+proftrace::profile_options to(const std::filesystem::path& out) {
+  return {.on_trace_ready = proftrace::tensorboard_trace_handler(out, "child")};
+}
+
+// A session at namespace scope, never stopped by the program.
+proftrace::profile* static_session() {
+  static proftrace::profile p;
+  return &p;
+}
+
+int exit_from_thread(const std::filesystem::path& out) {
+  proftrace::profile p(to(out));
+  p.start();
+  record_work(work_scopes);
+  std::thread([] { std::exit(0); }).detach();
+  record_until_killed();  // main goes on recording while the other thread exits
+}
+
+int leaked_session(const std::filesystem::path& out) {
+  auto* p = new proftrace::profile(to(out));
+  p->start();
+  record_work(work_scopes);
+  return 0;  // never stopped, never deleted
+}
+
+int static_session_without_handler() {
+  static_session()->start();
+  record_work(work_scopes);
+  return 0;
+}
+
+int on_signal(const std::filesystem::path& out, bool with_program_handler) {
+  if (with_program_handler) {
+    // The program's own handler, installed first: it must still run.
+    std::signal(SIGTERM, [](int) { ::_exit(42); });
+  }
+  proftrace::finish_trace_on_signals();
+  proftrace::profile p(to(out));
+  p.start();
+  record_work(work_scopes);
+  p.flush();
+  say("ready");
+  record_until_killed();
+}
+
+int until_killed() {
+  proftrace::profile p({.flush_period = std::chrono::milliseconds(20)});
+  p.start();
+  record_work(work_scopes);
+  p.flush();
+  say("ready");
+  record_until_killed();
+}
+
+// fork() from a program whose other thread records and flushes constantly:
+// each child must be able to record, use the profiler's API and exit at once
+// (no lock inherited held), and nothing it does reaches the parent's trace.
+int fork_children(const std::filesystem::path& out, bool fresh) {
+  proftrace::profile p({.on_trace_ready = proftrace::tensorboard_trace_handler(out, "parent"),
+                        .flush_period = std::chrono::milliseconds(1),
+                        .in_forked_child = fresh ? proftrace::fork_child::fresh_session
+                                                 : proftrace::fork_child::profiling_off});
+  p.start();
+  record_work(work_scopes);
+  std::atomic<bool> done{false};
+  std::thread busy([&] {
+    while (!done.load()) {
+      PROF_SCOPE("busy");
+      p.flush();
+    }
+  });
+  const int children = fresh ? 1 : 20;
+  for (int c = 0; c < children; ++c) {
+    const pid_t pid = ::fork();
+    if (pid < 0) return 3;
+    if (pid == 0) {
+      if (p.running() != fresh) ::_exit(4);
+      for (int i = 0; i < 100; ++i) {
+        PROF_SCOPE("child");
+      }
+      if (!fresh) {
+        // The child's own sessions work as in any process.
+        proftrace::profile own({.on_trace_ready = proftrace::tensorboard_trace_handler(out, "own")});
+        own.start();
+        PROF_SCOPE("own");
+      }
+      std::exit(0);  // a fresh session is stopped at exit and handed to on_trace_ready
+    }
+    int status = 0;
+    if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return 5;
+  }
+  done = true;
+  busy.join();
+  record_work(work_scopes);
+  p.stop();
+  return 0;
+}
+
+// `ulimit -f` with SIGXFSZ at its default action (ending the program): the
+// spool's writes fail instead, with one warning, and the program finishes.
+int file_size_limit() {
+  struct rlimit small {};
+  ::getrlimit(RLIMIT_FSIZE, &small);
+  small.rlim_cur = 32 * 1024;
+  if (::setrlimit(RLIMIT_FSIZE, &small) != 0) return 3;
+  proftrace::profile p;
+  p.start();
+  for (int i = 0; i < 8; ++i) {
+    record_work(5000);
+    p.flush();
+  }
+  p.stop();
+  try {
+    p.export_chrome_trace(std::filesystem::path(std::getenv("PROFTRACE_SPOOL_DIR")) / "export.json");
+  } catch (const std::exception& e) {
+    std::printf("export refused: %s\n", e.what());
+  }
+  for (const auto& row : p.key_averages().rows)
+    if (row.key == "work") std::printf("work count %lld\n", static_cast<long long>(row.count));
+  say("finished");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: process_child MODE OUT_DIR\n");
+    return 2;
+  }
+  const std::string_view mode = argv[1];
+  const std::filesystem::path out = argv[2];
+  if (mode == "exit-from-thread") return exit_from_thread(out);
+  if (mode == "leaked-session") return leaked_session(out);
+  if (mode == "static-session") return static_session_without_handler();
+  if (mode == "signal") return on_signal(out, false);
+  if (mode == "signal-with-program-handler") return on_signal(out, true);
+  if (mode == "until-killed") return until_killed();
+  if (mode == "fork-off") return fork_children(out, false);
+  if (mode == "fork-fresh") return fork_children(out, true);
+  if (mode == "file-size-limit") return file_size_limit();
+  std::fprintf(stderr, "process_child: unknown mode %s\n", argv[1]);
+  return 2;
+}

@@ -1,0 +1,258 @@
+// How a profiled process ends, is interrupted, killed or forked, checked on
+// real child processes (process_child) and the files they leave behind.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_support.hpp"
+
+extern char** environ;
+
+namespace {
+
+using test_support::events_named;
+using test_support::files_in;
+using test_support::read_trace;
+using test_support::temp_dir;
+
+struct child_process {
+  pid_t pid = -1;
+  temp_dir dir{"child"};
+  std::filesystem::path out = dir.path / "out";
+  std::filesystem::path spool = dir.path / "spool";
+  int status = 0;
+
+  explicit child_process(const std::string& mode) {
+    std::filesystem::create_directories(out);
+    std::filesystem::create_directories(spool);
+    const std::string stdout_path = (dir.path / "stdout").string(), stderr_path = (dir.path / "stderr").string();
+    posix_spawn_file_actions_t files;
+    posix_spawn_file_actions_init(&files);
+    posix_spawn_file_actions_addopen(&files, 1, stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&files, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<std::string> env_text;
+    for (char** e = environ; *e; ++e)
+      if (!std::string_view(*e).starts_with("PROFTRACE_SPOOL_DIR=")) env_text.emplace_back(*e);
+    env_text.push_back("PROFTRACE_SPOOL_DIR=" + spool.string());
+    std::vector<char*> env;
+    for (auto& e : env_text) env.push_back(e.data());
+    env.push_back(nullptr);
+    std::string program = PROFTRACE_PROCESS_CHILD, mode_arg = mode, out_arg = out.string();
+    char* argv[] = {program.data(), mode_arg.data(), out_arg.data(), nullptr};
+    posix_spawnattr_t attributes;  // its own process group: its forked children die with it
+    posix_spawnattr_init(&attributes);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attributes, 0);
+    REQUIRE(posix_spawn(&pid, program.c_str(), &files, &attributes, argv, env.data()) == 0);
+    posix_spawn_file_actions_destroy(&files);
+    posix_spawnattr_destroy(&attributes);
+  }
+  ~child_process() {
+    if (pid > 0) {
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+    }
+  }
+
+  std::string text(const char* which) const {
+    std::ifstream in(dir.path / which);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  std::string stdout_text() const { return text("stdout"); }
+  std::string stderr_text() const { return text("stderr"); }
+
+  // Waits for the child to print `line` (a bounded wait: a hang fails).
+  void wait_for_line(const std::string& line) {
+    for (int i = 0; i < 3000; ++i) {
+      if (stdout_text().find(line + "\n") != std::string::npos) return;
+      int st = 0;
+      if (::waitpid(pid, &st, WNOHANG) == pid) {
+        pid = -1;
+        FAIL("the child ended before printing '", line, "': ", stderr_text());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    FAIL("the child never printed '", line, "'");
+  }
+
+  // Waits (bounded) for the child to end; returns its wait status.
+  int wait() {
+    for (int i = 0; i < 6000; ++i) {
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        pid = -1;
+        return status;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    FAIL("the child did not end within 60 s (a lock held across fork or exit?)");
+    return -1;
+  }
+};
+
+bool exited_cleanly(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+
+std::vector<std::filesystem::path> traces_in(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> out;
+  for (auto& f : files_in(dir))
+    if (f.string().ends_with(".pt.trace.json")) out.push_back(f);
+  return out;
+}
+
+void check_complete(const boost::json::object& trace, std::size_t work) {
+  CHECK(events_named(trace, "work").size() == work);
+  const auto& counts = trace.at("proftrace").as_object();
+  CHECK(counts.at("lost_events_total").as_int64() == 0);
+}
+
+}  // namespace
+
+TEST_CASE("exit() from another thread while main records: the trace is stopped and handed over, complete") {
+  child_process child("exit-from-thread");
+  REQUIRE(exited_cleanly(child.wait()));
+  const auto traces = traces_in(child.out);
+  REQUIRE_MESSAGE(traces.size() == 1, child.stderr_text());
+  const auto trace = read_trace(traces[0]);
+  check_complete(trace, 1000);
+  CHECK(traces_in(child.spool).empty());  // the spool went with the handed-over trace
+}
+
+TEST_CASE("a session never stopped (leaked, then return from main) is finished at exit") {
+  child_process child("leaked-session");
+  REQUIRE(exited_cleanly(child.wait()));
+  const auto traces = traces_in(child.out);
+  REQUIRE_MESSAGE(traces.size() == 1, child.stderr_text());
+  check_complete(read_trace(traces[0]), 1000);
+}
+
+TEST_CASE("a static session with no on_trace_ready: at exit its trace is kept, named in a warning") {
+  child_process child("static-session");
+  REQUIRE(exited_cleanly(child.wait()));
+  const auto kept = traces_in(child.spool);
+  REQUIRE_MESSAGE(kept.size() == 1, child.stderr_text());
+  check_complete(read_trace(kept[0]), 1000);
+  CHECK(child.stderr_text().find("the program exited with the profiler running: its trace was stopped and kept at '" +
+                                 kept[0].string() + "'") != std::string::npos);
+  for (auto& f : files_in(child.spool)) CHECK_FALSE(f.string().ends_with(".part"));
+}
+
+TEST_CASE("SIGTERM and SIGINT with finish_trace_on_signals: trace finished, then the signal ends the program") {
+  for (const int sig : {SIGTERM, SIGINT}) {
+    CAPTURE(sig);
+    child_process child("signal");
+    child.wait_for_line("ready");
+    REQUIRE(::kill(child.pid, sig) == 0);
+    const int status = child.wait();
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == sig);
+    const auto traces = traces_in(child.out);
+    REQUIRE_MESSAGE(traces.size() == 1, child.stderr_text());
+    const auto trace = read_trace(traces[0]);
+    check_complete(trace, 1000);
+    CHECK_FALSE(events_named(trace, "spin").empty());  // recorded up to the signal
+  }
+}
+
+TEST_CASE("a program's own signal handler still runs after the trace is finished") {
+  child_process child("signal-with-program-handler");
+  child.wait_for_line("ready");
+  REQUIRE(::kill(child.pid, SIGTERM) == 0);
+  const int status = child.wait();
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 42);
+  const auto traces = traces_in(child.out);
+  REQUIRE(traces.size() == 1);
+  check_complete(read_trace(traces[0]), 1000);
+}
+
+TEST_CASE("SIGKILL: the spool left behind is valid JSON as it is and holds every flushed event") {
+  child_process child("until-killed");
+  child.wait_for_line("ready");
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a few more flushes of "spin"
+  REQUIRE(::kill(child.pid, SIGKILL) == 0);
+  const int status = child.wait();
+  CHECK(WIFSIGNALED(status));
+  std::vector<std::filesystem::path> spools;
+  for (auto& f : files_in(child.spool))
+    if (f.string().ends_with(".pt.trace.json.part")) spools.push_back(f);
+  REQUIRE(spools.size() == 1);
+  const auto trace = read_trace(spools[0]);  // parses with no repair
+  CHECK(events_named(trace, "work").size() == 1000);
+  CHECK(trace.contains("proftrace"));
+  CHECK_FALSE(events_named(trace, "spin").empty());
+}
+
+TEST_CASE("fork(): children inherit no held lock and no flusher; by default they record nothing") {
+  child_process child("fork-off");
+  REQUIRE_MESSAGE(exited_cleanly(child.wait()), child.stderr_text());
+  std::vector<boost::json::object> parents, owns;
+  for (auto& f : traces_in(child.out))
+    (f.filename().string().starts_with("parent.") ? parents : owns).push_back(read_trace(f));
+  REQUIRE(parents.size() == 1);
+  check_complete(parents[0], 2000);
+  CHECK(events_named(parents[0], "child").empty());
+  CHECK(events_named(parents[0], "own").empty());
+  // Each of the 20 children ran a session of its own, which worked normally.
+  REQUIRE(owns.size() == 20);
+  for (auto& t : owns) {
+    CHECK(events_named(t, "own").size() == 1);
+    CHECK(events_named(t, "work").empty());
+  }
+  CHECK(traces_in(child.spool).empty());
+}
+
+TEST_CASE("fork() with fork_child::fresh_session: the child records its own trace, under its own pid") {
+  child_process child("fork-fresh");
+  REQUIRE_MESSAGE(exited_cleanly(child.wait()), child.stderr_text());
+  const auto traces = traces_in(child.out);
+  REQUIRE_MESSAGE(traces.size() == 2, child.stderr_text());
+  int parent_traces = 0, child_traces = 0;
+  std::int64_t parent_pid = -1, child_pid = -1;
+  for (auto& f : traces) {
+    const auto trace = read_trace(f);
+    const auto work = events_named(trace, "work");
+    const auto children = events_named(trace, "child");
+    if (!work.empty()) {
+      ++parent_traces;
+      check_complete(trace, 2000);
+      CHECK(children.empty());
+      parent_pid = work[0].at("pid").as_int64();
+    } else {
+      ++child_traces;
+      CHECK(children.size() == 100);
+      CHECK(events_named(trace, "busy").empty());
+      REQUIRE_FALSE(children.empty());
+      child_pid = children[0].at("pid").as_int64();
+    }
+  }
+  CHECK(parent_traces == 1);
+  CHECK(child_traces == 1);
+  CHECK(parent_pid != child_pid);
+}
+
+TEST_CASE("ulimit -f with SIGXFSZ at its default: one warning, the program finishes, the summary counts all") {
+  child_process child("file-size-limit");
+  REQUIRE_MESSAGE(exited_cleanly(child.wait()), child.stderr_text());
+  const std::string out = child.stdout_text(), err = child.stderr_text();
+  CHECK(out.find("work count 40000") != std::string::npos);
+  CHECK(out.find("export refused: proftrace: the trace could not be recorded completely") != std::string::npos);
+  CHECK(out.find("finished") != std::string::npos);
+  std::size_t warnings = 0;
+  for (std::size_t at = err.find("the trace file stops here"); at != std::string::npos;
+       at = err.find("the trace file stops here", at + 1))
+    ++warnings;
+  CHECK(warnings == 1);
+}
