@@ -384,11 +384,13 @@ class window {
   }
 
   void write_instant(const thread_state& ts, const site& where, std::int64_t ns) {
+    ++instant_events;
     open_point_event(instant_head, where.name, ts.tid, ns);
     buffer += "}}";
   }
 
   void write_counter(const thread_state& ts, const site& where, std::int64_t ns, double value) {
+    ++counter_events;
     open_point_event("\"ph\": \"C\", \"cat\": \"counter\"", where.name, ts.tid, ns);
     append_json_string(buffer, where.name);
     buffer += ": ";
@@ -401,6 +403,8 @@ class window {
     finished_trace f;
     f.path = opts.path;
     f.losses = losses;
+    f.instant_events = instant_events;
+    f.counter_events = counter_events;
     f.tail_metadata = tail_metadata;
     f.start_unix_ns = base_ns;
     f.with_stack = opts.with_stack;
@@ -547,6 +551,8 @@ class window {
   std::uint64_t invalid_flop_estimates = 0;
   std::uint64_t unscoped_flop_estimates = 0;  // no scope was open to carry them
   std::uint64_t unknown_frees = 0;            // frees of addresses never seen allocated
+  std::uint64_t instant_events = 0;
+  std::uint64_t counter_events = 0;
   gpu_loss_counts gpu_losses;
   std::unordered_map<std::string, std::size_t> by_key;
   loss_counts losses;
@@ -578,6 +584,8 @@ std::string finished_trace::tail(const std::string& trace_name) const {
   count("invalid_flop_estimates", invalid_flop_estimates);
   count("unscoped_flop_estimates", unscoped_flop_estimates);
   count("unknown_frees", unknown_frees);
+  count("instant_events", instant_events);
+  count("counter_events", counter_events);
   count("cuda_dropped_records", gpu_losses.dropped_records);
   count("cuda_zero_timestamp_kernels", gpu_losses.zero_timestamp_kernels);
   count("cuda_refused_buffers", gpu_losses.refused_buffers);
@@ -589,6 +597,10 @@ std::string finished_trace::tail(const std::string& trace_name) const {
 
 struct flusher::impl {
   std::mutex mutex;  // held by whoever consumes the rings
+  // Program threads waiting for `mutex`. Under overload the flusher's loop
+  // never sleeps, and std::mutex is not fair: without this, step() or stop()
+  // could wait for the lock as long as the producers outrun the flusher.
+  std::atomic<int> callers_waiting{0};
   std::condition_variable cv;
   std::atomic<bool> wake_requested{false};
   std::atomic<bool> alive{false};
@@ -973,10 +985,24 @@ struct flusher::impl {
     return w;
   }
 
+  // The lock, for a program thread: the flusher steps aside for it.
+  std::unique_lock<std::mutex> lock_as_caller() {
+    callers_waiting.fetch_add(1, std::memory_order_acq_rel);
+    std::unique_lock lock(mutex);
+    callers_waiting.fetch_sub(1, std::memory_order_acq_rel);
+    return lock;
+  }
+
   void run() {
     const in_profiler_guard own_thread;
     std::unique_lock lock(mutex);
     while (!quit) {
+      if (callers_waiting.load(std::memory_order_acquire) > 0) {
+        lock.unlock();
+        while (callers_waiting.load(std::memory_order_acquire) > 0) std::this_thread::yield();
+        lock.lock();
+        continue;
+      }
       cv.wait_for(lock, period, [&] { return quit || wake_requested.load(std::memory_order_relaxed); });
       wake_requested.store(false, std::memory_order_relaxed);
       drain(false, 0);
@@ -1043,7 +1069,7 @@ std::shared_ptr<finished_trace> flusher::switch_window(std::uint64_t at_ticks, s
   impl& s = state();
   const in_profiler_guard guard;
   std::vector<std::string> warnings;
-  std::unique_lock lock(s.mutex);
+  std::unique_lock lock = s.lock_as_caller();
   std::unique_ptr<window> next;
   if (next_options) {
     s.next_start = impl::next_window_start{!s.current, next_options->first_step};
@@ -1115,7 +1141,7 @@ std::shared_ptr<finished_trace> flusher::switch_window(std::uint64_t at_ticks, s
 
 bool flusher::add_metadata(std::string key, std::string raw_json) {
   impl& s = state();
-  std::lock_guard lock(s.mutex);
+  const std::unique_lock lock = s.lock_as_caller();
   if (!s.current) return false;
   s.current->tail_metadata.emplace_back(std::move(key), std::move(raw_json));
   return true;
@@ -1126,7 +1152,7 @@ void flusher::flush_now() {
   const in_profiler_guard guard;
   std::string warning;
   {
-    std::lock_guard lock(s.mutex);
+    const std::unique_lock lock = s.lock_as_caller();
     s.drain(false, 0);
     if (s.current) s.current->commit();
     warning = s.take_warning();
@@ -1135,7 +1161,7 @@ void flusher::flush_now() {
 }
 
 void flusher::prepare_fork() noexcept {
-  state().mutex.lock();
+  state().lock_as_caller().release();  // held across fork(); unlocked by the handlers below
   registry::instance().lock_for_fork();
 }
 

@@ -42,6 +42,8 @@ struct finished_trace {
   std::shared_ptr<trace_file> spool;  // still open: exports read through it
   std::vector<event_average> averages;  // keyed by (name, input shapes)
   loss_counts losses;
+  std::uint64_t instant_events = 0;  // written, as the table's rows count scopes
+  std::uint64_t counter_events = 0;
   std::vector<std::pair<std::string, std::string>> tail_metadata;  // added while or after recording
   std::string write_error;  // non-empty when the spool could not be written completely
   std::int64_t start_unix_ns = 0;

@@ -439,6 +439,8 @@ event_averages session::key_averages(bool group_by_input_shape, int group_by_sta
   if (!impl_->last) throw std::logic_error("proftrace: key_averages(): no trace has been recorded yet");
   event_averages out;
   out.losses = impl_->last->losses;
+  out.instant_events = impl_->last->instant_events;
+  out.counter_events = impl_->last->counter_events;
   out.grouped_by_input_shape = group_by_input_shape;
   out.profile_memory = impl_->opts.profile_memory && impl_->activities.contains(activity::memory);
   const auto stack_n = static_cast<std::size_t>(std::max(group_by_stack_n, 0));

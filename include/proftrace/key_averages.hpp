@@ -88,6 +88,9 @@ class event_averages {
  public:
   std::vector<event_average> rows;
   loss_counts losses;
+  // Events written that are not rows: PROF_INSTANT and PROF_COUNTER marks.
+  std::uint64_t instant_events = 0;
+  std::uint64_t counter_events = 0;
   bool grouped_by_input_shape = false;
   bool profile_memory = false;  // recorded with profile_memory: the table shows CPU Mem columns, as torch's
 
