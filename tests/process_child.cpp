@@ -123,7 +123,7 @@ int fork_children(const std::filesystem::path& out, bool fresh) {
       for (int i = 0; i < 100; ++i) {
         PROF_SCOPE("child");
       }
-      if (!fresh) {
+      if (!fresh && !PROFTRACE_TEST_NO_THREADS_AFTER_FORK) {
         // The child's own sessions work as in any process.
         proftrace::profile own({.on_trace_ready = proftrace::tensorboard_trace_handler(out, "own")});
         own.start();
