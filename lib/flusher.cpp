@@ -1178,6 +1178,7 @@ void flusher::child_after_fork() noexcept {
   ::new (static_cast<void*>(&s.cv)) std::condition_variable();
   s.alive.store(false, std::memory_order_relaxed);
   s.wake_requested.store(false, std::memory_order_relaxed);
+  s.callers_waiting.store(0, std::memory_order_relaxed);  // those were the parent's threads
   s.quit = false;
   s.current.reset();  // the parent goes on writing it; this only closes our descriptor
   s.threads.clear();
