@@ -13,10 +13,51 @@ namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
 
+// The length of the ill-formed or well-formed UTF-8 sequence at the start of
+// `s` (s not empty, s[0] >= 0x80), per the Unicode Standard's table 3-7:
+// {n, true} for a well-formed sequence of n bytes, {n, false} for a maximal
+// ill-formed subpart of n bytes (replaced by one U+FFFD).
+struct utf8_sequence {
+  std::size_t length;
+  bool valid;
+};
+inline utf8_sequence scan_utf8_sequence(std::string_view s) noexcept {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char lead = byte(0);
+  std::size_t continuation = 0;
+  unsigned char second_min = 0x80, second_max = 0xbf;
+  if (lead >= 0xc2 && lead <= 0xdf) continuation = 1;
+  else if (lead >= 0xe0 && lead <= 0xef) continuation = 2;
+  else if (lead >= 0xf0 && lead <= 0xf4) continuation = 3;
+  else return {1, false};
+  if (lead == 0xe0) second_min = 0xa0;       // overlong
+  else if (lead == 0xed) second_max = 0x9f;  // UTF-16 surrogates
+  else if (lead == 0xf0) second_min = 0x90;  // overlong
+  else if (lead == 0xf4) second_max = 0x8f;  // above U+10FFFF
+  for (std::size_t i = 1; i <= continuation; ++i) {
+    const unsigned char min = i == 1 ? second_min : 0x80, max = i == 1 ? second_max : 0xbf;
+    if (i >= s.size() || byte(i) < min || byte(i) > max) return {i, false};
+  }
+  return {continuation + 1, true};
+}
+
+// `s` as a JSON string. JSON text must be UTF-8, so bytes that are not (a
+// name cut in the middle of a character, a Latin-1 file name) become U+FFFD,
+// one per maximal ill-formed subpart as Unicode recommends: one bad name
+// must not make the whole trace unreadable to a strict parser.
 inline void append_json_string(std::string& out, std::string_view s) {
   static constexpr char hex[] = "0123456789abcdef";
   out.push_back('"');
-  for (unsigned char c : s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      const auto seq = scan_utf8_sequence(s.substr(i));
+      if (seq.valid) out.append(s.data() + i, seq.length);
+      else out += "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER
+      i += seq.length;
+      continue;
+    }
+    ++i;
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
