@@ -946,3 +946,37 @@ TEST_CASE("validate --repair on the command line: output, default name, -o, vali
   CHECK(pt::default_repair_output("x.gz") == "x.repaired.gz");
   CHECK(pt::default_repair_output("trace") == "trace.repaired");
 }
+
+// Found by tests/fuzz/trace_reader_fuzzer (the inputs are in its corpus).
+TEST_CASE("numbers beyond int64 saturate instead of overflowing (flops 1e30, ts and dur 1e300)") {
+  temp_dir dir("cli-huge");
+  std::string text = R"({"traceEvents": [)";
+  for (int tid = 1; tid <= 3; ++tid)
+    text += std::string(tid > 1 ? "," : "") + R"({"ph": "X", "cat": "cpu_op", "name": "huge", "pid": 1, "tid": )" +
+            std::to_string(tid) + R"(, "ts": 1e300, "dur": 1e300, "args": {"flops": 1e30, "External id": -1e300}})";
+  text += "]}";
+  write_file(dir.path / "huge.json", text);
+  const auto rows = by_key(summarize(dir.path / "huge.json"));
+  REQUIRE(rows.count("huge") == 1);
+  CHECK(rows.at("huge").count == 3);
+  CHECK(rows.at("huge").cpu_time_total_ns == INT64_MAX);
+  CHECK(rows.at("huge").self_cpu_time_total_ns == INT64_MAX);
+  std::vector<std::string> warnings;
+  CHECK(pt::summarize(dir.path / "huge.json", false, warnings).rows.at(0).flops == INT64_MAX);
+  CHECK(run_cli({"summary", (dir.path / "huge.json").string(), "--flops"}).rc == 0);
+}
+
+TEST_CASE("validate --repair: an object that closes before traceEvents is refused; an escaped key still counts") {
+  temp_dir dir("cli-repair-odd");
+  write_file(dir.path / "closed.json", R"({"schemaVersion": 1, "args": {"x": 2}} "traceEvents": [{"ph": "i"}]})");
+  auto r = run_cli({"validate", "--repair", (dir.path / "closed.json").string()});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("without \"traceEvents\"") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir.path / "closed.repaired.json"));
+  // The reader unescapes keys: "trace\u0045vents" is traceEvents to it.
+  write_file(dir.path / "escaped.json", R"({"trace\u0045vents": [{"ph": "i", "name": "a", "ts": 1}, {"ph": "i", "na)");
+  r = run_cli({"validate", "--repair", (dir.path / "escaped.json").string()});
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("kept 1 event (cut inside event 1 at byte") != std::string::npos);
+  CHECK(event_lines(dir.path / "escaped.repaired.json").size() == 1);
+}

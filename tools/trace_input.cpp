@@ -52,7 +52,15 @@ trace_input::trace_input(const std::filesystem::path& path) {
       error_ = "cannot start zstd";
     }
   }
-  if (codec_ != codec_kind::plain) in_buf_.resize(compressed_chunk);
+  file_size_ = std::filesystem::file_size(path, ec);
+  if (ec) file_size_ = 0;
+  if (codec_ != codec_kind::plain) in_buf_.resize(std::clamp<std::uint64_t>(file_size_ + 1, 4096, compressed_chunk));
+}
+
+std::size_t trace_input::buffer_size(std::size_t max) const noexcept {
+  // Compressed text is usually 5-20 times smaller than the text.
+  const std::uint64_t expected = codec_ == codec_kind::plain ? file_size_ + 1 : file_size_ * 16;
+  return static_cast<std::size_t>(std::clamp<std::uint64_t>(expected, std::min<std::size_t>(4096, max), std::max<std::size_t>(max, 1)));
 }
 
 trace_input::~trace_input() {

@@ -40,6 +40,9 @@ class trace_input {
   const char* codec() const noexcept;  // "gzip", "zstd", or nullptr for a plain file
   const std::string& error() const noexcept { return error_; }
   std::uint64_t file_bytes_read() const noexcept { return file_bytes_read_; }
+  // A buffer for read(): `max`, or less for a small file (a small trace then
+  // costs no megabyte of fresh memory per read).
+  std::size_t buffer_size(std::size_t max) const noexcept;
 
  private:
   enum class codec_kind : std::uint8_t { plain, gzip, zstd };
@@ -59,6 +62,7 @@ class trace_input {
   std::size_t in_pos_ = 0, in_end_ = 0;
   bool file_at_end_ = false;
   std::uint64_t file_bytes_read_ = 0;
+  std::uint64_t file_size_ = 0;
   std::unique_ptr<zlib_state> zlib_;
   std::unique_ptr<zstd_state> zstd_;
 };

@@ -46,6 +46,15 @@ std::string number_text(double d) {
   return buf;
 }
 
+// A number for an integer field: NaN as 0, beyond int64's range its ends
+// (a cast would be undefined behaviour: "flops": 1e30 from a bad estimate).
+std::int64_t saturated_int64(double d) {
+  if (d != d) return 0;
+  if (d >= 9223372036854775807.0) return INT64_MAX;
+  if (d <= -9223372036854775807.0) return INT64_MIN;
+  return static_cast<std::int64_t>(d);
+}
+
 struct sax {
   static constexpr std::size_t max_object_size = std::size_t(-1);
   static constexpr std::size_t max_array_size = std::size_t(-1);
@@ -153,10 +162,10 @@ struct sax {
     }
     if (depth == 4 && in_args) {
       if (arg_id == key_id::flops && t == json_type::number) {
-        ev.flops = num > 0 ? static_cast<std::int64_t>(num) : 0;
+        ev.flops = num > 0 ? saturated_int64(num) : 0;
       } else if (arg_id == key_id::external_id && t == json_type::number) {
         ev.has_external_id = true;
-        ev.external_id = static_cast<std::int64_t>(num);
+        ev.external_id = saturated_int64(num);
       } else if (arg_id == key_id::stream) {
         ev.has_stream = true;
       } else if (arg_id == key_id::input_dims) {
@@ -363,7 +372,7 @@ read_result read_trace(const std::filesystem::path& path, const read_options& op
   parser.handler().opts = &options;
   parser.handler().res = &result;
 
-  std::vector<char> buf(std::max<std::size_t>(options.chunk_size, 1));
+  std::vector<char> buf(in.buffer_size(options.chunk_size));
   std::uint64_t offset = 0;
   error_code ec;
   const bool progress = options.progress && file_size > 0;

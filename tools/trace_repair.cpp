@@ -133,7 +133,6 @@ class json_prefix_scanner {
         if (expect_ == expect::key || expect_ == expect::key_or_close) {
           in_key_ = true;
           key_.clear();
-          key_escaped_ = false;
         } else if (value_expected) {
           if (!value_start(c)) return false;
           in_key_ = false;
@@ -205,7 +204,7 @@ class json_prefix_scanner {
       lexeme_ = lexeme::none;
       if (low_surrogate_due_) return fail("unpaired surrogate escape");
       if (in_key_) {
-        if (stack_.size() == 1) key_is_trace_events_ = !key_escaped_ && key_ == "traceEvents";
+        if (stack_.size() == 1) key_is_trace_events_ = key_ == "traceEvents";
         expect_ = expect::colon;
       } else {
         value_end(offset_ + 1);
@@ -218,15 +217,21 @@ class json_prefix_scanner {
       return true;
     }
     if (c < 0x20) return fail("control character in a string");
-    if (in_key_ && stack_.size() == 1 && key_.size() < 16) key_.push_back(static_cast<char>(c));
+    key_char(static_cast<char>(c));
     return true;
+  }
+
+  // The reader compares top-level keys after unescaping: "trace\u0045vents"
+  // is "traceEvents" to it, so it is here too.
+  void key_char(char c) {
+    if (in_key_ && stack_.size() == 1 && key_.size() < 16) key_.push_back(c);
   }
 
   bool escape_byte(unsigned char c) {
     if (low_surrogate_due_ && c != 'u') return fail("unpaired surrogate escape");
-    key_escaped_ = true;
     switch (c) {
       case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+        key_char(c == 'b' ? '\b' : c == 'f' ? '\f' : c == 'n' ? '\n' : c == 'r' ? '\r' : c == 't' ? '\t' : static_cast<char>(c));
         lexeme_ = lexeme::string;
         return true;
       case 'u':
@@ -247,6 +252,7 @@ class json_prefix_scanner {
     code_unit_ = code_unit_ << 4 | digit;
     if (++hex_digits_ < 4) return true;
     lexeme_ = lexeme::string;
+    key_char(code_unit_ < 0x80 ? static_cast<char>(code_unit_) : '\x80');  // no key the reader acts on has non-ASCII
     const bool high = code_unit_ >= 0xd800 && code_unit_ <= 0xdbff;
     const bool low = code_unit_ >= 0xdc00 && code_unit_ <= 0xdfff;
     if (low_surrogate_due_) {
@@ -310,7 +316,7 @@ class json_prefix_scanner {
   const char* literal_rest_ = "";
   unsigned hex_digits_ = 0, code_unit_ = 0;
   bool low_surrogate_due_ = false;
-  bool in_key_ = false, key_escaped_ = false, key_is_trace_events_ = false;
+  bool in_key_ = false, key_is_trace_events_ = false;
   std::string key_;  // the first bytes of the current top-level key
 
   std::uint64_t offset_ = 0;
@@ -343,7 +349,7 @@ repair_plan plan_repair(const std::filesystem::path& path) {
   const std::string file_name = path.string();
   trace_input in(path);
   json_prefix_scanner scanner;
-  std::vector<char> buf(std::size_t{1} << 20);
+  std::vector<char> buf(in.buffer_size(std::size_t{1} << 20));
   bool json_ok = true;
   for (;;) {
     const std::size_t got = in.read(buf.data(), buf.size());
@@ -375,7 +381,11 @@ repair_plan plan_repair(const std::filesystem::path& path) {
   if (scanner.finished()) {
     plan.complete = json_ok && in.status() == trace_input::state::complete;
     plan.keep_bytes = plan.complete ? scanner.offset() : scanner.top_end();  // a copy keeps the final newline
-    if (!plan.complete) plan.cut = reason + " " + where_text(scanner) + byte_at;
+    if (plan.complete) return plan;
+    if (scanner.where() == json_prefix_scanner::phase::before_events)
+      refuse("the JSON object ends at byte " + std::to_string(scanner.top_end()) + " without \"traceEvents\", then " +
+             reason + byte_at);
+    plan.cut = reason + " " + where_text(scanner) + byte_at;
     return plan;
   }
   using phase = json_prefix_scanner::phase;
@@ -428,7 +438,7 @@ void write_repaired(const std::filesystem::path& input, const repair_plan& plan,
       if (name.ends_with(".gz")) out.push(io::gzip_compressor(io::gzip_params(io::zlib::best_speed)), 1 << 16);
       else if (name.ends_with(".zst")) out.push(io::zstd_compressor(io::zstd_params(io::zstd::best_speed)), 1 << 16);
       out.push(file);
-      std::vector<char> buf(std::size_t{1} << 20);
+      std::vector<char> buf(in.buffer_size(std::size_t{1} << 20));
       std::uint64_t left = plan.keep_bytes;
       while (left > 0) {
         const std::size_t got = in.read(buf.data(), static_cast<std::size_t>(std::min<std::uint64_t>(left, buf.size())));
