@@ -947,7 +947,7 @@ TEST_CASE("validate --repair on the command line: output, default name, -o, vali
   CHECK(pt::default_repair_output("trace") == "trace.repaired");
 }
 
-// Found by tests/fuzz/trace_reader_fuzzer (the inputs are in its corpus).
+// Found by tests/fuzz/trace_reader_fuzzer (its corpus keeps the inputs as regress_*).
 TEST_CASE("numbers beyond int64 saturate instead of overflowing (flops 1e30, ts and dur 1e300)") {
   temp_dir dir("cli-huge");
   std::string text = R"({"traceEvents": [)";
