@@ -979,4 +979,27 @@ TEST_CASE("validate --repair: an object that closes before traceEvents is refuse
   CHECK(r.rc == 0);
   CHECK(r.out.find("kept 1 event (cut inside event 1 at byte") != std::string::npos);
   CHECK(event_lines(dir.path / "escaped.repaired.json").size() == 1);
+
+  // A head that ends early is a cut (0 events kept); one followed by corrupt
+  // compressed data is damage, and refused.
+  std::string head_gz;
+  {
+    namespace io = boost::iostreams;
+    std::ostringstream text;
+    io::filtering_ostream out;
+    out.push(io::gzip_compressor());
+    out.push(text);
+    out << R"({"schemaVersion": 1, "deviceProperties": [)";
+    out.reset();
+    head_gz = text.str();
+  }
+  write_file(dir.path / "head.json.gz", head_gz);
+  r = run_cli({"validate", "--repair", (dir.path / "head.json.gz").string()});
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("kept 0 events (cut before \"traceEvents\"") != std::string::npos);
+  CHECK(run_cli({"validate", (dir.path / "head.repaired.json.gz").string()}).rc == 0);
+  write_file(dir.path / "damaged.json.gz", head_gz + "not gzip");
+  r = run_cli({"validate", "--repair", (dir.path / "damaged.json.gz").string()});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("nothing to repair: corrupt gzip data") != std::string::npos);
 }

@@ -389,8 +389,10 @@ repair_plan plan_repair(const std::filesystem::path& path) {
     return plan;
   }
   using phase = json_prefix_scanner::phase;
-  if (scanner.where() == phase::before_events && !json_ok)
-    refuse("invalid JSON (" + scanner.error() + ")" + byte_at + " before \"traceEvents\"");
+  // Before traceEvents only the end of the data is a cut; damage there
+  // leaves nothing that is recognisably a trace.
+  if (scanner.where() == phase::before_events && (!json_ok || in.status() == trace_input::state::corrupt))
+    refuse(reason + byte_at + " before \"traceEvents\"");
   plan.keep_bytes = scanner.keep_end();
   switch (scanner.where()) {
     case phase::before_events: plan.closing = scanner.members() ? ", \"traceEvents\": []}" : "\"traceEvents\": []}"; break;
