@@ -2,9 +2,11 @@
 # Sets up, builds and runs every test under ctest: the normal build (with the
 # packaging tests), the Conan package's create and test_package, then the
 # concurrency suites again under ThreadSanitizer and under AddressSanitizer
-# with UndefinedBehaviorSanitizer.
+# with UndefinedBehaviorSanitizer, and finally the libFuzzer targets for a
+# fixed number of inputs (scripts/run-fuzzers.sh).
 #   bash scripts/run-tests.sh            # everything
 #   PROFTRACE_SANITIZERS=0 bash scripts/run-tests.sh   # the normal build only
+#   PROFTRACE_FUZZ=0 bash scripts/run-tests.sh         # without the fuzzers
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 jobs="$(nproc)"
@@ -26,4 +28,8 @@ fi
 if [ "${PROFTRACE_SANITIZERS:-1}" != 0 ]; then
   run_suite "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROFTRACE_SANITIZE=thread -DPROFTRACE_BUILD_EXAMPLES=OFF
   run_suite "$root/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROFTRACE_SANITIZE=address,undefined -DPROFTRACE_BUILD_EXAMPLES=OFF
+fi
+# About 2 minutes: the fuzzers' build and their runs (PROFTRACE_FUZZ=0 skips them).
+if [ "${PROFTRACE_FUZZ:-1}" != 0 ]; then
+  bash "$root/scripts/run-fuzzers.sh"
 fi

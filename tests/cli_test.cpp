@@ -714,3 +714,292 @@ TEST_CASE("merge: one process per rank in rank order, clocks moved by each rank'
   CHECK(run_cli({"merge", (dir.path / "broken.json").string(), "-o", (dir.path / "m2.json").string()}).rc == 1);
   CHECK(run_cli({"merge", dir.path.string()}).rc == 2);  // no -o
 }
+
+// ---- validate --repair ----
+
+namespace {
+
+// Complete elements of traceEvents in `text`, counted by the reader's
+// Boost.JSON parser (not by the repair's own scanner).
+std::uint64_t complete_events_in(const std::string& text, const std::filesystem::path& scratch) {
+  write_file(scratch, text);
+  std::uint64_t n = 0;
+  pt::read_options opts;
+  opts.on_event = [&](const pt::trace_event&) { return ++n, true; };
+  try {
+    (void)pt::read_trace(scratch, opts);
+  } catch (const pt::trace_error&) {
+  }
+  return n;
+}
+
+// One line per event: enough to tell events apart and see their order.
+std::vector<std::string> event_lines(const std::filesystem::path& p) {
+  std::vector<std::string> out;
+  pt::read_options opts;
+  opts.on_event = [&](const pt::trace_event& e) {
+    out.push_back(e.ph + "|" + e.name + "|" + e.pid + "|" + e.tid + "|" + std::to_string(e.ts) + "|" + std::to_string(e.dur));
+    return true;
+  };
+  (void)pt::read_trace(p, opts);
+  return out;
+}
+
+// A real trace of a few thousand events (over 128 KiB of text, so that its
+// zstd export has several blocks), exported as .json, .json.gz and .json.zst.
+void record_repair_trace(const std::filesystem::path& dir) {
+  proftrace::profile p({.overflow = proftrace::overflow_policy::block});
+  p.start();
+  for (int i = 0; i < 400; ++i) cli_work(4 + i % 3);
+  p.stop();
+  for (const char* name : {"full.json", "full.json.gz", "full.json.zst"}) p.export_chrome_trace(dir / name);
+}
+
+// Repairs `input` in process and checks the result against the original's
+// events: exactly the complete ones before the cut, each unchanged.
+void check_repair(const std::filesystem::path& input, const std::string& decoded_text,
+                  const std::vector<std::string>& original_events, const std::filesystem::path& scratch) {
+  const auto plan = pt::plan_repair(input);
+  REQUIRE(plan.bytes <= decoded_text.size());
+  const auto expected = complete_events_in(decoded_text.substr(0, plan.bytes), scratch);
+  CHECK(plan.events_kept == expected);
+  const auto out = input.parent_path() / ("out" + pt::default_repair_output(input).filename().string());
+  pt::write_repaired(input, plan, out);
+  const auto problems = problems_of(out);
+  CHECK(problems.empty());
+  for (auto& x : problems) MESSAGE(x.index << ": " << x.message);
+  const auto kept = event_lines(out);
+  REQUIRE(kept.size() == expected);
+  CHECK(std::equal(kept.begin(), kept.end(), original_events.begin()));
+}
+
+}  // namespace
+
+TEST_CASE("validate --repair: a plain trace cut anywhere keeps exactly the complete events before the cut") {
+  temp_dir dir("cli-repair-plain");
+  record_repair_trace(dir.path);
+  const std::string text = slurp(dir.path / "full.json");
+  const auto events = event_lines(dir.path / "full.json");
+  REQUIRE(events.size() > 2000);
+  REQUIRE(text.size() > (std::size_t{1} << 17));
+  const auto find = [&](std::string_view what) {
+    const auto at = text.find(what);
+    REQUIRE(at != std::string::npos);
+    return at;
+  };
+  const std::size_t events_open = find("\"traceEvents\": [") + 16;
+  const std::size_t second_event = text.find("\n", events_open + 1);
+  std::vector<std::size_t> cuts = {
+      1, 2, find("\"schemaVersion\"") + 3, find("\"deviceProperties\"") + 20, find("\"baseTimeNanoseconds\"") + 23,
+      find("\"traceEvents\"") + 5, find("\"traceEvents\"") + 14, events_open, events_open + 1, events_open + 40,
+      second_event - 1, second_event, second_event + 1,
+      find("\"overflow_policy\""), find("\"traceName\"") - 1, find("\"traceName\"") + 3, text.size() - 3, text.size() - 2};
+  for (std::size_t c = 3; c < text.size(); c += text.size() / 151) cuts.push_back(c);
+  const auto cut = dir.path / "cut.pt.trace.json";
+  std::set<std::uint64_t> kept_counts;
+  for (const auto c : cuts) {
+    CAPTURE(c);
+    write_file(cut, text.substr(0, c));
+    check_repair(cut, text.substr(0, c), events, dir.path / "scratch.json");
+    kept_counts.insert(pt::plan_repair(cut).events_kept);
+  }
+  CHECK(kept_counts.count(0) == 1);
+  CHECK(kept_counts.count(events.size()) == 1);
+  CHECK(kept_counts.size() > 100);
+
+  // Cut in the tail, after "proftrace": {...}: the members before the cut stay.
+  write_file(cut, text.substr(0, find("\"traceName\"") + 3));
+  const auto plan = pt::plan_repair(cut);
+  CHECK(plan.closing == "}");
+  pt::write_repaired(cut, plan, dir.path / "tail.json");
+  bool has_losses = false;
+  for (auto& m : pt::read_trace(dir.path / "tail.json", {}).metadata) has_losses |= m.key == "proftrace.dropped_events";
+  CHECK(has_losses);
+  // The whole trace is not cut.
+  CHECK(pt::plan_repair(dir.path / "full.json").complete);
+}
+
+TEST_CASE("validate --repair: gzip and zstd traces cut anywhere, their streams unfinished") {
+  temp_dir dir("cli-repair-compressed");
+  record_repair_trace(dir.path);
+  const auto events = event_lines(dir.path / "full.json");
+  for (const char* name : {"full.json.gz", "full.json.zst"}) {
+    CAPTURE(name);
+    const std::string compressed = slurp(dir.path / name);
+    const std::string text = test_support::read_text(dir.path / name);
+    const std::string suffix = std::string(name).substr(4);  // ".json.gz" / ".json.zst"
+    const auto cut = dir.path / ("cut" + suffix);
+    std::vector<std::size_t> cuts = {compressed.size() - 1, compressed.size() - 4, compressed.size() - 8};
+    for (std::size_t c = 1; c < compressed.size(); c += compressed.size() / 61) cuts.push_back(c);
+    std::uint64_t last_kept = 0;
+    std::set<std::uint64_t> kept_counts;
+    std::sort(cuts.begin(), cuts.end());
+    for (const auto c : cuts) {
+      CAPTURE(c);
+      write_file(cut, compressed.substr(0, c));
+      pt::repair_plan plan;
+      try {
+        plan = pt::plan_repair(cut);
+      } catch (const pt::trace_error& e) {
+        // Nothing decodes yet: zstd hands out whole blocks only.
+        CHECK(std::string(e.what()).find("before any JSON") != std::string::npos);
+        CHECK(last_kept == 0);
+        continue;
+      }
+      CHECK_FALSE(plan.complete);
+      CHECK(plan.cut.find(suffix.substr(6) == "gz" ? "gzip stream cut" : "zstd stream cut") == 0);
+      CHECK(plan.events_kept >= last_kept);  // a later cut never keeps less
+      last_kept = plan.events_kept;
+      kept_counts.insert(plan.events_kept);
+      check_repair(cut, text, events, dir.path / "scratch.json");
+      // A plain reader of the cut file says it is cut, not that it is fine.
+      CHECK_THROWS_AS(pt::read_trace(cut, {}), pt::trace_error);
+    }
+    if (suffix.ends_with(".gz")) {
+      // Deflate decodes to the cut: nearly every cut keeps a different count,
+      // and one in the trailer (CRC, length) loses no event.
+      CHECK(kept_counts.size() > cuts.size() / 2);
+      CHECK(kept_counts.count(events.size()) == 1);
+    } else {
+      // zstd decodes whole blocks (128 KiB of text): this trace has three,
+      // and without a checksum the last one ends where the file does.
+      CHECK(kept_counts.size() >= 2);
+      CHECK(*kept_counts.rbegin() < events.size());
+    }
+    CHECK(pt::plan_repair(dir.path / name).complete);
+  }
+}
+
+TEST_CASE("validate --repair on the command line: output, default name, -o, valid input, garbage") {
+  temp_dir dir("cli-repair-cli");
+  record_repair_trace(dir.path);
+  const std::string text = slurp(dir.path / "full.json");
+  const auto events = event_lines(dir.path / "full.json");
+  // Inside the 11th event: 10 kept, the cut named by its index.
+  std::size_t at = text.find("\"traceEvents\": [") + 16;
+  for (int i = 0; i < 10; ++i) at = text.find("\n", at + 1);
+  at += 20;
+  const auto cut = dir.path / "t.pt.trace.json";
+  write_file(cut, text.substr(0, at));
+  auto r = run_cli({"validate", "--repair", cut.string()});
+  CHECK(r.rc == 0);
+  const auto repaired = dir.path / "t.pt.trace.repaired.json";
+  CHECK(r.out == cut.string() + ": repaired: kept 10 events (cut inside event 10 at byte " + std::to_string(at) +
+                     "); wrote " + repaired.string() + "\n");
+  CHECK(slurp(cut) == text.substr(0, at));  // the input is left alone
+  r = run_cli({"validate", repaired.string()});
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("valid (10 events)") != std::string::npos);
+  // -o, compressed by its suffix.
+  r = run_cli({"validate", "--repair", cut.string(), "-o", (dir.path / "o.json.zst").string()});
+  CHECK(r.rc == 0);
+  CHECK(event_lines(dir.path / "o.json.zst").size() == 10);
+  // A spool that lacks only its closing brackets keeps every event.
+  const auto spool = dir.path / "spool.json";
+  write_file(spool, text.substr(0, text.rfind("]", text.find("\"proftrace\": {"))));
+  r = run_cli({"validate", "--repair", spool.string(), "-o", spool.string()});  // in place, asked for
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("kept " + std::to_string(events.size()) + " events (cut between events") != std::string::npos);
+  CHECK(event_lines(spool) == events);
+  CHECK(run_cli({"validate", spool.string()}).rc == 0);
+  // A tail of zeros (a file system's view after a crash) is a cut too.
+  write_file(spool, text.substr(0, text.size() / 2) + std::string(4096, '\0'));
+  r = run_cli({"validate", "--repair", spool.string(), "-o", (dir.path / "zeros.json").string()});
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("invalid JSON") != std::string::npos);
+  CHECK(run_cli({"validate", (dir.path / "zeros.json").string()}).rc == 0);
+
+  // Already valid: said so, nothing written unless -o.
+  r = run_cli({"validate", "--repair", (dir.path / "full.json").string()});
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("valid (" + std::to_string(events.size()) + " events): nothing to repair") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir.path / "full.repaired.json"));
+  r = run_cli({"validate", "--repair", (dir.path / "full.json.gz").string(), "-o", (dir.path / "copy.json").string()});
+  CHECK(r.rc == 0);
+  CHECK(slurp(dir.path / "copy.json") == test_support::read_text(dir.path / "full.json.gz"));
+
+  // Nothing to recover: one line on stderr, exit 1, nothing written.
+  write_file(dir.path / "empty.json", "");
+  write_file(dir.path / "text.json", "this is not json");
+  write_file(dir.path / "array.json", "[{\"ph\": \"X\"");
+  write_file(dir.path / "head.json", "{\"schemaVersion\": 1, ]");
+  write_file(dir.path / "notarray.json", "{\"traceEvents\": {\"a\": ");
+  write_file(dir.path / "junk.json.gz", "not gzip at all");
+  for (const char* bad : {"empty.json", "text.json", "array.json", "head.json", "notarray.json", "junk.json.gz", "missing.json"}) {
+    CAPTURE(bad);
+    r = run_cli({"validate", "--repair", (dir.path / bad).string()});
+    CHECK(r.rc == 1);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err) == 1);
+    CHECK(r.err.find((dir.path / bad).string()) != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(pt::default_repair_output(dir.path / bad)));
+  }
+  // Whole JSON with problems is not what --repair mends.
+  write_file(dir.path / "seven.json", "{\"traceEvents\": [7]}");
+  r = run_cli({"validate", "--repair", (dir.path / "seven.json").string()});
+  CHECK(r.rc == 1);
+  CHECK(r.out.find("event 0: is a number") != std::string::npos);
+  CHECK(r.out.find("not cut off") != std::string::npos);
+  // -o belongs to --repair.
+  CHECK(run_cli({"validate", cut.string(), "-o", (dir.path / "x.json").string()}).rc == 2);
+  CHECK(pt::default_repair_output("/a/b.pt.trace.json.zst") == "/a/b.pt.trace.repaired.json.zst");
+  CHECK(pt::default_repair_output("x.gz") == "x.repaired.gz");
+  CHECK(pt::default_repair_output("trace") == "trace.repaired");
+}
+
+// Found by tests/fuzz/trace_reader_fuzzer (its corpus keeps the inputs as regress_*).
+TEST_CASE("numbers beyond int64 saturate instead of overflowing (flops 1e30, ts and dur 1e300)") {
+  temp_dir dir("cli-huge");
+  std::string text = R"({"traceEvents": [)";
+  for (int tid = 1; tid <= 3; ++tid)
+    text += std::string(tid > 1 ? "," : "") + R"({"ph": "X", "cat": "cpu_op", "name": "huge", "pid": 1, "tid": )" +
+            std::to_string(tid) + R"(, "ts": 1e300, "dur": 1e300, "args": {"flops": 1e30, "External id": -1e300}})";
+  text += "]}";
+  write_file(dir.path / "huge.json", text);
+  const auto rows = by_key(summarize(dir.path / "huge.json"));
+  REQUIRE(rows.count("huge") == 1);
+  CHECK(rows.at("huge").count == 3);
+  CHECK(rows.at("huge").cpu_time_total_ns == INT64_MAX);
+  CHECK(rows.at("huge").self_cpu_time_total_ns == INT64_MAX);
+  std::vector<std::string> warnings;
+  CHECK(pt::summarize(dir.path / "huge.json", false, warnings).rows.at(0).flops == INT64_MAX);
+  CHECK(run_cli({"summary", (dir.path / "huge.json").string(), "--flops"}).rc == 0);
+}
+
+TEST_CASE("validate --repair: an object that closes before traceEvents is refused; an escaped key still counts") {
+  temp_dir dir("cli-repair-odd");
+  write_file(dir.path / "closed.json", R"({"schemaVersion": 1, "args": {"x": 2}} "traceEvents": [{"ph": "i"}]})");
+  auto r = run_cli({"validate", "--repair", (dir.path / "closed.json").string()});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("without \"traceEvents\"") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir.path / "closed.repaired.json"));
+  // The reader unescapes keys: "trace\u0045vents" is traceEvents to it.
+  write_file(dir.path / "escaped.json", R"({"trace\u0045vents": [{"ph": "i", "name": "a", "ts": 1}, {"ph": "i", "na)");
+  r = run_cli({"validate", "--repair", (dir.path / "escaped.json").string()});
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("kept 1 event (cut inside event 1 at byte") != std::string::npos);
+  CHECK(event_lines(dir.path / "escaped.repaired.json").size() == 1);
+
+  // A head that ends early is a cut (0 events kept); one followed by corrupt
+  // compressed data is damage, and refused.
+  std::string head_gz;
+  {
+    namespace io = boost::iostreams;
+    std::ostringstream text;
+    io::filtering_ostream out;
+    out.push(io::gzip_compressor());
+    out.push(text);
+    out << R"({"schemaVersion": 1, "deviceProperties": [)";
+    out.reset();
+    head_gz = text.str();
+  }
+  write_file(dir.path / "head.json.gz", head_gz);
+  r = run_cli({"validate", "--repair", (dir.path / "head.json.gz").string()});
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("kept 0 events (cut before \"traceEvents\"") != std::string::npos);
+  CHECK(run_cli({"validate", (dir.path / "head.repaired.json.gz").string()}).rc == 0);
+  write_file(dir.path / "damaged.json.gz", head_gz + "not gzip");
+  r = run_cli({"validate", "--repair", (dir.path / "damaged.json.gz").string()});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("nothing to repair: corrupt gzip data") != std::string::npos);
+}

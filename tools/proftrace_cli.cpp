@@ -42,6 +42,7 @@ const char* const tool_help =
     "  csv TRACE        the same rows as CSV\n"
     "  stacks TRACE     collapsed stacks for flamegraph.pl and speedscope\n"
     "  validate TRACE   check the layout HTA, TensorBoard and Perfetto rely on\n"
+    "  validate --repair TRACE [-o OUT]   make a cut-off trace valid again\n"
     "  diff A B         per-key change in count, self and total time (a CI gate)\n"
     "  merge DIR -o M   several ranks' traces on one timeline, clocks aligned\n"
     "\n"
@@ -117,6 +118,7 @@ const char* const stacks_help =
 
 const char* const validate_help =
     "usage: proftrace validate TRACE\n"
+    "       proftrace validate --repair TRACE [-o OUT]\n"
     "\n"
     "Checks what HTA, TensorBoard and Perfetto rely on: a top-level object with a\n"
     "\"traceEvents\" array; every event an object with string \"ph\" and \"name\";\n"
@@ -124,9 +126,21 @@ const char* const validate_help =
     "\"ts\" and \"dur\" numbers and not negative wherever present. Prints every\n"
     "problem as 'TRACE: event N: ...' (or 'TRACE: ...' for the file as a whole).\n"
     "\n"
+    "With --repair, a trace cut off anywhere (a crash, SIGKILL, a full disk; plain,\n"
+    "a gzip stream without its end, a zstd frame cut short) is made valid: every\n"
+    "complete event of traceEvents is kept, with the complete top-level members\n"
+    "before it (and after it, when the cut is later), and what is open is closed.\n"
+    "Prints 'TRACE: repaired: kept N events (cut inside event N at byte B); wrote\n"
+    "OUT' (events numbered from 0, bytes of uncompressed text). A trace that is\n"
+    "not cut is left alone (copied only to an explicit -o).\n"
+    "\n"
     "options:\n"
+    "  --repair            write a repaired copy of a cut-off trace\n"
+    "  -o, --output OUT    where (default: NAME.repaired.json[.gz|.zst] next to\n"
+    "                      TRACE; compressed by OUT's suffix; OUT may be TRACE)\n"
     "  -h, --help          this text\n"
-    "exit codes: 0 valid, 1 problems found, 2 usage error\n";
+    "exit codes: 0 valid, or repaired; 1 problems found, or nothing to repair\n"
+    "            (not a trace, or whole JSON with problems); 2 usage error\n";
 
 const char* const diff_help =
     "usage: proftrace diff A B [--threshold PCT] [--group-by-shape] [--row-limit N]\n"
@@ -150,6 +164,7 @@ struct parsed_args {
   bool group_by_shape = false;
   bool top_level_only = false;
   bool flops = false;
+  bool repair = false;
   std::optional<std::string> metric, output;
   bool help = false;
 };
@@ -184,9 +199,12 @@ parsed_args parse(const std::vector<std::string>& args, const std::vector<std::s
       a = a.substr(0, eq);
     }
     if (!known(a)) throw usage_error{"unknown option '" + a + "'"};
-    if (a == "--group-by-shape" || a == "--top-level-only" || a == "--flops") {
+    if (a == "--group-by-shape" || a == "--top-level-only" || a == "--flops" || a == "--repair") {
       if (inline_value) throw usage_error{"option '" + a + "' takes no value"};
-      (a == "--group-by-shape" ? out.group_by_shape : a == "--flops" ? out.flops : out.top_level_only) = true;
+      (a == "--group-by-shape" ? out.group_by_shape
+       : a == "--flops"        ? out.flops
+       : a == "--repair"       ? out.repair
+                               : out.top_level_only) = true;
       continue;
     }
     std::string value;
@@ -319,16 +337,9 @@ int cmd_stacks(const std::vector<std::string>& args) {
   return exit_ok;
 }
 
-int cmd_validate(const std::vector<std::string>& args) {
-  const auto a = parse(args, {});
-  if (a.help) {
-    std::cout << validate_help;
-    return exit_ok;
-  }
-  if (a.positional.size() != 1) throw usage_error{"validate takes one TRACE"};
-  const std::string& path = a.positional[0];
-  pt::read_result r;
-  const auto n = pt::validate(
+// Prints validate's problems for `path`; returns their number.
+std::uint64_t print_problems(const std::string& path, pt::read_result& r) {
+  return pt::validate(
       path,
       [&](const pt::problem& p) {
         std::cout << path << ": ";
@@ -336,6 +347,45 @@ int cmd_validate(const std::vector<std::string>& args) {
         std::cout << p.message << "\n";
       },
       &r);
+}
+
+int repair(const std::string& path, const std::optional<std::string>& output) {
+  const auto plan = pt::plan_repair(path);
+  if (plan.complete) {
+    pt::read_result r;
+    const auto n = print_problems(path, r);
+    if (n != 0) {
+      std::cout << path << ": " << n << (n == 1 ? " problem" : " problems") << " in " << r.events
+                << " events; the file is not cut off, and --repair mends only a cut\n";
+      return exit_invalid;
+    }
+    std::cout << path << ": valid (" << r.events << " events): nothing to repair";
+    if (output) {
+      pt::write_repaired(path, plan, *output);
+      std::cout << "; copied to " << *output;
+    }
+    std::cout << "\n";
+    return exit_ok;
+  }
+  const std::filesystem::path out = output ? std::filesystem::path(*output) : pt::default_repair_output(path);
+  pt::write_repaired(path, plan, out);
+  std::cout << path << ": repaired: kept " << plan.events_kept << (plan.events_kept == 1 ? " event (" : " events (")
+            << plan.cut << "); wrote " << out.string() << "\n";
+  return exit_ok;
+}
+
+int cmd_validate(const std::vector<std::string>& args) {
+  const auto a = parse(args, {"--repair", "-o", "--output"});
+  if (a.help) {
+    std::cout << validate_help;
+    return exit_ok;
+  }
+  if (a.positional.size() != 1) throw usage_error{"validate takes one TRACE"};
+  if (a.output && !a.repair) throw usage_error{"-o is for --repair"};
+  const std::string& path = a.positional[0];
+  if (a.repair) return repair(path, a.output);
+  pt::read_result r;
+  const auto n = print_problems(path, r);
   if (n == 0) {
     std::cout << path << ": valid (" << r.events << " events)\n";
     return exit_ok;

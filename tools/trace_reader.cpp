@@ -4,15 +4,14 @@
 
 #include <unistd.h>
 
-#include <boost/iostreams/filter/gzip.hpp>
-#include <boost/iostreams/filter/zstd.hpp>
-#include <boost/iostreams/filtering_stream.hpp>
 #include <boost/json/basic_parser_impl.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <vector>
+
+#include "trace_input.hpp"
 
 namespace proftrace::tools {
 
@@ -45,6 +44,15 @@ std::string number_text(double d) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.17g", d);
   return buf;
+}
+
+// A number for an integer field: NaN as 0, beyond int64's range its ends
+// (a cast would be undefined behaviour: "flops": 1e30 from a bad estimate).
+std::int64_t saturated_int64(double d) {
+  if (d != d) return 0;
+  if (d >= 9223372036854775807.0) return INT64_MAX;
+  if (d <= -9223372036854775807.0) return INT64_MIN;
+  return static_cast<std::int64_t>(d);
 }
 
 struct sax {
@@ -154,10 +162,10 @@ struct sax {
     }
     if (depth == 4 && in_args) {
       if (arg_id == key_id::flops && t == json_type::number) {
-        ev.flops = num > 0 ? static_cast<std::int64_t>(num) : 0;
+        ev.flops = num > 0 ? saturated_int64(num) : 0;
       } else if (arg_id == key_id::external_id && t == json_type::number) {
         ev.has_external_id = true;
-        ev.external_id = static_cast<std::int64_t>(num);
+        ev.external_id = saturated_int64(num);
       } else if (arg_id == key_id::stream) {
         ev.has_stream = true;
       } else if (arg_id == key_id::input_dims) {
@@ -344,30 +352,16 @@ struct sax {
   bool on_comment(string_view, error_code&) { return true; }
 };
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 }  // namespace
 
 read_result read_trace(const std::filesystem::path& path, const read_options& options) {
-  namespace io = boost::iostreams;
   const std::string file_name = path.string();
   const auto fail = [&](const std::string& what) { throw trace_error(file_name + ": " + what); };
 
   std::error_code fs_ec;
-  if (std::filesystem::is_directory(path, fs_ec)) fail("is a directory");
-  std::ifstream file(path, std::ios::binary);
-  if (!file) fail(std::string("cannot open: ") + std::strerror(errno ? errno : ENOENT));
+  trace_input in(path);
   const auto file_size = std::filesystem::file_size(path, fs_ec);
-
-  io::filtering_istream in;
-  const std::string name = path.filename().string();
-  const char* codec = nullptr;
-  if (ends_with(name, ".gz")) in.push(io::gzip_decompressor()), codec = "gzip";
-  else if (ends_with(name, ".zst")) in.push(io::zstd_decompressor()), codec = "zstd";
-  in.push(file);
-  in.exceptions(std::ios::badbit);
+  const char* codec = in.codec();
 
   read_result result;
   json::parse_options popts;
@@ -378,31 +372,32 @@ read_result read_trace(const std::filesystem::path& path, const read_options& op
   parser.handler().opts = &options;
   parser.handler().res = &result;
 
-  std::vector<char> buf(std::max<std::size_t>(options.chunk_size, 1));
+  std::vector<char> buf(in.buffer_size(options.chunk_size));
   std::uint64_t offset = 0;
   error_code ec;
   const bool progress = options.progress && file_size > 0;
   int last_pct = -1;
   for (;;) {
-    std::streamsize got = 0;
-    try {
-      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-      got = in.gcount();
-    } catch (const std::exception& e) {
+    const std::size_t got = in.read(buf.data(), buf.size());
+    if (in.status() == trace_input::state::corrupt || in.status() == trace_input::state::cut_off) {
       if (progress) std::fputs("\r\033[K", stderr);
-      fail(std::string(codec ? codec : "read") + " error after " + std::to_string(offset) +
-           " uncompressed bytes (corrupt or truncated " + (codec ? codec : "file") + " data): " + e.what());
+      const std::string kind = codec ? codec : "read";
+      if (in.status() == trace_input::state::cut_off)
+        fail(kind + " stream cut off after " + std::to_string(offset + got) + " uncompressed bytes (truncated " + kind +
+             " data; 'proftrace validate --repair' keeps its complete events)");
+      fail(kind + " error after " + std::to_string(offset + got) + " uncompressed bytes (corrupt " +
+           (codec ? kind + " data" : std::string("file")) + "): " + in.error());
     }
-    const bool more = !in.eof();
-    const std::size_t used = parser.write_some(more, buf.data(), static_cast<std::size_t>(got), ec);
+    const bool more = in.status() == trace_input::state::reading;
+    const std::size_t used = parser.write_some(more, buf.data(), got, ec);
     if (ec) {
       offset += used;
       break;
     }
     offset += static_cast<std::uint64_t>(got);
     if (progress) {
-      const auto pos = file.tellg();
-      const int pct = pos < 0 ? 100 : static_cast<int>(100.0 * static_cast<double>(pos) / static_cast<double>(file_size));
+      const int pct = static_cast<int>(100.0 * static_cast<double>(std::min<std::uint64_t>(in.file_bytes_read(), file_size)) /
+                                       static_cast<double>(file_size));
       if (pct != last_pct) {
         std::fprintf(stderr, "\rproftrace: reading %s: %3d%%", file_name.c_str(), pct);
         last_pct = pct;
@@ -423,7 +418,6 @@ read_result read_trace(const std::filesystem::path& path, const read_options& op
       return result;
     }
     std::string why = offset == 0 ? " (empty file)" : "";
-    if (codec) why = std::string(" (empty, corrupt or truncated ") + codec + " data?)";
     fail("unexpected end of input at byte " + std::to_string(offset) + why);
   }
   if (ec) fail("invalid JSON at byte " + std::to_string(offset) + ": " + ec.message());

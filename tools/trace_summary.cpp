@@ -17,7 +17,19 @@ std::string type_problem(const char* field, json_type got, const char* want) {
   return std::string("\"") + field + "\" is " + to_string(got) + ", not " + want;
 }
 
-std::int64_t to_ns(double us) { return static_cast<std::int64_t>(std::llround(us * 1000.0)); }
+// Times are kept within +-4e18 ns (the year 2096 in Unix time), so that an
+// end (start + duration) always fits; totals saturate instead of wrapping.
+// A trace holding 1e300 still summarises, to numbers that say "huge".
+constexpr double max_abs_ns = 4e18;
+std::int64_t to_ns(double us) {
+  const double ns = us * 1000.0;
+  if (ns != ns) return 0;
+  return static_cast<std::int64_t>(std::llround(std::clamp(ns, -max_abs_ns, max_abs_ns)));
+}
+
+void add_saturating(std::int64_t& to, std::int64_t v) {
+  if (__builtin_add_overflow(to, v, &to)) to = v > 0 ? INT64_MAX : INT64_MIN;
+}
 
 std::string format_time_signed(double us) {
   char buf[64];
@@ -61,7 +73,7 @@ std::size_t aggregator::row_for(const trace_event& e) {
 void aggregator::add_weight(std::vector<std::pair<std::string, std::int64_t>>& to, std::string path, std::int64_t ns) {
   for (auto& [p, v] : to)
     if (p == path) {
-      v += ns;
+      add_saturating(v, ns);
       return;
     }
   to.emplace_back(std::move(path), ns);
@@ -76,7 +88,7 @@ void aggregator::emit_stacks(const interval& x) {
   const auto add = [&](const std::string& path, std::int64_t ns) {
     auto [it, fresh] = stack_self_ns_.try_emplace(path, 0);
     if (fresh) stack_order_.push_back(path);
-    it->second += ns;
+    add_saturating(it->second, ns);
   };
   const std::int64_t dur = x.end - x.start;
   add(own, dur > x.child_ns ? dur - x.child_ns : 0);
@@ -113,9 +125,9 @@ void aggregator::finalize(const interval& x, bool has_parent) {
   }
   const std::int64_t dur = x.end - x.start;
   r.count += 1;
-  r.cpu_time_total_ns += dur;
-  r.self_cpu_time_total_ns += dur > x.child_ns ? dur - x.child_ns : 0;
-  r.flops += x.flops;
+  add_saturating(r.cpu_time_total_ns, dur);
+  add_saturating(r.self_cpu_time_total_ns, dur > x.child_ns ? dur - x.child_ns : 0);
+  add_saturating(r.flops, x.flops);
 }
 
 std::string aggregator::add(const trace_event& e) {
@@ -157,7 +169,7 @@ std::string aggregator::add(const trace_event& e) {
     const bool identical = X.start == E.start && X.end == E.end;
     if (!inside || (identical && T.mode != order::by_end)) break;
     if (!identical && T.mode == order::unknown) T.mode = order::by_end;
-    if (!X.nested) E.child_ns += X.end - X.start;
+    if (!X.nested) add_saturating(E.child_ns, X.end - X.start);
     claimed = true;
     if (stacks_on_) {
       // X and what hangs below it now hang below E.
@@ -189,7 +201,7 @@ std::string aggregator::add(const trace_event& e) {
   if (!T.stack.empty()) {
     interval& X = T.stack.back();
     if (X.start <= E.start && E.end <= X.end) {
-      X.child_ns += dur;
+      add_saturating(X.child_ns, dur);
       E.nested = true;
       if (T.mode == order::unknown && !(X.start == E.start && X.end == E.end)) T.mode = order::by_start;
     }
@@ -424,9 +436,9 @@ std::vector<diff_row> diff(const proftrace::event_averages& a, const proftrace::
     for (const auto& r : side.rows) {
       auto& d = row(r);
       d.*in = true;
-      d.*count += r.count;
-      d.*self += r.self_cpu_time_total_ns;
-      d.*total += r.cpu_time_total_ns;
+      add_saturating(d.*count, r.count);
+      add_saturating(d.*self, r.self_cpu_time_total_ns);
+      add_saturating(d.*total, r.cpu_time_total_ns);
     }
   };
   add_side(a, &diff_row::in_a, &diff_row::count_a, &diff_row::self_a_ns, &diff_row::total_a_ns);

@@ -1,0 +1,467 @@
+// `proftrace validate --repair`: a trace cut off anywhere (a crash, SIGKILL,
+// a full disk) made valid again by keeping the longest prefix that ends on a
+// complete event or top-level member and closing what is open.
+//
+// The input is read twice, streaming: once by a byte-level JSON scanner that
+// records where values end (Boost.JSON's SAX parser does not say at which
+// byte a callback happens), once to copy the chosen prefix. The scanner
+// accepts no more than the reader's parser does (same depth limit, strings
+// without control characters, paired surrogate escapes), so what it keeps
+// the reader reads back.
+#include <unistd.h>
+
+#include <boost/iostreams/filter/gzip.hpp>
+#include <boost/iostreams/filter/zstd.hpp>
+#include <boost/iostreams/filtering_stream.hpp>
+#include <boost/json/parse_options.hpp>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include "trace_input.hpp"
+#include "trace_reader.hpp"
+
+namespace proftrace::tools {
+
+namespace {
+
+// Follows the JSON grammar one byte at a time and remembers the offsets a
+// repair needs: the end of the last complete top-level member and of the
+// last complete element of the top-level "traceEvents" array.
+class json_prefix_scanner {
+ public:
+  enum class phase : std::uint8_t { before_events, in_events, after_events };
+
+  // False at the first byte that cannot continue valid JSON (error() says
+  // why, offset() is that byte's); feed must not be called again after.
+  bool feed(const char* data, std::size_t size) {
+    for (std::size_t i = 0; i < size; ++i, ++offset_) {
+      if (!step(static_cast<unsigned char>(data[i]))) return false;
+    }
+    return true;
+  }
+
+  std::uint64_t offset() const noexcept { return offset_; }
+  const std::string& error() const noexcept { return error_; }
+  bool started() const noexcept { return started_; }
+  bool top_is_object() const noexcept { return top_is_object_; }
+  bool finished() const noexcept { return finished_; }  // the top-level value is complete
+  std::uint64_t top_end() const noexcept { return top_end_; }
+  phase where() const noexcept { return phase_; }
+  bool events_not_array() const noexcept { return events_not_array_; }
+  std::uint64_t events() const noexcept { return events_; }
+  bool inside_event() const noexcept { return element_open_; }
+  // The prefix to keep: up to the last complete event (or the array's
+  // opening) while in traceEvents; up to the last complete member (or the
+  // object's opening) otherwise.
+  std::uint64_t keep_end() const noexcept {
+    if (phase_ == phase::in_events) return events_ ? last_event_end_ : events_open_end_;
+    return members_ ? last_member_end_ : object_open_end_;
+  }
+  std::uint64_t members() const noexcept { return members_; }
+
+ private:
+  enum class expect : std::uint8_t { value, value_or_close, key_or_close, key, colon, comma_or_close, nothing };
+  enum class lexeme : std::uint8_t { none, string, escape, hex, number, literal };
+  enum class number_part : std::uint8_t { minus, zero, integer, dot, fraction, exp_mark, exp_sign, exponent };
+
+  bool fail(std::string why) {
+    error_ = std::move(why);
+    return false;
+  }
+
+  bool step(unsigned char c) {
+    switch (lexeme_) {
+      case lexeme::string: return string_byte(c);
+      case lexeme::escape: return escape_byte(c);
+      case lexeme::hex: return hex_byte(c);
+      case lexeme::literal:
+        if (c != static_cast<unsigned char>(*literal_rest_)) return fail("invalid literal");
+        if (*++literal_rest_ == '\0') {
+          lexeme_ = lexeme::none;
+          value_end(offset_ + 1);
+        }
+        return true;
+      case lexeme::number:
+        if (number_byte(c)) return true;
+        if (!error_.empty()) return false;
+        lexeme_ = lexeme::none;
+        value_end(offset_);  // c is not part of the number: it is read next, as structure
+        break;
+      case lexeme::none: break;
+    }
+    return structure_byte(c);
+  }
+
+  bool structure_byte(unsigned char c) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') return true;
+    const bool value_expected = expect_ == expect::value || expect_ == expect::value_or_close;
+    switch (c) {
+      case '{':
+      case '[':
+        if (!value_expected) break;
+        if (!value_start(c)) return false;
+        if (stack_.size() >= max_depth_) return fail("nested too deep");
+        stack_.push_back(c == '[');
+        if (stack_.size() == 1) object_open_end_ = offset_ + 1;
+        if (stack_.size() == 2 && key_is_trace_events_) {
+          phase_ = phase::in_events;
+          events_open_end_ = offset_ + 1;
+        }
+        expect_ = c == '[' ? expect::value_or_close : expect::key_or_close;
+        return true;
+      case '}':
+      case ']': {
+        const bool closes_array = c == ']';
+        const bool may_close = expect_ == (closes_array ? expect::value_or_close : expect::key_or_close) ||
+                               (expect_ == expect::comma_or_close && !stack_.empty() && stack_.back() == closes_array);
+        if (!may_close) break;
+        stack_.pop_back();
+        value_end(offset_ + 1);
+        return true;
+      }
+      case ',':
+        if (expect_ != expect::comma_or_close) break;
+        expect_ = stack_.back() ? expect::value : expect::key;
+        return true;
+      case ':':
+        if (expect_ != expect::colon) break;
+        expect_ = expect::value;
+        return true;
+      case '"':
+        if (expect_ == expect::key || expect_ == expect::key_or_close) {
+          in_key_ = true;
+          key_.clear();
+        } else if (value_expected) {
+          if (!value_start(c)) return false;
+          in_key_ = false;
+        } else {
+          break;
+        }
+        lexeme_ = lexeme::string;
+        return true;
+      case 't':
+      case 'f':
+      case 'n':
+        if (!value_expected) break;
+        if (!value_start(c)) return false;
+        literal_rest_ = c == 't' ? "rue" : c == 'f' ? "alse" : "ull";
+        lexeme_ = lexeme::literal;
+        return true;
+      default:
+        if (!value_expected || !(c == '-' || (c >= '0' && c <= '9'))) break;
+        if (!value_start(c)) return false;
+        lexeme_ = lexeme::number;
+        number_ = c == '-' ? number_part::minus : c == '0' ? number_part::zero : number_part::integer;
+        exponent_ = 0;
+        return true;
+    }
+    if (expect_ == expect::nothing) return fail("data after the end of the JSON");
+    return fail(std::string("unexpected ") + (c >= 0x20 && c < 0x7f ? std::string("'") + char(c) + "'" : "byte " + std::to_string(c)));
+  }
+
+  // A value begins at depth stack_.size(), with `c` its first byte.
+  bool value_start(unsigned char c) {
+    if (stack_.empty()) {
+      started_ = true;
+      top_is_object_ = c == '{';
+      if (!top_is_object_) return fail("the top-level value is not an object");
+      return true;
+    }
+    if (stack_.size() == 1 && key_is_trace_events_ && c != '[' && phase_ == phase::before_events) {
+      events_not_array_ = true;
+      return fail("\"traceEvents\" is not an array");
+    }
+    if (stack_.size() == 2 && phase_ == phase::in_events) element_open_ = true;
+    return true;
+  }
+
+  // The value that began at depth stack_.size() ends before byte `end`.
+  void value_end(std::uint64_t end) {
+    const std::size_t depth = stack_.size();
+    if (depth == 0) {
+      finished_ = true;
+      top_end_ = end;
+      expect_ = expect::nothing;
+      return;
+    }
+    expect_ = expect::comma_or_close;
+    if (depth == 1) {
+      ++members_;
+      last_member_end_ = end;
+      if (phase_ == phase::in_events) phase_ = phase::after_events;
+      key_is_trace_events_ = false;
+    } else if (depth == 2 && phase_ == phase::in_events) {
+      ++events_;
+      last_event_end_ = end;
+      element_open_ = false;
+    }
+  }
+
+  bool string_byte(unsigned char c) {
+    if (c == '"') {
+      lexeme_ = lexeme::none;
+      if (low_surrogate_due_) return fail("unpaired surrogate escape");
+      if (in_key_) {
+        if (stack_.size() == 1) key_is_trace_events_ = key_ == "traceEvents";
+        expect_ = expect::colon;
+      } else {
+        value_end(offset_ + 1);
+      }
+      return true;
+    }
+    if (low_surrogate_due_ && c != '\\') return fail("unpaired surrogate escape");
+    if (c == '\\') {
+      lexeme_ = lexeme::escape;
+      return true;
+    }
+    if (c < 0x20) return fail("control character in a string");
+    key_char(static_cast<char>(c));
+    return true;
+  }
+
+  // The reader compares top-level keys after unescaping: "trace\u0045vents"
+  // is "traceEvents" to it, so it is here too.
+  void key_char(char c) {
+    if (in_key_ && stack_.size() == 1 && key_.size() < 16) key_.push_back(c);
+  }
+
+  bool escape_byte(unsigned char c) {
+    if (low_surrogate_due_ && c != 'u') return fail("unpaired surrogate escape");
+    switch (c) {
+      case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+        key_char(c == 'b' ? '\b' : c == 'f' ? '\f' : c == 'n' ? '\n' : c == 'r' ? '\r' : c == 't' ? '\t' : static_cast<char>(c));
+        lexeme_ = lexeme::string;
+        return true;
+      case 'u':
+        lexeme_ = lexeme::hex;
+        hex_digits_ = 0;
+        code_unit_ = 0;
+        return true;
+      default: return fail("invalid escape");
+    }
+  }
+
+  bool hex_byte(unsigned char c) {
+    unsigned digit = 0;
+    if (c >= '0' && c <= '9') digit = c - '0';
+    else if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F') digit = c - 'A' + 10;
+    else return fail("expected a hex digit");
+    code_unit_ = code_unit_ << 4 | digit;
+    if (++hex_digits_ < 4) return true;
+    lexeme_ = lexeme::string;
+    key_char(code_unit_ < 0x80 ? static_cast<char>(code_unit_) : '\x80');  // no key the reader acts on has non-ASCII
+    const bool high = code_unit_ >= 0xd800 && code_unit_ <= 0xdbff;
+    const bool low = code_unit_ >= 0xdc00 && code_unit_ <= 0xdfff;
+    if (low_surrogate_due_) {
+      if (!low) return fail("unpaired surrogate escape");
+      low_surrogate_due_ = false;
+    } else if (low) {
+      return fail("unpaired surrogate escape");
+    } else {
+      low_surrogate_due_ = high;
+    }
+    return true;
+  }
+
+  // True when `c` continues the number; false when it ends it (error_ set
+  // when the number is not complete there).
+  bool number_byte(unsigned char c) {
+    const bool digit = c >= '0' && c <= '9';
+    switch (number_) {
+      case number_part::minus:
+        if (!digit) break;
+        number_ = c == '0' ? number_part::zero : number_part::integer;
+        return true;
+      case number_part::zero:
+      case number_part::integer:
+        if (digit && number_ == number_part::integer) return true;
+        if (c == '.') return number_ = number_part::dot, true;
+        if (c == 'e' || c == 'E') return number_ = number_part::exp_mark, true;
+        return false;
+      case number_part::dot:
+        if (!digit) break;
+        return number_ = number_part::fraction, true;
+      case number_part::fraction:
+        if (digit) return true;
+        if (c == 'e' || c == 'E') return number_ = number_part::exp_mark, true;
+        return false;
+      case number_part::exp_mark:
+        if (c == '+' || c == '-') return number_ = number_part::exp_sign, true;
+        [[fallthrough]];
+      case number_part::exp_sign:
+        if (!digit) break;
+        number_ = number_part::exponent;
+        exponent_ = c - '0';
+        return true;
+      case number_part::exponent:
+        if (!digit) return false;
+        // Far below the parser's own limit (INT_MAX), far above any double.
+        if ((exponent_ = exponent_ * 10 + (c - '0')) > 100000000) return fail("exponent too large");
+        return true;
+    }
+    fail("incomplete number");
+    return false;
+  }
+
+  // The reader's parser allows as many nested containers as its default.
+  const std::size_t max_depth_ = boost::json::parse_options{}.max_depth;
+  std::vector<bool> stack_;  // open containers, true for an array
+  expect expect_ = expect::value;
+  lexeme lexeme_ = lexeme::none;
+  number_part number_ = number_part::integer;
+  std::uint32_t exponent_ = 0;
+  const char* literal_rest_ = "";
+  unsigned hex_digits_ = 0, code_unit_ = 0;
+  bool low_surrogate_due_ = false;
+  bool in_key_ = false, key_is_trace_events_ = false;
+  std::string key_;  // the first bytes of the current top-level key
+
+  std::uint64_t offset_ = 0;
+  std::string error_;
+  bool started_ = false, top_is_object_ = false, finished_ = false;
+  std::uint64_t top_end_ = 0;
+  phase phase_ = phase::before_events;
+  bool events_not_array_ = false;
+  bool element_open_ = false;
+  std::uint64_t object_open_end_ = 0, events_open_end_ = 0;
+  std::uint64_t members_ = 0, last_member_end_ = 0;
+  std::uint64_t events_ = 0, last_event_end_ = 0;
+};
+
+std::string where_text(const json_prefix_scanner& s) {
+  using phase = json_prefix_scanner::phase;
+  if (s.finished()) return "after the end of the JSON";
+  switch (s.where()) {
+    case phase::before_events: return "before \"traceEvents\"";
+    case phase::after_events: return "after \"traceEvents\"";
+    case phase::in_events: break;
+  }
+  if (s.inside_event()) return "inside event " + std::to_string(s.events());
+  return s.events() ? "between events" : "before the first event";
+}
+
+}  // namespace
+
+repair_plan plan_repair(const std::filesystem::path& path) {
+  const std::string file_name = path.string();
+  trace_input in(path);
+  json_prefix_scanner scanner;
+  std::vector<char> buf(in.buffer_size(std::size_t{1} << 20));
+  bool json_ok = true;
+  for (;;) {
+    const std::size_t got = in.read(buf.data(), buf.size());
+    if (got == 0) break;
+    if (!scanner.feed(buf.data(), got)) {
+      json_ok = false;
+      break;
+    }
+  }
+  const std::string codec = in.codec() ? in.codec() : "";
+  const std::string byte_at = (codec.empty() ? " at byte " : " at uncompressed byte ") + std::to_string(scanner.offset());
+  std::string reason = "cut";
+  if (!json_ok) reason = "invalid JSON (" + scanner.error() + ")";
+  else if (in.status() == trace_input::state::cut_off) reason = codec + " stream cut";
+  else if (in.status() == trace_input::state::corrupt) reason = "corrupt " + (codec.empty() ? "file" : codec + " data") + " (" + in.error() + ")";
+
+  const auto refuse = [&](const std::string& why) { throw trace_error(file_name + ": nothing to repair: " + why); };
+  if (!scanner.started()) {
+    if (json_ok && in.status() == trace_input::state::complete)
+      refuse(scanner.offset() == 0 ? "the file is empty" : "the file holds only white space");
+    refuse(reason + byte_at + " before any JSON");
+  }
+  if (!scanner.top_is_object()) refuse("the top-level value is not an object");
+  if (scanner.events_not_array()) refuse("\"traceEvents\" is not an array");
+
+  repair_plan plan;
+  plan.bytes = scanner.offset();
+  plan.events_kept = scanner.events();
+  if (scanner.finished()) {
+    plan.complete = json_ok && in.status() == trace_input::state::complete;
+    plan.keep_bytes = plan.complete ? scanner.offset() : scanner.top_end();  // a copy keeps the final newline
+    if (plan.complete) return plan;
+    if (scanner.where() == json_prefix_scanner::phase::before_events)
+      refuse("the JSON object ends at byte " + std::to_string(scanner.top_end()) + " without \"traceEvents\", then " +
+             reason + byte_at);
+    plan.cut = reason + " " + where_text(scanner) + byte_at;
+    return plan;
+  }
+  using phase = json_prefix_scanner::phase;
+  // Before traceEvents only the end of the data is a cut; damage there
+  // leaves nothing that is recognisably a trace.
+  if (scanner.where() == phase::before_events && (!json_ok || in.status() == trace_input::state::corrupt))
+    refuse(reason + byte_at + " before \"traceEvents\"");
+  plan.keep_bytes = scanner.keep_end();
+  switch (scanner.where()) {
+    case phase::before_events: plan.closing = scanner.members() ? ", \"traceEvents\": []}" : "\"traceEvents\": []}"; break;
+    case phase::in_events: plan.closing = "]}"; break;
+    case phase::after_events: plan.closing = "}"; break;
+  }
+  plan.cut = reason + " " + where_text(scanner) + byte_at;
+  return plan;
+}
+
+std::filesystem::path default_repair_output(const std::filesystem::path& input) {
+  std::string stem = input.filename().string(), suffixes;
+  for (const char* suffix : {".gz", ".zst"}) {
+    if (stem.size() > std::strlen(suffix) && stem.ends_with(suffix)) {
+      suffixes = suffix;
+      stem.resize(stem.size() - suffixes.size());
+      break;
+    }
+  }
+  if (stem.size() > 5 && stem.ends_with(".json")) {
+    suffixes.insert(0, ".json");
+    stem.resize(stem.size() - 5);
+  }
+  return input.parent_path() / (stem + ".repaired" + suffixes);
+}
+
+void write_repaired(const std::filesystem::path& input, const repair_plan& plan, const std::filesystem::path& output) {
+  namespace io = boost::iostreams;
+  // Written aside and renamed at the end: a failed repair leaves no half
+  // file, and the output may be the input itself.
+  std::filesystem::path temp = output;
+  temp += ".repairing-" + std::to_string(::getpid());
+  const auto fail = [&](const std::string& what) {
+    std::error_code ec;
+    std::filesystem::remove(temp, ec);
+    throw trace_error(what);
+  };
+  {
+    trace_input in(input);
+    std::ofstream file(temp, std::ios::binary | std::ios::trunc);
+    if (!file) fail(output.string() + ": cannot write: " + std::strerror(errno ? errno : EIO));
+    const std::string name = output.filename().string();
+    try {
+      io::filtering_ostream out;
+      if (name.ends_with(".gz")) out.push(io::gzip_compressor(io::gzip_params(io::zlib::best_speed)), 1 << 16);
+      else if (name.ends_with(".zst")) out.push(io::zstd_compressor(io::zstd_params(io::zstd::best_speed)), 1 << 16);
+      out.push(file);
+      std::vector<char> buf(in.buffer_size(std::size_t{1} << 20));
+      std::uint64_t left = plan.keep_bytes;
+      while (left > 0) {
+        const std::size_t got = in.read(buf.data(), static_cast<std::size_t>(std::min<std::uint64_t>(left, buf.size())));
+        if (got == 0) break;
+        out.write(buf.data(), static_cast<std::streamsize>(got));
+        left -= got;
+      }
+      if (left != 0) fail(input.string() + ": changed while being repaired (" + std::to_string(left) + " bytes short)");
+      out.write(plan.closing.data(), static_cast<std::streamsize>(plan.closing.size()));
+      out.reset();
+    } catch (const trace_error&) {
+      throw;
+    } catch (const std::exception& e) {
+      fail(output.string() + ": cannot write: " + e.what());
+    }
+    file.flush();
+    if (!file) fail(output.string() + ": cannot write: " + std::strerror(errno ? errno : EIO));
+  }
+  std::error_code ec;
+  std::filesystem::rename(temp, output, ec);
+  if (ec) fail(output.string() + ": cannot write: " + ec.message());
+}
+
+}  // namespace proftrace::tools
