@@ -11,7 +11,6 @@
 
 #include "proftrace/detail/recorder.hpp"
 #include "proftrace/profile.hpp"
-#include "proftrace/timeit.hpp"
 #include "warn.hpp"
 #if PROFTRACE_WITH_CUDA
 #include <cuda_runtime_api.h>

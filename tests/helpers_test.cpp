@@ -68,8 +68,7 @@ TEST_CASE("timeit as a block: duration, log, avg_time_divisor, reset") {
   r.reset();  // prints and starts again
   CHECK(r.running());
   CHECK(count_of(resets.str(), "epoch Time: ") == 1);
-  const double first = r.duration();  // running: the time since the reset
-  CHECK(first < 0.020 + 10.0);         // loose sanity only
+  CHECK(r.duration() >= 0.0);  // running: the time since the reset so far
   std::this_thread::sleep_for(20ms);
   r.stop();
   CHECK(r.duration() >= 0.020);
