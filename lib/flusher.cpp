@@ -106,6 +106,20 @@ memory_record record_of(std::int64_t ns, const resolved_memory& m, int device, e
                                      : memory_action::reserve};
 }
 
+// An async range whose begin was seen and whose end was not yet.
+struct open_async {
+  const site* where = nullptr;
+  std::int64_t begin_ns = 0;
+  std::int64_t tid = 0;  // the thread that began it
+  std::uint64_t external_id = 0;
+};
+// An async range's end that reached the flusher before its begin (the
+// beginning thread's ring was drained first).
+struct early_async_end {
+  std::int64_t end_ns = 0;
+  std::int64_t tid = 0;
+};
+
 struct thread_state {
   std::int64_t tid = 0;
   std::vector<open_scope> stack;
@@ -262,6 +276,11 @@ class window {
       e.self_duration_ns = self;
       e.external_id = s.external_id;
       e.depth = static_cast<int>(depth);
+      e.parent_external_id = depth > 0 ? ts.stack[depth - 1].external_id : 0;
+      e.category = where.cat == category::cpu_op ? "cpu_op" : "user_annotation";
+      e.flops = s.flops;
+      e.bytes = s.comm_bytes;
+      e.end_thread = ts.tid;
     }
 
     begin_event();
@@ -330,6 +349,59 @@ class window {
       }
     }
     buffer += "}}";
+  }
+
+  // An async range: a "b"/"e" pair with one id (its own track in Perfetto
+  // and chrome://tracing), counted in its row's CPU total only.
+  void write_async(const open_async& a, std::uint64_t id, std::int64_t end_ns, std::int64_t end_tid) {
+    const std::int64_t dur = end_ns > a.begin_ns ? end_ns - a.begin_ns : 0;
+    std::string key = "\x1e";
+    key += a.where->name;
+    auto [it, fresh] = by_key.try_emplace(std::move(key), rows.size());
+    if (fresh) {
+      rows.emplace_back();
+      rows.back().key = a.where->name;
+      rows.back().top_level = true;
+    }
+    event_average& row = rows[it->second];
+    row.count += 1;
+    row.cpu_time_total_ns += dur;
+    if (opts.retain_events) {
+      function_event& e = retained.emplace_back();
+      e.name = a.where->name;
+      e.thread = a.tid;
+      e.start_unix_ns = a.begin_ns;
+      e.duration_ns = dur;
+      e.external_id = a.external_id;
+      e.category = "async";
+      e.is_async = true;
+      e.end_thread = end_tid;
+    }
+    const auto open = [&](const char* ph, std::int64_t tid, std::int64_t ns) {
+      begin_event();
+      buffer += "{\"ph\": \"";
+      buffer += ph;
+      buffer += "\", \"cat\": \"async\", \"name\": ";
+      append_json_string(buffer, a.where->name);
+      buffer += ", \"id\": ";
+      append_int(buffer, id);
+      buffer += ", \"pid\": ";
+      append_int(buffer, pid);
+      buffer += ", \"tid\": ";
+      append_int(buffer, tid);
+      buffer += ", \"ts\": ";
+      append_us3(buffer, ns - base_ns);
+    };
+    open("b", a.tid, a.begin_ns);
+    buffer += ", \"args\": {\"External id\": ";
+    append_int(buffer, a.external_id);
+    buffer += ", \"begin thread\": ";
+    append_int(buffer, a.tid);
+    buffer += ", \"end thread\": ";
+    append_int(buffer, end_tid);
+    buffer += "}}";
+    open("e", end_tid, end_ns);
+    buffer += "}";
   }
 
   // The fields every instant or counter event starts with, up to the opening
@@ -649,6 +721,9 @@ struct flusher::impl {
   bool next_profile_memory = false;              // ... and whether that window records memory
   std::vector<memory_record> preexisting_at_split;
   std::vector<gpu_memory_event> gpu_memory;  // the closing window's CUDA allocations
+  // Async ranges by id, across threads: open ones, and ends seen first.
+  std::unordered_map<std::uint64_t, open_async> open_asyncs;
+  std::unordered_map<std::uint64_t, early_async_end> early_async_ends;
 
   // ---- event processing (mutex held) ----
 
@@ -722,6 +797,26 @@ struct flusher::impl {
         }
         close_top(ts, w, ns, e->payload == cancel_end);
         for (auto& s : kept) ts.stack.push_back(std::move(s));
+        break;
+      }
+      case event_kind::async_begin: {
+        const open_async a{where, ns, ts.tid, w->next_external_id++};
+        if (const auto early = early_async_ends.find(e->payload); early != early_async_ends.end()) {
+          w->write_async(a, e->payload, early->second.end_ns, early->second.tid);
+          early_async_ends.erase(early);
+        } else {
+          open_asyncs[e->payload] = a;
+        }
+        break;
+      }
+      case event_kind::async_end: {
+        const auto found = open_asyncs.find(e->payload);
+        if (found == open_asyncs.end()) {
+          early_async_ends[e->payload] = {ns, ts.tid};
+          break;
+        }
+        w->write_async(found->second, e->payload, ns, ts.tid);
+        open_asyncs.erase(found);
         break;
       }
       case event_kind::flops:
@@ -1105,6 +1200,18 @@ std::shared_ptr<finished_trace> flusher::switch_window(std::uint64_t at_ticks, s
       }
     }
   }
+  // Async ranges still open are clipped and carried like scopes; an end
+  // whose begin never came lost it.
+  for (auto& [id, a] : s.open_asyncs) {
+    if (old) old->write_async(a, id, old_at, a.tid);
+    if (next) {
+      a.begin_ns = next_at;
+      a.external_id = next->next_external_id++;
+    }
+  }
+  if (!next) s.open_asyncs.clear();
+  if (old) old->losses.unpaired += s.early_async_ends.size();
+  s.early_async_ends.clear();
   if (old) {
     old->write_gpu(gpu);
     old->write_gpu_memory(s.gpu_memory, gpu);

@@ -19,6 +19,7 @@
 #include "proftrace/cuda.hpp"
 #include "proftrace/distributed.hpp"
 #include "proftrace/detail/recorder.hpp"
+#include "proftrace/execution_trace.hpp"
 #include "proftrace/profile.hpp"
 #include "proftrace/trace_handler.hpp"
 #include "process_hooks.hpp"
@@ -116,6 +117,7 @@ struct session::impl {
   std::thread::id api_step_thread;
   bool trace_open = false;
   bool cuda_on = false;  // CUPTI collects for this session
+  bool cpu_fallback = false;  // CUDA was asked for and is unavailable: record the CPU profile
   std::vector<std::pair<std::string, std::string>> preset;
   std::shared_ptr<detail::finished_trace> last;
   pid_t last_owner = 0;  // the process whose spool `last` is: a forked child never removes its parent's
@@ -148,7 +150,7 @@ struct session::impl {
     w.record_shapes = opts.record_shapes;
     w.with_stack = opts.with_stack;
     w.with_modules = opts.with_modules;
-    w.retain_events = opts.retain_events;
+    w.retain_events = opts.retain_events || observing();
     w.first_step = record_steps ? step_num : -1;
     w.profile_memory = opts.profile_memory && activities.contains(activity::memory);
 #if PROFTRACE_WITH_CUDA
@@ -162,7 +164,7 @@ struct session::impl {
 
   std::uint32_t recording_bits() const {
     std::uint32_t bits = detail::state_session;
-    if (activities.contains(activity::cpu)) bits |= detail::state_recording;
+    if (activities.contains(activity::cpu) || cpu_fallback) bits |= detail::state_recording;
     if (opts.record_shapes) bits |= detail::state_record_shapes;
     if (opts.with_flops && activities.contains(activity::flops)) bits |= detail::state_flops;
     if (opts.profile_memory && activities.contains(activity::memory)) bits |= detail::state_memory;
@@ -179,11 +181,37 @@ struct session::impl {
     detail::session_state.store(on ? recording_bits() : detail::state_session, std::memory_order_release);
   }
 
+  bool observing() const {
+    return opts.execution_trace_observer != nullptr && opts.execution_trace_observer->is_registered();
+  }
+
+  // The last finished trace, for a report named `what`.
+  const detail::finished_trace& finished(const char* what) const {
+    if (!opts.enabled)
+      throw std::logic_error(std::string("proftrace: ") + what + ": the profiler is disabled (enabled = false)");
+    if (!last)
+      throw std::logic_error(std::string("proftrace: ") + what +
+                             ": the profiler didn't finish running: no trace has been recorded yet (stop() it first)");
+    return *last;
+  }
+
   void finish(std::shared_ptr<detail::finished_trace> done) {
     if (!done) return;
     discard_last();
     last = std::move(done);
     last_owner = ::getpid();
+    // Start order, and the longest first among equal starts, so that a scope
+    // precedes the scopes it encloses (they complete, and arrive, first).
+    std::stable_sort(last->events.begin(), last->events.end(), [](const function_event& a, const function_event& b) {
+      if (a.start_unix_ns != b.start_unix_ns) return a.start_unix_ns < b.start_unix_ns;
+      return a.duration_ns > b.duration_ns;
+    });
+    if (observing()) opts.execution_trace_observer->on_trace(last->events, last->start_unix_ns, last->stop_unix_ns);
+    if (!opts.retain_events) {
+      last->events.clear();
+      last->events.shrink_to_fit();
+      last->retained_events = false;
+    }
     merge_memory_stats();
   }
 
@@ -356,7 +384,9 @@ session::~session() {
 
 void session::start() {
   std::lock_guard lock(session_mutex);
-  if (active_session == this) throw std::logic_error("proftrace: this profiler is already running");
+  if (!impl_->opts.enabled) return;
+  if (active_session == this)
+    throw std::logic_error("proftrace: the profiler is not reentrant: this profiler is already running");
   if (active_session) throw std::logic_error("proftrace: another profiler is already running; stop it before starting a new one");
   impl& s = *impl_;
   detail::calibrate_clock();  // chooses the time source before anything is recorded
@@ -370,13 +400,17 @@ void session::start() {
 #if PROFTRACE_WITH_CUDA
   s.cuda_on = s.activities.contains(activity::cuda) && !in_forked_child && detail::cuda_collection_start();
 #endif
+  // cuda_collection_start warned (once per process) unless the user switched CUDA off.
+  s.cpu_fallback = s.activities.contains(activity::cuda) && !s.cuda_on;
   s.dist = distributed();
   s.clock_alignment = clock_alignment_json(s.dist, "at_start");
   active_session = this;
   detail::session_state.store(detail::state_session, std::memory_order_release);
   try {
+    if (s.observing()) s.opts.execution_trace_observer->on_session_start();
     s.transit(*this, profiler_action::none, s.current);
   } catch (...) {
+    if (s.observing()) s.opts.execution_trace_observer->on_session_abandoned();
     s.set_recording(false);
     s.trace_open = false;
     s.stop_cuda();
@@ -398,19 +432,24 @@ void session::stop() {
   if (std::string at_stop = clock_alignment_json(s.dist, "at_stop");
       s.trace_open && at_stop.find("offset_ns") != std::string::npos)
     detail::flusher::instance().add_metadata("clockAlignmentAtStop", std::move(at_stop));
-  struct reset_on_exit {
-    impl& s;
-    ~reset_on_exit() {
-      detail::session_state.store(0, std::memory_order_release);
-      active_session = nullptr;
-      s.stop_cuda();
-    }
-  } reset{s};
-  s.transit(*this, s.current, std::nullopt);
+  {
+    struct reset_on_exit {
+      impl& s;
+      ~reset_on_exit() {
+        detail::session_state.store(0, std::memory_order_release);
+        active_session = nullptr;
+        s.stop_cuda();
+      }
+    } reset{s};
+    s.transit(*this, s.current, std::nullopt);
+  }
+  // The observer writes its graph over the same window (an unwritable path throws from here).
+  if (s.observing()) s.opts.execution_trace_observer->on_session_stop();
 }
 
 void session::step() {
   std::lock_guard lock(session_mutex);
+  if (!impl_->opts.enabled) return;
   if (active_session != this) throw std::logic_error("proftrace: step() called on a profiler that is not running");
   impl& s = *impl_;
   s.close_api_step();
@@ -436,16 +475,16 @@ activity_set session::activities() const { return impl_->activities; }
 
 event_averages session::key_averages(bool group_by_input_shape, int group_by_stack_n) const {
   std::lock_guard lock(session_mutex);
-  if (!impl_->last) throw std::logic_error("proftrace: key_averages(): no trace has been recorded yet");
+  const detail::finished_trace& last = impl_->finished("key_averages()");
   event_averages out;
-  out.losses = impl_->last->losses;
-  out.instant_events = impl_->last->instant_events;
-  out.counter_events = impl_->last->counter_events;
+  out.losses = last.losses;
+  out.instant_events = last.instant_events;
+  out.counter_events = last.counter_events;
   out.grouped_by_input_shape = group_by_input_shape;
   out.profile_memory = impl_->opts.profile_memory && impl_->activities.contains(activity::memory);
   const auto stack_n = static_cast<std::size_t>(std::max(group_by_stack_n, 0));
   std::unordered_map<std::string, std::size_t> index;
-  for (const auto& r : impl_->last->averages) {
+  for (const auto& r : last.averages) {
     std::string key = r.key;
     key += '\x1f';
     if (group_by_input_shape) key += r.input_shapes;
@@ -463,9 +502,27 @@ event_averages session::key_averages(bool group_by_input_shape, int group_by_sta
   return out;
 }
 
+std::string session::table(const table_options& options) const {
+  std::lock_guard lock(session_mutex);
+  impl_->finished("table()");
+  return key_averages().table(options);
+}
+
+event_average session::total_average() const {
+  std::lock_guard lock(session_mutex);
+  impl_->finished("total_average()");
+  return key_averages().total_average();
+}
+
+double session::self_cpu_time_total() const {
+  std::lock_guard lock(session_mutex);
+  impl_->finished("self_cpu_time_total()");
+  return key_averages().self_cpu_time_total();
+}
+
 std::vector<function_event> session::events() const {
   std::lock_guard lock(session_mutex);
-  if (!impl_->last) throw std::logic_error("proftrace: events(): no trace has been recorded yet");
+  impl_->finished("events()");
   if (!impl_->last->retained_events) throw std::logic_error("proftrace: events() needs profile_options::retain_events = true");
   return impl_->last->events;
 }
@@ -475,7 +532,7 @@ void session::export_stacks(const std::filesystem::path& path, std::string_view 
   {
     std::lock_guard lock(session_mutex);
     const auto& last = impl_->last;
-    if (!last) throw std::logic_error("proftrace: export_stacks(): no trace has been recorded yet");
+    impl_->finished("export_stacks()");
     if (!last->with_stack) throw std::logic_error("proftrace: export_stacks() requires with_stack=true");
     event_averages all;
     all.rows = last->averages;  // finest grouping: every distinct stack
@@ -491,7 +548,7 @@ void session::export_stacks(const std::filesystem::path& path, std::string_view 
 void session::export_chrome_trace(const std::filesystem::path& path) const {
   std::lock_guard lock(session_mutex);
   const auto& last = impl_->last;
-  if (!last) throw std::logic_error("proftrace: export_chrome_trace(): no trace has been recorded yet");
+  impl_->finished("export_chrome_trace()");
   if (!last->write_error.empty())
     throw std::runtime_error("proftrace: the trace could not be recorded completely (" + last->write_error + ")");
   last->spool->export_to(last->tail(path.string()), path);
@@ -502,7 +559,7 @@ void session::export_memory_timeline(const std::filesystem::path& path, std::str
   {
     std::lock_guard lock(session_mutex);
     const auto& last = impl_->last;
-    if (!last) throw std::logic_error("proftrace: export_memory_timeline(): no trace has been recorded yet");
+    impl_->finished("export_memory_timeline()");
     if (!impl_->opts.profile_memory)
       throw std::logic_error("proftrace: export_memory_timeline() requires profile_memory=true");
     int id = -1;
@@ -525,7 +582,7 @@ void session::export_memory_timeline(const std::filesystem::path& path, std::str
 
 std::vector<device_memory_stats> session::memory_stats() const {
   std::lock_guard lock(session_mutex);
-  if (!impl_->last) throw std::logic_error("proftrace: memory_stats(): no trace has been recorded yet");
+  impl_->finished("memory_stats()");
   std::vector<device_memory_stats> out;
   for (const auto& [device, d] : impl_->session_memory) out.push_back(d);
   return out;

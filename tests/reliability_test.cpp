@@ -256,7 +256,7 @@ TEST_CASE("the API used out of order: defined results, clear errors") {
     proftrace::profile nested;
     CHECK_THROWS_WITH_AS(nested.start(), doctest::Contains("another profiler is already running"), std::logic_error);
   }
-  CHECK_THROWS_WITH_AS(p.start(), "proftrace: this profiler is already running", std::logic_error);
+  CHECK_THROWS_WITH_AS(p.start(), doctest::Contains("this profiler is already running"), std::logic_error);
   p.stop();
   CHECK_NOTHROW(p.stop());  // twice
   CHECK_FALSE(p.running());

@@ -6,9 +6,11 @@
 //   proftrace_soak --seconds 600 --threads 8     # the README's soak run
 //
 // Checks, printed and turned into the exit status:
-//   - resident memory stays flat: once settled (a tenth of the run and two
-//     traces in: pools, maps and buffers have their working size), it never
-//     exceeds the value seen then by more than --rss-slack-mib;
+//   - resident memory stays flat: it swings as each trace's buffers come and
+//     go, so the test compares peaks: the highest value after the first
+//     third of the run must not exceed the highest seen between a tenth and
+//     a third (pools, maps and buffers at their working size, two traces in)
+//     by more than --rss-slack-mib;
 //   - every instant event produced is either in a trace or counted as lost:
 //     the sum over all traces of written + lost equals what the threads
 //     produced, exactly.
@@ -31,7 +33,7 @@ namespace {
 struct options {
   double seconds = 10;
   int threads = 8;
-  double rss_slack_mib = 16;
+  double rss_slack_mib = 32;
   int step_ms = 250;
 };
 
@@ -89,14 +91,16 @@ int main(int argc, char** argv) {
 
   const auto begin = std::chrono::steady_clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count(); };
-  double settled_rss = -1, peak_rss = 0, next_report = 0;
+  double settled_rss = -1, peak_rss = -1, next_report = 0;
   std::printf("%8s %10s %8s\n", "seconds", "rss MiB", "traces");
   while (elapsed() < o.seconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(o.step_ms));
     p.step();
     const double rss = rss_mib(), now = elapsed();
-    if (settled_rss < 0 && now >= o.seconds / 10 && traces >= 2) settled_rss = rss;
-    if (settled_rss >= 0 && rss > peak_rss) peak_rss = rss;
+    if (now >= o.seconds / 10 && traces >= 2 && (now < o.seconds / 3 || settled_rss < 0))
+      settled_rss = std::max(settled_rss, rss);
+    else if (settled_rss >= 0)
+      peak_rss = std::max(peak_rss, rss);
     if (now >= next_report) {
       std::printf("%8.1f %10.1f %8llu\n", now, rss, static_cast<unsigned long long>(traces));
       std::fflush(stdout);
@@ -110,12 +114,12 @@ int main(int argc, char** argv) {
   std::uint64_t total = 0;
   for (auto n : produced) total += n;
   const bool counts_match = written + lost == total;
-  const bool flat = settled_rss >= 0 && peak_rss <= settled_rss + o.rss_slack_mib;
+  const bool flat = settled_rss >= 0 && peak_rss >= 0 && peak_rss <= settled_rss + o.rss_slack_mib;
   std::printf("threads %d, %.0f s, %llu traces\n", o.threads, elapsed(), static_cast<unsigned long long>(traces));
   std::printf("produced %llu, written %llu, lost %llu: %s\n", static_cast<unsigned long long>(total),
               static_cast<unsigned long long>(written), static_cast<unsigned long long>(lost),
               counts_match ? "exact" : "MISMATCH");
-  std::printf("resident memory: %.1f MiB once settled, peak %.1f MiB after: %s (slack %.0f MiB)\n", settled_rss,
+  std::printf("resident memory: peak %.1f MiB while settling, %.1f MiB after: %s (slack %.0f MiB)\n", settled_rss,
               peak_rss, flat ? "flat" : "GREW", o.rss_slack_mib);
   return counts_match && flat ? 0 : 1;
 }

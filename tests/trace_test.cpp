@@ -174,7 +174,7 @@ TEST_CASE("the spool file is valid JSON at every flush, before the trace ends") 
 TEST_CASE("starting a second session is a clear error") {
   proftrace::profile a, b;
   a.start();
-  CHECK_THROWS_WITH_AS(a.start(), "proftrace: this profiler is already running", std::logic_error);
+  CHECK_THROWS_WITH_AS(a.start(), "proftrace: the profiler is not reentrant: this profiler is already running", std::logic_error);
   CHECK_THROWS_WITH_AS(b.start(), doctest::Contains("another profiler is already running"), std::logic_error);
   a.stop();
   b.start();  // fine once the first stopped

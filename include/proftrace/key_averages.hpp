@@ -72,6 +72,14 @@ struct function_event {
   std::int64_t self_duration_ns = 0;
   std::uint64_t external_id = 0;
   int depth = 0;  // 0: no enclosing scope on its thread
+  std::uint64_t parent_external_id = 0;  // the enclosing scope's External id (0: none)
+  std::string category;      // "user_annotation", "cpu_op" or "async"
+  std::int64_t flops = 0;    // FLOP estimates recorded while it was the innermost scope
+  std::int64_t bytes = -1;   // a communication call's bytes (-1: none)
+  // An async range (proftrace::async_range): it may end on another thread
+  // (end_thread); its time counts in CPU total only, never as self time.
+  bool is_async = false;
+  std::int64_t end_thread = 0;
 };
 
 // What a trace lost, reported under the table and in the trace metadata.

@@ -20,6 +20,7 @@
 // constants that outlive the program): only a pointer is recorded.
 #pragma once
 
+#include "async_range.hpp"
 #include "config.hpp"
 
 #if PROFTRACE_ENABLED && PROFTRACE_WITH_CPU_RANGES
@@ -85,6 +86,9 @@
 #define PROF_INSTANT(name) PROFTRACE_DETAIL_INSTANT(__COUNTER__, name)
 #define PROF_COUNTER(name, value) PROFTRACE_DETAIL_COUNTER(__COUNTER__, name, value)
 #define PROF_THREAD_NAME(name) ::proftrace::detail::set_thread_name(name)
+// A proftrace::async_range that begins here and may end on another thread:
+// auto r = PROF_ASYNC_RANGE("request"); ... r.end();
+#define PROF_ASYNC_RANGE(name) ::proftrace::async_range(PROFTRACE_DETAIL_SITE_OF(__COUNTER__, name, user_annotation))
 
 #else  // compiled out
 
@@ -97,6 +101,7 @@
 #define PROF_INSTANT(name) ((void)0)
 #define PROF_COUNTER(name, value) ((void)0)
 #define PROF_THREAD_NAME(name) ((void)0)
+#define PROF_ASYNC_RANGE(name) ::proftrace::async_range()
 
 #endif
 

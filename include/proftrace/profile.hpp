@@ -47,6 +47,7 @@ namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 
 class session;
+class execution_trace_observer;
 namespace detail {
 std::int64_t enter_step() noexcept;
 struct session_access;
@@ -80,6 +81,12 @@ struct profile_options {
   // record a fresh session of its own, to a file named by the child's pid
   // (CPU collectors only: CUDA cannot be used across fork()).
   fork_child in_forked_child = fork_child::profiling_off;
+  // false: start(), stop() and step() do nothing and record nothing (the
+  // legacy profiler's enabled flag); the reports then throw std::logic_error.
+  bool enabled = true;
+  // Started and stopped with the session; gets every trace's scopes as a
+  // graph (<proftrace/execution_trace.hpp>). Not owned; must outlive the session.
+  proftrace::execution_trace_observer* execution_trace_observer = nullptr;
 };
 
 class session {
@@ -88,8 +95,10 @@ class session {
   session& operator=(const session&) = delete;
   virtual ~session();  // stops a running session; problems become warnings
 
-  // Throws std::logic_error if any session is already running, and
-  // std::runtime_error if the first trace's spool file cannot be created.
+  // Throws std::logic_error if any session is already running (this one:
+  // "not reentrant"), and std::runtime_error if the first trace's spool file
+  // cannot be created. Asking for CUDA where no driver or device is found
+  // warns once per process and records the CPU profile.
   void start();
   // Ends the session (closing a trace in progress, which runs on_trace_ready).
   void stop();
@@ -105,12 +114,19 @@ class session {
   profiler_action current_action() const;
   activity_set activities() const;
 
-  // Aggregates of the last finished trace (throws std::logic_error if none),
-  // by name, and by input shape and the first `group_by_stack_n` enclosing
-  // frames (with_stack) when asked.
+  // Aggregates of the last finished trace, by name, and by input shape and
+  // the first `group_by_stack_n` enclosing frames (with_stack) when asked.
+  // This and every report below throw std::logic_error ("didn't finish
+  // running") before a trace has finished, and for a disabled profile.
   event_averages key_averages(bool group_by_input_shape = false, int group_by_stack_n = 0) const;
-  // The complete events of the last finished trace; needs retain_events
-  // (std::logic_error otherwise).
+  // key_averages().table(options), total_average(), self_cpu_time_total()
+  // (microseconds), as the legacy profiler's.
+  std::string table(const table_options& options = {}) const;
+  event_average total_average() const;
+  double self_cpu_time_total() const;
+  // The complete events of the last finished trace, sorted by start time
+  // and, for equal starts, longest first (an enclosing scope before the
+  // scopes it contains); needs retain_events (std::logic_error otherwise).
   std::vector<function_event> events() const;
   // Collapsed stacks ("outer;inner;op 123", integer microseconds of
   // `metric`) for flamegraph.pl and speedscope. Needs with_stack

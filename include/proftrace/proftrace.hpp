@@ -10,6 +10,7 @@
 //   }
 #pragma once
 
+#include "async_range.hpp"
 #include "collect/cpu_ranges.hpp"
 #include "collect/cuda_kernels.hpp"
 #include "collect/nvtx_ranges.hpp"
@@ -17,6 +18,7 @@
 #include "collect/memory.hpp"
 #include "collectors.hpp"
 #include "config.hpp"
+#include "execution_trace.hpp"
 #include "flops.hpp"
 #include "key_averages.hpp"
 #include "macros.hpp"
@@ -24,7 +26,11 @@
 #include "memory_stats.hpp"
 #include "overflow.hpp"
 #include "profile.hpp"
+#include "profile_file_name.hpp"
+#include "profileit.hpp"
 #include "schedule.hpp"
 #include "signals.hpp"
+#include "stats_summary.hpp"
+#include "timeit.hpp"
 #include "trace_handler.hpp"
 #include "warnings.hpp"

@@ -22,8 +22,10 @@ enum class event_kind : std::uint32_t {
   alloc = 9,     // where: the address; payload: bytes | category << 48 | (device + 1) << 56
   free = 10,     // where: the address; payload: (device + 1) << 56
   reserved = 11, // a pool's reserved size; payload: bytes | (device + 1) << 56
-  comm = 12      // a begin of a communication call (payload as begin's); one extension
+  comm = 12,     // a begin of a communication call (payload as begin's); one extension
                  // slot: word 0 the bytes, word 1 the peer rank + 1 (0: none)
+  async_begin = 13,  // a range that may end on another thread; payload: its id
+  async_end = 14     // payload: the id of the async_begin it closes
 };
 
 // Four 64-bit words so that slots can be written and read word by word with

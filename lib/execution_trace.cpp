@@ -1,0 +1,242 @@
+#include "proftrace/execution_trace.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include "proftrace/profile.hpp"
+#include "warn.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+
+namespace {
+
+struct traced_event {
+  std::size_t trace;  // which of the window's Kineto traces it came from
+  function_event e;
+};
+
+boost::json::object node(std::int64_t id, std::string_view name, std::int64_t parent, std::string_view category,
+                         std::int64_t thread, std::int64_t start_ns, std::int64_t dur_ns) {
+  return {{"id", id},
+          {"name", name},
+          {"parent", parent},
+          {"category", category},
+          {"thread", thread},
+          {"start_ns", start_ns},
+          {"dur_ns", dur_ns},
+          {"inputs", boost::json::object{{"shapes", boost::json::array{}}, {"types", boost::json::array{}}}},
+          {"ctrl_deps", boost::json::array{}},
+          {"external_id", 0},
+          {"trace", -1},
+          {"async", false}};
+}
+
+// The nodes of a window's events: the process, one node per thread, one
+// per scope under its enclosing scope (or its thread).
+std::vector<boost::json::object> build_graph(std::vector<traced_event> events, std::int64_t start_ns,
+                                             std::int64_t stop_ns) {
+  std::stable_sort(events.begin(), events.end(), [](const traced_event& a, const traced_event& b) {
+    if (a.e.start_unix_ns != b.e.start_unix_ns) return a.e.start_unix_ns < b.e.start_unix_ns;
+    return a.e.duration_ns > b.e.duration_ns;
+  });
+  std::vector<boost::json::object> nodes;
+  if (events.empty()) return nodes;
+  nodes.push_back(node(1, "[proftrace|execution_trace|process]", 0, "process", 0, start_ns, stop_ns - start_ns));
+  nodes.back()["pid"] = static_cast<std::int64_t>(::getpid());
+  std::map<std::int64_t, std::size_t> thread_node;                       // tid -> index in nodes
+  std::map<std::pair<std::size_t, std::uint64_t>, std::int64_t> by_scope;  // (trace, External id) -> node id
+  std::map<std::int64_t, std::int64_t> last_child;                      // parent node id -> its latest child
+  const auto thread_of = [&](std::int64_t tid, std::int64_t first_ns) -> boost::json::object& {
+    auto [it, fresh] = thread_node.try_emplace(tid, nodes.size());
+    if (fresh) {
+      nodes.push_back(node(static_cast<std::int64_t>(nodes.size()) + 1, "[proftrace|execution_trace|thread]", 1,
+                           "thread", tid, first_ns, 0));
+      auto& deps = nodes.back()["ctrl_deps"].as_array();
+      if (auto prev = last_child.find(1); prev != last_child.end()) deps.push_back(prev->second);
+      last_child[1] = nodes.back()["id"].as_int64();
+    }
+    return nodes[it->second];
+  };
+  for (const traced_event& t : events) {
+    const function_event& e = t.e;
+    const std::int64_t end_ns = e.start_unix_ns + e.duration_ns;
+    boost::json::object& thread = thread_of(e.thread, e.start_unix_ns);
+    const std::int64_t thread_start = thread["start_ns"].as_int64();
+    thread["dur_ns"] = std::max(thread["dur_ns"].as_int64(), end_ns - thread_start);
+    const std::int64_t thread_id = thread["id"].as_int64();
+    const std::int64_t id = static_cast<std::int64_t>(nodes.size()) + 1;
+    std::int64_t parent = thread_id;
+    if (!e.is_async && e.parent_external_id != 0)
+      if (auto p = by_scope.find({t.trace, e.parent_external_id}); p != by_scope.end()) parent = p->second;
+    boost::json::object n = node(id, e.name, parent, e.category.empty() ? "user_annotation" : e.category, e.thread,
+                                 e.start_unix_ns, e.duration_ns);
+    n["external_id"] = e.external_id;
+    n["trace"] = static_cast<std::int64_t>(t.trace);
+    n["async"] = e.is_async;
+    if (e.is_async) n["end_thread"] = e.end_thread;
+    if (!e.input_shapes.empty()) {
+      boost::system::error_code ec;
+      boost::json::value shapes = boost::json::parse(e.input_shapes, ec);
+      if (!ec && shapes.is_array()) {
+        boost::json::array types;
+        for (std::size_t i = 0; i < shapes.as_array().size(); ++i) types.emplace_back("Tensor");
+        n["inputs"] = boost::json::object{{"shapes", std::move(shapes)}, {"types", std::move(types)}};
+      }
+    }
+    if (e.flops > 0) n["flops"] = e.flops;
+    if (e.bytes >= 0) n["bytes"] = e.bytes;
+    if (!e.is_async) {
+      if (auto prev = last_child.find(parent); prev != last_child.end())
+        n["ctrl_deps"].as_array().push_back(prev->second);
+      last_child[parent] = id;
+      by_scope[{t.trace, e.external_id}] = id;
+    }
+    nodes.push_back(std::move(n));
+  }
+  return nodes;
+}
+
+void write_graph(const std::filesystem::path& path, const std::vector<boost::json::object>& nodes,
+                 std::int64_t start_ns, std::int64_t stop_ns, std::size_t traces) {
+  std::string text = "{\n  \"schema\": \"proftrace.execution_trace/1\",\n  \"pid\": " + std::to_string(::getpid()) +
+                     ",\n  \"time_unit\": \"ns\",\n  \"start_unix_ns\": " + std::to_string(start_ns) +
+                     ",\n  \"stop_unix_ns\": " + std::to_string(stop_ns) +
+                     ",\n  \"kineto_traces\": " + std::to_string(traces) + ",\n  \"nodes\": [";
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    text += i ? ",\n    " : "\n    ";
+    text += boost::json::serialize(nodes[i]);
+  }
+  text += nodes.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out)
+    throw std::runtime_error("proftrace: cannot write the execution trace '" + path.string() + "': " + std::strerror(errno));
+  out << text;
+  out.flush();
+  if (!out) throw std::runtime_error("proftrace: cannot write the execution trace '" + path.string() + "'");
+}
+
+std::int64_t unix_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+struct execution_trace_observer::impl {
+  std::filesystem::path path;
+  bool registered = false;
+  bool running = false;
+  std::unique_ptr<session> own;  // the private session of a capture on its own
+  std::vector<traced_event> events;
+  std::size_t traces = 0;
+  std::int64_t start_ns = 0;
+  std::size_t nodes_written = 0;
+
+  void begin() {
+    running = true;
+    events.clear();
+    traces = 0;
+    start_ns = unix_now_ns();
+  }
+
+  void finish() {
+    running = false;
+    const std::int64_t stop_ns = unix_now_ns();
+    const auto nodes = build_graph(std::move(events), start_ns, stop_ns);
+    events.clear();
+    write_graph(path, nodes, start_ns, stop_ns, traces);
+    nodes_written = nodes.size();
+  }
+};
+
+execution_trace_observer::execution_trace_observer() : impl_(std::make_unique<impl>()) {}
+
+execution_trace_observer::~execution_trace_observer() {
+  try {
+    unregister_callback();
+  } catch (const std::exception& e) {
+    detail::warn(std::string("execution_trace_observer: ") + e.what());
+  } catch (...) {
+  }
+}
+
+execution_trace_observer& execution_trace_observer::register_callback(const std::filesystem::path& output_file_path) {
+  if (impl_->registered) return *this;
+  write_graph(output_file_path, {}, 0, 0, 0);  // the path must be writable now, not at the end of a run
+  impl_->path = output_file_path;
+  impl_->registered = true;
+  return *this;
+}
+
+void execution_trace_observer::unregister_callback() {
+  if (!impl_->registered) return;
+  stop();
+  impl_->registered = false;
+}
+
+bool execution_trace_observer::is_registered() const noexcept { return impl_->registered; }
+bool execution_trace_observer::is_running() const noexcept { return impl_->running; }
+
+const std::filesystem::path& execution_trace_observer::get_output_file_path() const {
+  if (!impl_->registered)
+    throw std::logic_error(
+        "proftrace: execution_trace_observer: register_callback(path) must be called before get_output_file_path()");
+  return impl_->path;
+}
+
+void execution_trace_observer::start() {
+  if (!impl_->registered || impl_->running) return;
+  auto own = std::make_unique<profile>(
+      profile_options{.record_shapes = true, .with_flops = true, .execution_trace_observer = this});
+  try {
+    own->start();  // calls on_session_start
+  } catch (const std::logic_error&) {
+    throw std::logic_error(
+        "proftrace: execution_trace_observer::start(): another proftrace session is running; attach the observer "
+        "to it with profile_options::execution_trace_observer");
+  }
+  impl_->own = std::move(own);
+}
+
+void execution_trace_observer::stop() {
+  if (!impl_->running) return;
+  if (impl_->own) {
+    std::unique_ptr<session> own = std::move(impl_->own);
+    own->stop();  // calls on_session_stop, which writes
+    return;
+  }
+  impl_->finish();  // attached: the traces finished so far
+}
+
+std::size_t execution_trace_observer::node_count() const noexcept { return impl_->nodes_written; }
+
+void execution_trace_observer::on_session_start() {
+  if (impl_->registered && !impl_->running) impl_->begin();
+}
+
+void execution_trace_observer::on_trace(const std::vector<function_event>& events, std::int64_t, std::int64_t) {
+  if (!impl_->running) return;
+  for (const function_event& e : events) impl_->events.push_back({impl_->traces, e});
+  ++impl_->traces;
+}
+
+void execution_trace_observer::on_session_stop() {
+  if (impl_->running) impl_->finish();
+}
+
+void execution_trace_observer::on_session_abandoned() noexcept {
+  impl_->running = false;
+  impl_->events.clear();
+}
+
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace
