@@ -377,22 +377,12 @@ class window {
       e.is_async = true;
       e.end_thread = end_tid;
     }
-    const auto open = [&](const char* ph, std::int64_t tid, std::int64_t ns) {
-      begin_event();
-      buffer += "{\"ph\": \"";
-      buffer += ph;
-      buffer += "\", \"cat\": \"async\", \"name\": ";
-      append_json_string(buffer, a.where->name);
+    const auto open = [&](std::string_view ph_and_cat, std::int64_t tid, std::int64_t ns) {
+      open_event(ph_and_cat, a.where->name, tid, ns);
       buffer += ", \"id\": ";
       append_int(buffer, id);
-      buffer += ", \"pid\": ";
-      append_int(buffer, pid);
-      buffer += ", \"tid\": ";
-      append_int(buffer, tid);
-      buffer += ", \"ts\": ";
-      append_us3(buffer, ns - base_ns);
     };
-    open("b", a.tid, a.begin_ns);
+    open("\"ph\": \"b\", \"cat\": \"async\"", a.tid, a.begin_ns);
     buffer += ", \"args\": {\"External id\": ";
     append_int(buffer, a.external_id);
     buffer += ", \"begin thread\": ";
@@ -400,13 +390,13 @@ class window {
     buffer += ", \"end thread\": ";
     append_int(buffer, end_tid);
     buffer += "}}";
-    open("e", end_tid, end_ns);
+    open("\"ph\": \"e\", \"cat\": \"async\"", end_tid, end_ns);
     buffer += "}";
   }
 
-  // The fields every instant or counter event starts with, up to the opening
-  // of its args: {"ph": ..., "cat": ..., "name": ..., "pid": ..., "tid": ..., "ts": ..., "args": {
-  void open_point_event(std::string_view ph_and_cat, std::string_view name, std::int64_t tid, std::int64_t ns) {
+  // The fields every point or async event starts with, the object left open:
+  // {"ph": ..., "cat": ..., "name": ..., "pid": ..., "tid": ..., "ts": ...
+  void open_event(std::string_view ph_and_cat, std::string_view name, std::int64_t tid, std::int64_t ns) {
     begin_event();
     buffer += "{";
     buffer += ph_and_cat;
@@ -418,6 +408,11 @@ class window {
     append_int(buffer, tid);
     buffer += ", \"ts\": ";
     append_us3(buffer, ns - base_ns);
+  }
+
+  // An instant or counter event up to the opening of its args.
+  void open_point_event(std::string_view ph_and_cat, std::string_view name, std::int64_t tid, std::int64_t ns) {
+    open_event(ph_and_cat, name, tid, ns);
     buffer += ", \"args\": {";
   }
 
