@@ -26,8 +26,14 @@ if [ "${PROFTRACE_CONAN:-1}" != 0 ]; then
   bash "$root/scripts/conan-package.sh"
 fi
 if [ "${PROFTRACE_SANITIZERS:-1}" != 0 ]; then
-  run_suite "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROFTRACE_SANITIZE=thread -DPROFTRACE_BUILD_EXAMPLES=OFF
-  run_suite "$root/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROFTRACE_SANITIZE=address,undefined -DPROFTRACE_BUILD_EXAMPLES=OFF
+  # -O1 -g1 (line tables for the reports): the sanitizers' usual level, and
+  # a third less compile time than -O2 -g, which keeps CI under 30 minutes.
+  # The command line is single-threaded: ThreadSanitizer leaves it out, and
+  # AddressSanitizer and the fuzzers check it.
+  sanitized=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
+             "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DPROFTRACE_BUILD_EXAMPLES=OFF)
+  run_suite "$root/build-tsan" "${sanitized[@]}" -DPROFTRACE_SANITIZE=thread -DPROFTRACE_BUILD_TOOLS=OFF
+  run_suite "$root/build-asan" "${sanitized[@]}" -DPROFTRACE_SANITIZE=address,undefined
 fi
 # About 2 minutes: the fuzzers' build and their runs (PROFTRACE_FUZZ=0 skips them).
 if [ "${PROFTRACE_FUZZ:-1}" != 0 ]; then
