@@ -28,7 +28,11 @@ struct handled_signal {
 };
 handled_signal handled[NSIG];
 std::mutex install_mutex;
-sigset_t handled_set;
+sigset_t handled_set = [] {
+  sigset_t none;
+  ::sigemptyset(&none);
+  return none;
+}();
 
 int wake_pipe[2] = {-1, -1};
 std::atomic<int> requested{0};   // the signal whose finishing began (0: none)
