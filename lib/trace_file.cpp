@@ -116,7 +116,7 @@ trace_file::trace_file(std::filesystem::path path, std::string_view head, std::s
     throw std::runtime_error(message);
   }
   events_end_ = head.size();
-  tail_size_ = tail.size();
+  tail_ = tail;
 }
 
 trace_file::~trace_file() { close(); }
@@ -148,7 +148,10 @@ bool trace_file::write_at(std::uint64_t offset, std::string_view data) noexcept 
 bool trace_file::commit(std::string_view events, std::string_view tail) noexcept {
   if (fd_ < 0 || !error_.empty()) return false;
   const file_size_signal_shield shield;
-  const std::uint64_t old_end = events_end_ + tail_size_;
+  // Nothing new: leave the file alone, so an idle program's spool is never
+  // caught mid-write by a kill.
+  if (events.empty() && tail == tail_) return true;
+  const std::uint64_t old_end = events_end_ + tail_.size();
   if (!write_at(events_end_, events)) return false;
   events_end_ += events.size();
   if (!write_at(events_end_, tail)) return false;
@@ -156,7 +159,7 @@ bool trace_file::commit(std::string_view events, std::string_view tail) noexcept
     error_ = describe(path_, "truncate trace", errno);
     return false;
   }
-  tail_size_ = tail.size();
+  tail_ = tail;
   return true;
 }
 

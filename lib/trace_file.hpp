@@ -52,7 +52,7 @@ class trace_file {
   std::filesystem::path path_;
   int fd_ = -1;
   std::uint64_t events_end_ = 0;
-  std::uint64_t tail_size_ = 0;
+  std::string tail_;  // as last written
   std::string error_;
 };
 

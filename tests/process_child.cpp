@@ -91,13 +91,19 @@ int on_signal(const std::filesystem::path& out, bool with_program_handler) {
   record_until_killed();
 }
 
+// Records, flushes, then idles: the kill finds no flush writing (a kill in
+// the middle of a flush's write leaves a cut file; validate --repair's case).
 int until_killed() {
   proftrace::profile p({.flush_period = std::chrono::milliseconds(20)});
   p.start();
   record_work(work_scopes);
+  for (int i = 0; i < 100; ++i) {
+    PROF_SCOPE("spin");
+  }
   p.flush();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a few idle flush periods
   say("ready");
-  record_until_killed();
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
 }
 
 // fork() from a program whose other thread records and flushes constantly:
