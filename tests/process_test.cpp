@@ -118,24 +118,26 @@ void check_complete(const boost::json::object& trace, std::size_t work) {
   CHECK(counts.at("lost_events_total").as_int64() == 0);
 }
 
+// The one finished trace the child left in `dir`, read back.
+boost::json::object only_trace_in(const child_process& child, const std::filesystem::path& dir) {
+  const auto traces = traces_in(dir);
+  REQUIRE_MESSAGE(traces.size() == 1, child.stderr_text());
+  return read_trace(traces[0]);
+}
+
 }  // namespace
 
 TEST_CASE("exit() from another thread while main records: the trace is stopped and handed over, complete") {
   child_process child("exit-from-thread");
   REQUIRE(exited_cleanly(child.wait()));
-  const auto traces = traces_in(child.out);
-  REQUIRE_MESSAGE(traces.size() == 1, child.stderr_text());
-  const auto trace = read_trace(traces[0]);
-  check_complete(trace, 1000);
+  check_complete(only_trace_in(child, child.out), 1000);
   CHECK(traces_in(child.spool).empty());  // the spool went with the handed-over trace
 }
 
 TEST_CASE("a session never stopped (leaked, then return from main) is finished at exit") {
   child_process child("leaked-session");
   REQUIRE(exited_cleanly(child.wait()));
-  const auto traces = traces_in(child.out);
-  REQUIRE_MESSAGE(traces.size() == 1, child.stderr_text());
-  check_complete(read_trace(traces[0]), 1000);
+  check_complete(only_trace_in(child, child.out), 1000);
 }
 
 TEST_CASE("a static session with no on_trace_ready: at exit its trace is kept, named in a warning") {
@@ -158,9 +160,7 @@ TEST_CASE("SIGTERM and SIGINT with finish_trace_on_signals: trace finished, then
     const int status = child.wait();
     CHECK(WIFSIGNALED(status));
     CHECK(WTERMSIG(status) == sig);
-    const auto traces = traces_in(child.out);
-    REQUIRE_MESSAGE(traces.size() == 1, child.stderr_text());
-    const auto trace = read_trace(traces[0]);
+    const auto trace = only_trace_in(child, child.out);
     check_complete(trace, 1000);
     CHECK_FALSE(events_named(trace, "spin").empty());  // recorded up to the signal
   }
@@ -173,9 +173,7 @@ TEST_CASE("a program's own signal handler still runs after the trace is finished
   const int status = child.wait();
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 42);
-  const auto traces = traces_in(child.out);
-  REQUIRE(traces.size() == 1);
-  check_complete(read_trace(traces[0]), 1000);
+  check_complete(only_trace_in(child, child.out), 1000);
 }
 
 TEST_CASE("SIGKILL: the spool left behind is valid JSON as it is and holds every flushed event") {
