@@ -113,19 +113,6 @@ std::int64_t event_averages::self_cuda_time_total_ns() const noexcept {
   return total;
 }
 
-void event_average::merge(const event_average& o) noexcept {
-  count += o.count;
-  cpu_time_total_ns += o.cpu_time_total_ns;
-  self_cpu_time_total_ns += o.self_cpu_time_total_ns;
-  cuda_time_total_ns += o.cuda_time_total_ns;
-  self_cuda_time_total_ns += o.self_cuda_time_total_ns;
-  cpu_memory_usage += o.cpu_memory_usage;
-  self_cpu_memory_usage += o.self_cpu_memory_usage;
-  cuda_memory_usage += o.cuda_memory_usage;
-  self_cuda_memory_usage += o.self_cuda_memory_usage;
-  flops += o.flops;
-}
-
 event_average event_averages::total_average() const {
   event_average total;
   total.key = "Total";
@@ -243,6 +230,7 @@ std::string event_averages::table(const table_options& options) const {
          ", overwritten " + std::to_string(losses.overwritten) + ", unattached " + std::to_string(losses.unattached) +
          ", late " + std::to_string(losses.late) + ", unpaired " + std::to_string(losses.unpaired) + ")");
   }
+  if (!note.empty()) line("Note: " + note);
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <unordered_map>
+#include <utility>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -120,6 +121,7 @@ struct session::impl {
   bool cpu_fallback = false;  // CUDA was asked for and is unavailable: record the CPU profile
   std::vector<std::pair<std::string, std::string>> preset;
   std::shared_ptr<detail::finished_trace> last;
+  std::string last_note;  // why `last` is partial, for the reports
   pid_t last_owner = 0;  // the process whose spool `last` is: a forked child never removes its parent's
   std::map<int, device_memory_stats> session_memory;  // merged over this session's traces
   std::optional<distributed_info> dist;  // this process's rank, read at start()
@@ -185,19 +187,34 @@ struct session::impl {
     return opts.execution_trace_observer != nullptr && opts.execution_trace_observer->is_registered();
   }
 
-  // The last finished trace, for a report named `what`.
-  const detail::finished_trace& finished(const char* what) const {
-    if (!opts.enabled)
-      throw std::logic_error(std::string("proftrace: ") + what + ": the profiler is disabled (enabled = false)");
-    if (!last)
-      throw std::logic_error(std::string("proftrace: ") + what +
-                             ": the profiler didn't finish running: no trace has been recorded yet (stop() it first)");
-    return *last;
+  // Why there is no finished trace to report (the reports' note).
+  std::string no_trace_reason(bool running) const {
+    if (!opts.enabled) return "the profiler is disabled (enabled = false): nothing was recorded";
+    if (running) return "no trace has finished yet: the profiler is still running (stop() it first)";
+    if (generation == 0) return "the profiler was never started: nothing was recorded";
+    std::string why = "no trace finished: the run stopped at step " + std::to_string(step_num) +
+                      ", before its schedule recorded a trace";
+    // Where the schedule would have begun to record, for the user to compare.
+    constexpr std::int64_t horizon = 1'000'000;
+    for (std::int64_t step = step_num + 1; step <= step_num + horizon; ++step) {
+      const profiler_action a = sched(step);
+      if (a == profiler_action::record || a == profiler_action::record_and_save)
+        return why + " (its first recording step is " + std::to_string(step) + ")";
+    }
+    return why + " (its schedule records no later step)";
   }
+
+  // Says once per session, for an export that has no trace to write.
+  void warn_no_trace(const char* what, const std::filesystem::path& path, bool running) const {
+    if (std::exchange(warned_no_trace, true)) return;
+    detail::warn(std::string(what) + ": nothing written to '" + path.string() + "': " + no_trace_reason(running));
+  }
+  mutable bool warned_no_trace = false;
 
   void finish(std::shared_ptr<detail::finished_trace> done) {
     if (!done) return;
     discard_last();
+    last_note.clear();
     last = std::move(done);
     last_owner = ::getpid();
     // Start order, and the longest first among equal starts, so that a scope
@@ -441,7 +458,14 @@ void session::stop() {
         s.stop_cuda();
       }
     } reset{s};
+    // Torch closes a trace still recording at the end; the report says it
+    // stopped short of the schedule's last active step.
+    const bool cut_short = s.record_steps && s.trace_open && s.current == profiler_action::record;
+    const std::int64_t at_step = s.step_num;
     s.transit(*this, s.current, std::nullopt);
+    if (cut_short && s.last)
+      s.last_note = "partial trace: stop() ended it at step " + std::to_string(at_step) +
+                    ", before its schedule's last active step";
   }
   // The observer writes its graph over the same window (an unwritable path throws from here).
   if (s.observing()) s.opts.execution_trace_observer->on_session_stop();
@@ -473,15 +497,25 @@ profiler_action session::current_action() const {
 }
 activity_set session::activities() const { return impl_->activities; }
 
+bool session::has_trace() const {
+  std::lock_guard lock(session_mutex);
+  return impl_->opts.enabled && impl_->last != nullptr;
+}
+
 event_averages session::key_averages(bool group_by_input_shape, int group_by_stack_n) const {
   std::lock_guard lock(session_mutex);
-  const detail::finished_trace& last = impl_->finished("key_averages()");
   event_averages out;
+  out.grouped_by_input_shape = group_by_input_shape;
+  out.profile_memory = impl_->opts.profile_memory && impl_->activities.contains(activity::memory);
+  if (!has_trace()) {
+    out.note = impl_->no_trace_reason(active_session == this);
+    return out;
+  }
+  const detail::finished_trace& last = *impl_->last;
+  out.note = impl_->last_note;
   out.losses = last.losses;
   out.instant_events = last.instant_events;
   out.counter_events = last.counter_events;
-  out.grouped_by_input_shape = group_by_input_shape;
-  out.profile_memory = impl_->opts.profile_memory && impl_->activities.contains(activity::memory);
   const auto stack_n = static_cast<std::size_t>(std::max(group_by_stack_n, 0));
   std::unordered_map<std::string, std::size_t> index;
   for (const auto& r : last.averages) {
@@ -502,27 +536,15 @@ event_averages session::key_averages(bool group_by_input_shape, int group_by_sta
   return out;
 }
 
-std::string session::table(const table_options& options) const {
-  std::lock_guard lock(session_mutex);
-  impl_->finished("table()");
-  return key_averages().table(options);
-}
+std::string session::table(const table_options& options) const { return key_averages().table(options); }
 
-event_average session::total_average() const {
-  std::lock_guard lock(session_mutex);
-  impl_->finished("total_average()");
-  return key_averages().total_average();
-}
+event_average session::total_average() const { return key_averages().total_average(); }
 
-double session::self_cpu_time_total() const {
-  std::lock_guard lock(session_mutex);
-  impl_->finished("self_cpu_time_total()");
-  return key_averages().self_cpu_time_total();
-}
+double session::self_cpu_time_total() const { return key_averages().self_cpu_time_total(); }
 
 std::vector<function_event> session::events() const {
   std::lock_guard lock(session_mutex);
-  impl_->finished("events()");
+  if (!has_trace()) return {};
   if (!impl_->last->retained_events) throw std::logic_error("proftrace: events() needs profile_options::retain_events = true");
   return impl_->last->events;
 }
@@ -532,11 +554,12 @@ void session::export_stacks(const std::filesystem::path& path, std::string_view 
   {
     std::lock_guard lock(session_mutex);
     const auto& last = impl_->last;
-    impl_->finished("export_stacks()");
-    if (!last->with_stack) throw std::logic_error("proftrace: export_stacks() requires with_stack=true");
+    if (!(last ? last->with_stack : impl_->opts.with_stack))
+      throw std::logic_error("proftrace: export_stacks() requires with_stack=true");
     event_averages all;
-    all.rows = last->averages;  // finest grouping: every distinct stack
-    text = all.collapsed_stacks(metric);
+    if (has_trace()) all.rows = last->averages;  // finest grouping: every distinct stack
+    text = all.collapsed_stacks(metric);         // checks the metric, trace or not
+    if (!has_trace()) return impl_->warn_no_trace("export_stacks()", path, active_session == this);
   }
   std::ofstream out(path, std::ios::trunc);
   if (!out) throw std::runtime_error("proftrace: cannot write stacks '" + path.string() + "': " + std::strerror(errno));
@@ -547,8 +570,8 @@ void session::export_stacks(const std::filesystem::path& path, std::string_view 
 
 void session::export_chrome_trace(const std::filesystem::path& path) const {
   std::lock_guard lock(session_mutex);
+  if (!has_trace()) return impl_->warn_no_trace("export_chrome_trace()", path, active_session == this);
   const auto& last = impl_->last;
-  impl_->finished("export_chrome_trace()");
   if (!last->write_error.empty())
     throw std::runtime_error("proftrace: the trace could not be recorded completely (" + last->write_error + ")");
   last->spool->export_to(last->tail(path.string()), path);
@@ -559,12 +582,13 @@ void session::export_memory_timeline(const std::filesystem::path& path, std::str
   {
     std::lock_guard lock(session_mutex);
     const auto& last = impl_->last;
-    impl_->finished("export_memory_timeline()");
     if (!impl_->opts.profile_memory)
       throw std::logic_error("proftrace: export_memory_timeline() requires profile_memory=true");
     int id = -1;
     if (!device.empty()) id = detail::parse_memory_device(device);
-    else if (std::any_of(last->memory.begin(), last->memory.end(), [](const auto& r) { return r.device == 0; })) id = 0;
+    if (!has_trace()) return impl_->warn_no_trace("export_memory_timeline()", path, active_session == this);
+    if (device.empty() && std::any_of(last->memory.begin(), last->memory.end(), [](const auto& r) { return r.device == 0; }))
+      id = 0;
     const std::string name = path.filename().string();
     if (name.ends_with(".html")) {
       memory_peaks peaks;
@@ -582,8 +606,8 @@ void session::export_memory_timeline(const std::filesystem::path& path, std::str
 
 std::vector<device_memory_stats> session::memory_stats() const {
   std::lock_guard lock(session_mutex);
-  impl_->finished("memory_stats()");
   std::vector<device_memory_stats> out;
+  if (!has_trace()) return out;
   for (const auto& [device, d] : impl_->session_memory) out.push_back(d);
   return out;
 }

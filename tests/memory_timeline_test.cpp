@@ -176,8 +176,9 @@ TEST_CASE("a trace after a gap starts from nothing: an earlier allocation's free
 TEST_CASE("timeline errors: no trace, no profile_memory, unknown device, unwritable path") {
   test_support::temp_dir out("timeline_errors");
   proftrace::profile none({.profile_memory = true});
-  CHECK_THROWS_AS(none.export_memory_timeline(out.path / "m.json"), std::logic_error);
-  CHECK_THROWS_AS(none.memory_stats(), std::logic_error);
+  none.export_memory_timeline(out.path / "m.json");  // no trace: nothing written, one warning
+  CHECK_FALSE(std::filesystem::exists(out.path / "m.json"));
+  CHECK(none.memory_stats().empty());
 
   proftrace::profile without_memory;
   without_memory.start();

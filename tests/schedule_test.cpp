@@ -30,9 +30,9 @@ TEST_CASE("schedule matches torch.profiler.schedule step by step") {
   // Expected strings produced by running torch's schedule_fn (profiler.py) for steps 0..19.
   CHECK(actions(proftrace::schedule({.wait = 1, .warmup = 1, .active = 2, .repeat = 1}), 20) == "01230000000000000000");
   CHECK(actions(proftrace::schedule({.wait = 0, .warmup = 0, .active = 1}), 20) == "33333333333333333333");
-  CHECK(actions(proftrace::schedule({.wait = 2, .warmup = 1, .active = 3, .repeat = 2, .skip_first = 3}), 20) ==
+  CHECK(actions(proftrace::schedule({.skip_first = 3, .wait = 2, .warmup = 1, .active = 3, .repeat = 2}), 20) ==
         "00000122300122300000");
-  CHECK(actions(proftrace::schedule({.wait = 0, .warmup = 2, .active = 1, .repeat = 0, .skip_first = 1}), 20) ==
+  CHECK(actions(proftrace::schedule({.skip_first = 1, .wait = 0, .warmup = 2, .active = 1, .repeat = 0}), 20) ==
         "01131131131131131131");
   CHECK(actions(proftrace::schedule({.wait = 3, .warmup = 0, .active = 2, .repeat = 3}), 20) == "00023000230002300000");
 }
@@ -49,7 +49,7 @@ TEST_CASE("schedule warns without warmup and rejects invalid arguments") {
                        std::invalid_argument);
   CHECK_THROWS_AS(proftrace::schedule({.wait = -1, .warmup = 1, .active = 1}), std::invalid_argument);
   CHECK_THROWS_AS(proftrace::schedule({.wait = 1, .warmup = 1, .active = 1, .repeat = -2}), std::invalid_argument);
-  CHECK_THROWS_AS(proftrace::schedule({.wait = 1, .warmup = 1, .active = 1, .skip_first = -1}), std::invalid_argument);
+  CHECK_THROWS_AS(proftrace::schedule({.skip_first = -1, .wait = 1, .warmup = 1, .active = 1}), std::invalid_argument);
 }
 
 TEST_CASE("transition table is torch's action_map") {

@@ -83,6 +83,16 @@
       PROFTRACE_DETAIL_CAT(PROFTRACE_DETAIL_CAT(_n, PROFTRACE_WITH_NVTX),         \
                            PROFTRACE_DETAIL_CAT(_o, PROFTRACE_OVERFLOW_POLICY)))
 
+// Where the session API (session, profile, reports, trace handlers, the
+// execution trace observer, signals) lives: the ABI namespace, or with
+// PROFTRACE_ENABLED=0 `compiled_out`, whose inline stand-ins reference no
+// library symbol and cannot be confused with the library's classes.
+#if PROFTRACE_ENABLED
+#define PROFTRACE_SESSION_NAMESPACE PROFTRACE_ABI_NAMESPACE
+#else
+#define PROFTRACE_SESSION_NAMESPACE compiled_out
+#endif
+
 #if defined(__GNUC__)
 #define PROFTRACE_LIKELY(x) __builtin_expect(!!(x), 1)
 #define PROFTRACE_UNLIKELY(x) __builtin_expect(!!(x), 0)

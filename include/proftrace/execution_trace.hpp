@@ -24,15 +24,19 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "config.hpp"
 #include "key_averages.hpp"
 
 namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
+inline namespace PROFTRACE_SESSION_NAMESPACE {
 
+#if PROFTRACE_ENABLED
 class session;
 
 class execution_trace_observer {
@@ -73,6 +77,49 @@ class execution_trace_observer {
   struct impl;
   std::unique_ptr<impl> impl_;
 };
+#else
+// Compiled out: the same calls, inline; the file always holds a valid graph
+// with no nodes (an unwritable path still throws std::runtime_error).
+class execution_trace_observer {
+ public:
+  execution_trace_observer& register_callback(const std::filesystem::path& output_file_path) {
+    if (path_.empty()) {
+      path_ = output_file_path;
+      write_empty_graph();
+    }
+    return *this;
+  }
+  void unregister_callback() {
+    stop();
+    path_.clear();
+  }
+  bool is_registered() const noexcept { return !path_.empty(); }
+  bool is_running() const noexcept { return running_; }
+  const std::filesystem::path& get_output_file_path() const {
+    if (path_.empty()) throw std::logic_error("proftrace: the execution trace observer has no output file registered");
+    return path_;
+  }
+  void start() noexcept { running_ = is_registered(); }
+  void stop() {
+    if (!running_) return;
+    running_ = false;
+    write_empty_graph();
+  }
+  std::size_t node_count() const noexcept { return 0; }
 
-}  // namespace PROFTRACE_ABI_NAMESPACE
+ private:
+  void write_empty_graph() const {
+    std::ofstream out(path_, std::ios::trunc);
+    out << "{\n  \"schema\": \"proftrace.execution_trace/1\",\n  \"time_unit\": \"ns\",\n"
+           "  \"start_unix_ns\": 0,\n  \"stop_unix_ns\": 0,\n  \"kineto_traces\": 0,\n  \"nodes\": []\n}\n";
+    out.flush();
+    if (!out) throw std::runtime_error("proftrace: cannot write the execution trace '" + path_.string() + "'");
+  }
+
+  std::filesystem::path path_;
+  bool running_ = false;
+};
+#endif
+
+}  // namespace PROFTRACE_SESSION_NAMESPACE
 }  // namespace proftrace

@@ -4,15 +4,22 @@
 //   p.start(); run(); p.stop();
 //   std::cout << p.key_averages().table({.sort_by = "self_cpu_time_total", .row_limit = 10});
 //
+//   for (const proftrace::event_average& row : p.key_averages()) use(row.key, row.count);
+//
 // The flusher keeps these aggregates as it pairs events, so they cost no
 // second pass over the trace. Times are nanoseconds internally and printed
-// in torch's units (us / ms / s).
+// in torch's units (us / ms / s). A report with nothing behind it (no trace
+// finished, a disabled profiler, a build with PROFTRACE_ENABLED=0) is empty
+// and says why in `note`, which the table prints under itself.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "config.hpp"
 
 namespace proftrace {
 
@@ -43,7 +50,18 @@ struct event_average {
   double self_cuda_time_total_us() const noexcept { return static_cast<double>(self_cuda_time_total_ns) / 1e3; }
   double cuda_time_avg_us() const noexcept { return count ? cuda_time_total_us() / static_cast<double>(count) : 0.0; }
   // Adds another row's figures (same key) to this one.
-  void merge(const event_average& other) noexcept;
+  void merge(const event_average& o) noexcept {
+    count += o.count;
+    cpu_time_total_ns += o.cpu_time_total_ns;
+    self_cpu_time_total_ns += o.self_cpu_time_total_ns;
+    cuda_time_total_ns += o.cuda_time_total_ns;
+    self_cuda_time_total_ns += o.self_cuda_time_total_ns;
+    cpu_memory_usage += o.cpu_memory_usage;
+    self_cpu_memory_usage += o.self_cpu_memory_usage;
+    cuda_memory_usage += o.cuda_memory_usage;
+    self_cuda_memory_usage += o.self_cuda_memory_usage;
+    flops += o.flops;
+  }
 };
 
 struct table_options {
@@ -92,6 +110,13 @@ struct loss_counts {
   std::uint64_t total() const noexcept { return dropped + overwritten + unattached + late + unpaired; }
 };
 
+// With PROFTRACE_ENABLED=0 the reports are inline and reference no library
+// symbol; a distinct namespace keeps such a translation unit's class apart
+// from the library's.
+#if !PROFTRACE_ENABLED
+inline namespace compiled_out {
+#endif
+
 class event_averages {
  public:
   std::vector<event_average> rows;
@@ -101,9 +126,24 @@ class event_averages {
   std::uint64_t counter_events = 0;
   bool grouped_by_input_shape = false;
   bool profile_memory = false;  // recorded with profile_memory: the table shows CPU Mem columns, as torch's
+  // Why the report is empty or partial ("no trace finished: ..."); empty
+  // for a whole trace.
+  std::string note;
 
+  // torch's EventList: iterable and indexable like `rows`.
+  auto begin() const noexcept { return rows.begin(); }
+  auto end() const noexcept { return rows.end(); }
+  auto begin() noexcept { return rows.begin(); }
+  auto end() noexcept { return rows.end(); }
+  std::size_t size() const noexcept { return rows.size(); }
+  bool empty() const noexcept { return rows.empty(); }
+  const event_average& operator[](std::size_t i) const { return rows[i]; }
+  event_average& operator[](std::size_t i) { return rows[i]; }
+
+  double self_cpu_time_total() const noexcept { return static_cast<double>(self_cpu_time_total_ns()) / 1e3; }  // us
+#if PROFTRACE_ENABLED
   // torch's key_averages().table(): throws std::invalid_argument, naming the
-  // valid keys, for an unknown sort key.
+  // valid keys, for an unknown sort key. The note, if any, is its last line.
   std::string table(const table_options& options = {}) const;
   // The rows as CSV (torch_geometric's save_profile_data columns, values
   // formatted as in the table), a header line first.
@@ -118,7 +158,24 @@ class event_averages {
   event_average total_average() const;
   std::int64_t self_cpu_time_total_ns() const noexcept;
   std::int64_t self_cuda_time_total_ns() const noexcept;
-  double self_cpu_time_total() const noexcept { return static_cast<double>(self_cpu_time_total_ns()) / 1e3; }  // us
+#else
+  // Compiled out: nothing was recorded, so every report is empty; the
+  // table is its note.
+  std::string table(const table_options& = {}) const { return note.empty() ? std::string() : "Note: " + note + "\n"; }
+  std::string csv() const { return {}; }
+  std::string collapsed_stacks(std::string_view = "self_cpu_time_total") const { return {}; }
+  event_average total_average() const {
+    event_average total;
+    total.key = "Total";
+    return total;
+  }
+  std::int64_t self_cpu_time_total_ns() const noexcept { return 0; }
+  std::int64_t self_cuda_time_total_ns() const noexcept { return 0; }
+#endif
 };
+
+#if !PROFTRACE_ENABLED
+}  // namespace compiled_out
+#endif
 
 }  // namespace proftrace

@@ -19,6 +19,13 @@
 // on_trace_ready, or, without one, stays next to the spool as a finished
 // .pt.trace.json (a warning names it). Events stream to a spool file (spool_dir) that is valid
 // JSON at every flush; export_chrome_trace() copies it, compressed by suffix.
+//
+// Reports never end a program that used the API in order: with no finished
+// trace (a run shorter than its schedule, a disabled profile, never
+// started) they are empty and say why (event_averages::note, printed by
+// table()); has_trace() tells beforehand. With PROFTRACE_ENABLED=0 the whole
+// session API is inline and does nothing, so a zero-cost build links no
+// proftrace, Boost or CUDA code.
 #pragma once
 
 #include <chrono>
@@ -44,14 +51,16 @@
 #include "schedule.hpp"
 
 namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
+inline namespace PROFTRACE_SESSION_NAMESPACE {
 
 class session;
 class execution_trace_observer;
+#if PROFTRACE_ENABLED
 namespace detail {
 std::int64_t enter_step() noexcept;
 struct session_access;
 }
+#endif
 using trace_ready_fn = std::function<void(session&)>;
 
 enum class fork_child : std::uint8_t { profiling_off, fresh_session };
@@ -89,6 +98,7 @@ struct profile_options {
   proftrace::execution_trace_observer* execution_trace_observer = nullptr;
 };
 
+#if PROFTRACE_ENABLED
 class session {
  public:
   session(const session&) = delete;
@@ -114,10 +124,17 @@ class session {
   profiler_action current_action() const;
   activity_set activities() const;
 
+  // A finished trace is there for the reports below. Without one (never
+  // started, disabled, stopped before its schedule recorded, or the first
+  // trace still recording) the reports are empty and their note says why,
+  // the exports write nothing and warn once, memory_stats() and events()
+  // are empty.
+  bool has_trace() const;
+
   // Aggregates of the last finished trace, by name, and by input shape and
   // the first `group_by_stack_n` enclosing frames (with_stack) when asked.
-  // This and every report below throw std::logic_error ("didn't finish
-  // running") before a trace has finished, and for a disabled profile.
+  // A trace that stop() cut short before its schedule's last active step
+  // is reported with a note saying so.
   event_averages key_averages(bool group_by_input_shape = false, int group_by_stack_n = 0) const;
   // key_averages().table(options), total_average(), self_cpu_time_total()
   // (microseconds), as the legacy profiler's.
@@ -126,7 +143,8 @@ class session {
   double self_cpu_time_total() const;
   // The complete events of the last finished trace, sorted by start time
   // and, for equal starts, longest first (an enclosing scope before the
-  // scopes it contains); needs retain_events (std::logic_error otherwise).
+  // scopes it contains); needs retain_events (std::logic_error otherwise,
+  // once a trace has finished).
   std::vector<function_event> events() const;
   // Collapsed stacks ("outer;inner;op 123", integer microseconds of
   // `metric`) for flamegraph.pl and speedscope. Needs with_stack
@@ -135,8 +153,7 @@ class session {
   // path throws std::runtime_error.
   void export_stacks(const std::filesystem::path& path, std::string_view metric = "self_cpu_time_total") const;
   // Writes the last finished trace: ".json", ".json.gz" or ".json.zst".
-  // Throws std::logic_error with no trace yet, std::runtime_error naming the
-  // path when it cannot be written.
+  // Throws std::runtime_error naming the path when it cannot be written.
   void export_chrome_trace(const std::filesystem::path& path) const;
   // torch's export_memory_timeline for the last finished trace, by suffix:
   // ".html" a self-contained page (inline SVG stacked by category, peak
@@ -147,7 +164,7 @@ class session {
   // device throws std::invalid_argument, an unwritable path std::runtime_error.
   void export_memory_timeline(const std::filesystem::path& path, std::string_view device = {}) const;
   // Peak and current memory per device: over the last trace, over the whole
-  // session, and per step (std::logic_error before the first trace ends).
+  // session, and per step (empty before the first trace ends).
   std::vector<device_memory_stats> memory_stats() const;
 
   // The spool file of the last finished trace (removed with the session).
@@ -170,6 +187,52 @@ class session {
   friend struct detail::session_access;
   std::unique_ptr<impl> impl_;
 };
+#else
+// PROFTRACE_ENABLED=0: the same API, inline, doing nothing. start(), stop()
+// and step() only keep the order of calls; every report is empty and says
+// the profiler was compiled out.
+class session {
+ public:
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
+  ~session() = default;
+
+  void start() noexcept { running_ = true; }
+  void stop() noexcept { running_ = false; }
+  void step() noexcept { ++step_num_; }
+  void flush() noexcept {}
+  bool running() const noexcept { return running_; }
+  std::int64_t step_num() const noexcept { return step_num_; }
+  profiler_action current_action() const noexcept { return profiler_action::none; }
+  activity_set activities() const noexcept { return {}; }
+  bool has_trace() const noexcept { return false; }
+
+  event_averages key_averages(bool = false, int = 0) const {
+    event_averages none;
+    none.note = "proftrace was compiled out (PROFTRACE_ENABLED=0): nothing was recorded";
+    return none;
+  }
+  std::string table(const table_options& options = {}) const { return key_averages().table(options); }
+  event_average total_average() const { return key_averages().total_average(); }
+  double self_cpu_time_total() const noexcept { return 0; }
+  std::vector<function_event> events() const { return {}; }
+  void export_stacks(const std::filesystem::path&, std::string_view = "self_cpu_time_total") const noexcept {}
+  void export_chrome_trace(const std::filesystem::path&) const noexcept {}
+  void export_memory_timeline(const std::filesystem::path&, std::string_view = {}) const noexcept {}
+  std::vector<device_memory_stats> memory_stats() const { return {}; }
+  std::filesystem::path trace_path() const { return {}; }
+  void add_metadata(std::string_view, std::string_view) noexcept {}
+  void add_metadata_json(std::string_view, std::string_view) noexcept {}
+  void preset_metadata_json(std::string_view, std::string_view) noexcept {}
+
+ protected:
+  session(const profile_options&, activity_set) noexcept {}
+
+ private:
+  bool running_ = false;
+  std::int64_t step_num_ = 0;
+};
+#endif
 
 // A session restricted, at compile time, to the collectors C... that this
 // build has available.
@@ -182,19 +245,18 @@ class basic_profile : public session {
   explicit basic_profile(profile_options options = {}) : session(std::move(options), compiled_activities) {}
 };
 
-namespace detail {
+// basic_profile over a type_list.
 template <class List>
-struct profile_over;
+struct basic_profile_of;
 template <class... C>
-struct profile_over<type_list<C...>> {
+struct basic_profile_of<type_list<C...>> {
   using type = basic_profile<C...>;
 };
-}  // namespace detail
 
 // Every collector this build compiled in.
 using build_collectors =
     collector_list<collect::cpu_ranges, collect::cuda_kernels, collect::nvtx_ranges, collect::memory, collect::flops>;
-using profile = typename detail::profile_over<build_collectors>::type;
+using profile = typename basic_profile_of<build_collectors>::type;
 
 // Starts a session for the lifetime of a scope.
 class session_scope {
@@ -213,5 +275,5 @@ class session_scope {
   session& s_;
 };
 
-}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace PROFTRACE_SESSION_NAMESPACE
 }  // namespace proftrace

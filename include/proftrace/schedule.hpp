@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "config.hpp"
+
 namespace proftrace {
 
 enum class profiler_action : std::uint8_t { none = 0, warmup = 1, record = 2, record_and_save = 3 };
@@ -29,14 +31,23 @@ std::string_view to_string(profiler_action a) noexcept;
 using schedule_fn = std::function<profiler_action(std::int64_t step)>;
 
 struct schedule_args {
+  std::int64_t skip_first = 0;
   std::int64_t wait = 0;
   std::int64_t warmup = 0;
   std::int64_t active = 0;
   std::int64_t repeat = 0;
-  std::int64_t skip_first = 0;
 };
 
+#if PROFTRACE_ENABLED
 schedule_fn schedule(schedule_args args);
+#else
+inline namespace compiled_out {
+// Compiled out: nothing is ever recorded, whatever the arguments.
+inline schedule_fn schedule(schedule_args) {
+  return [](std::int64_t) { return profiler_action::none; };
+}
+}  // namespace compiled_out
+#endif
 
 // torch's default when no schedule is given: record every step.
 profiler_action default_schedule(std::int64_t step) noexcept;

@@ -28,8 +28,9 @@
 #include "config.hpp"
 
 namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
+inline namespace PROFTRACE_SESSION_NAMESPACE {
 
+#if PROFTRACE_ENABLED
 // Throws std::invalid_argument for a signal that cannot or must not be
 // handled this way, std::system_error if the handler cannot be installed.
 // Calling it again adds signals; one already handled keeps its first
@@ -39,6 +40,12 @@ void finish_trace_on_signals(std::initializer_list<int> signals = {SIGINT, SIGTE
 
 // Puts back the actions that finish_trace_on_signals replaced.
 void restore_signal_actions() noexcept;
+#else
+// Compiled out: there is never a trace to finish, so no handler is installed.
+inline void finish_trace_on_signals(std::initializer_list<int> = {SIGINT, SIGTERM},
+                                    std::chrono::milliseconds = std::chrono::seconds(10)) noexcept {}
+inline void restore_signal_actions() noexcept {}
+#endif
 
-}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace PROFTRACE_SESSION_NAMESPACE
 }  // namespace proftrace

@@ -24,7 +24,7 @@
 #include <concepts>
 #include <cstdio>
 #include <functional>
-#include <iostream>
+#include <ostream>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -46,7 +46,7 @@ struct timeit_options {
   bool log = true;            // print "<label>Time: <seconds>s" at stop() and reset()
   int avg_time_divisor = 0;   // > 1: duration() is the time divided by it (an average per iteration)
   std::string label{};        // printed before "Time: "
-  std::ostream* out = nullptr;  // where the log goes; null: std::cout
+  std::ostream* out = nullptr;  // where the log goes; null: standard output
   bool synchronize_cuda = true;  // wait for the device before reading the clock (CUDA builds)
 };
 
@@ -133,8 +133,15 @@ class timeit {
   void print() const {
     char text[64];
     std::snprintf(text, sizeof text, "Time: %.8fs\n", seconds_);
-    std::ostream& os = options_.out ? *options_.out : std::cout;
-    os << options_.label << text;
+    if (options_.out) {
+      *options_.out << options_.label << text;
+      return;
+    }
+    // stdout directly: std::cout would need <iostream>, whose static
+    // initializer every including translation unit would then carry.
+    // (std::cout is synchronised with stdio, so the order is kept.)
+    std::fputs(options_.label.c_str(), stdout);
+    std::fputs(text, stdout);
   }
 
   timeit_options options_;

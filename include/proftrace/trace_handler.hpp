@@ -16,9 +16,14 @@
 #include "profile.hpp"
 
 namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
+inline namespace PROFTRACE_SESSION_NAMESPACE {
 
+#if PROFTRACE_ENABLED
 trace_ready_fn tensorboard_trace_handler(std::filesystem::path dir, std::string worker_name = {}, bool use_gzip = false);
+#else
+// Compiled out: no trace is ever ready, so the handler has nothing to write.
+inline trace_ready_fn tensorboard_trace_handler(std::filesystem::path, std::string = {}, bool = false) { return {}; }
+#endif
 
-}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace PROFTRACE_SESSION_NAMESPACE
 }  // namespace proftrace

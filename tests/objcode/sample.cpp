@@ -1,8 +1,17 @@
-// A realistic instrumented kernel for the object-code identity test
+// A realistic instrumented kernel for the object-code identity tests
 // (tests/objcode/check_objcode.cmake). Compiled with -DUSE_MACROS=1 it uses
 // the PROF_* macros; with -DUSE_MACROS=0 every macro line is left out. At
-// PROFTRACE_ENABLED=0 both objects must hold identical code.
+// PROFTRACE_ENABLED=0 both objects must hold identical code. With
+// -DUMBRELLA=1 the macro build includes the umbrella header and the other
+// includes nothing of proftrace: the header itself must add no code either
+// (no static initializer, no emitted function or constant).
+#if defined(UMBRELLA) && UMBRELLA
+#if USE_MACROS
+#include <proftrace/proftrace.hpp>
+#endif
+#else
 #include <proftrace/macros.hpp>
+#endif
 
 #include <cmath>
 #include <cstddef>
