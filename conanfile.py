@@ -41,7 +41,8 @@ class ProftraceConan(ConanFile):
             raise ConanInvalidConfiguration("proftrace needs C++20")
 
     def requirements(self):
-        self.requires("boost/1.81.0", transitive_headers=False)
+        if self.options.enabled:  # a zero-cost build (enabled=False) links no Boost
+            self.requires("boost/1.81.0", transitive_headers=False)
 
     def build_requirements(self):
         self.tool_requires("cmake/[>=3.22]")
@@ -57,7 +58,7 @@ class ProftraceConan(ConanFile):
         tc.cache_variables["PROFTRACE_BUILD_TESTS"] = False
         tc.cache_variables["PROFTRACE_BUILD_EXAMPLES"] = False
         tc.cache_variables["PROFTRACE_BUILD_BENCH"] = False
-        tc.cache_variables["PROFTRACE_BUILD_TOOLS"] = True
+        tc.cache_variables["PROFTRACE_BUILD_TOOLS"] = bool(self.options.enabled)  # the tools need the recorder
         tc.cache_variables["PROFTRACE_INSTALL"] = True
         tc.generate()
 
@@ -76,12 +77,13 @@ class ProftraceConan(ConanFile):
         self.cpp_info.builddirs = [os.path.join("lib", "cmake", "proftrace")]
         self.cpp_info.libs = ["proftrace"]
         self.cpp_info.system_libs = ["pthread", "dl"]
-        cuda = 1 if self.options.with_cuda else 0
+        enabled = 1 if self.options.enabled else 0
+        cuda = 1 if self.options.with_cuda and enabled else 0  # a zero-cost build compiles no collector
         self.cpp_info.defines = [
-            f"PROFTRACE_ENABLED={1 if self.options.enabled else 0}",
+            f"PROFTRACE_ENABLED={enabled}",
             "PROFTRACE_WITH_CPU_RANGES=1", "PROFTRACE_WITH_MEMORY=1", "PROFTRACE_WITH_FLOPS=1",
             f"PROFTRACE_WITH_CUDA={cuda}", f"PROFTRACE_WITH_NVTX={cuda}",
-            f"PROFTRACE_WITH_MPI={1 if self.options.with_mpi else 0}",
+            f"PROFTRACE_WITH_MPI={1 if self.options.with_mpi and enabled else 0}",
             "PROFTRACE_OVERFLOW_POLICY=0", "PROFTRACE_RING_EVENTS=32768",
         ]
         self.buildenv_info.prepend_path("PATH", os.path.join(self.package_folder, "bin"))

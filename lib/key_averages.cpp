@@ -99,6 +99,17 @@ struct table_layout {
   }
 };
 
+// The sort key of that name; std::invalid_argument naming the valid ones.
+const sort_key& sort_key_named(const std::string& name) {
+  const auto* key = std::find_if(std::begin(sort_keys), std::end(sort_keys), [&](const sort_key& k) { return name == k.name; });
+  if (key == std::end(sort_keys)) {
+    std::string valid;
+    for (const auto& k : sort_keys) valid += std::string(valid.empty() ? "" : ", ") + k.name;
+    throw std::invalid_argument("proftrace: unknown sort_by key '" + name + "' (valid keys: " + valid + ")");
+  }
+  return *key;
+}
+
 }  // namespace
 
 std::int64_t event_averages::self_cpu_time_total_ns() const noexcept {
@@ -121,18 +132,17 @@ event_average event_averages::total_average() const {
 }
 
 std::string event_averages::table(const table_options& options) const {
+  // Nothing behind the report: the reason is the whole table (as compiled out).
+  if (rows.empty() && !note.empty() && losses.total() == 0) {
+    if (!options.sort_by.empty()) (void)sort_key_named(options.sort_by);
+    return "Note: " + note + "\n";
+  }
   std::vector<const event_average*> order;
   order.reserve(rows.size());
   for (const auto& r : rows)
     if (!options.top_level_events_only || r.top_level) order.push_back(&r);
   if (!options.sort_by.empty()) {
-    const auto* key = std::find_if(std::begin(sort_keys), std::end(sort_keys),
-                                   [&](const sort_key& k) { return options.sort_by == k.name; });
-    if (key == std::end(sort_keys)) {
-      std::string valid;
-      for (const auto& k : sort_keys) valid += std::string(valid.empty() ? "" : ", ") + k.name;
-      throw std::invalid_argument("proftrace: unknown sort_by key '" + options.sort_by + "' (valid keys: " + valid + ")");
-    }
+    const sort_key* key = &sort_key_named(options.sort_by);
     std::stable_sort(order.begin(), order.end(), [&](auto* a, auto* b) { return key->value(*a) > key->value(*b); });
   }
   if (options.row_limit >= 0 && order.size() > static_cast<std::size_t>(options.row_limit))

@@ -87,7 +87,7 @@ TEST_CASE("reports before the profile finished are empty and say why; after, the
     std::this_thread::sleep_for(2ms);
     PROF_SCOPE("inner");
   }
-  unfinished("the profiler is still running");  // before the first trace ended
+  unfinished("no trace has finished yet: the profiler is still running");  // before the first trace ended
   p.stop();
   CHECK(p.has_trace());
   CHECK(p.key_averages().note.empty());

@@ -1,0 +1,65 @@
+# A program built against a zero-cost proftrace (PROFTRACE_ENABLED=OFF)
+# carries none of it (run with cmake -P):
+#   * no shared-library dependency on Boost, CUDA (cupti, cudart, nvToolsExt),
+#     MPI or proftrace (readelf -d: NEEDED);
+#   * no undefined symbol naming proftrace, Boost, CUDA or MPI, and none of
+#     the symbols libproftrace defines (nm);
+#   * no replaced operator new/delete although it links proftrace::new_hook.
+# Inputs (-D...): BINARY, LIBRARY (libproftrace.a), NM, READELF.
+cmake_minimum_required(VERSION 3.22)
+foreach(v BINARY LIBRARY NM READELF)
+  if(NOT DEFINED ${v} OR "${${v}}" STREQUAL "")
+    message(FATAL_ERROR "check_zero_cost_binary.cmake: -D${v}=... is required")
+  endif()
+endforeach()
+execute_process(COMMAND "${READELF}" -d "${BINARY}" RESULT_VARIABLE rc OUTPUT_VARIABLE dynamic)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "readelf -d ${BINARY} failed")
+endif()
+string(REGEX MATCHALL "NEEDED[^\n]*" needed "${dynamic}")
+set(failures "")
+foreach(line IN LISTS needed)
+  if(line MATCHES "boost|cupti|cudart|libcuda|nvToolsExt|nvidia|mpi|proftrace")
+    string(APPEND failures "  depends on ${line}\n")
+  endif()
+endforeach()
+# Nothing of the library: no undefined symbol naming proftrace, Boost or
+# CUDA, and no symbol that libproftrace defines. (The program's own copies
+# of the inline stand-ins, such as proftrace::compiled_out::event_averages'
+# destructor, may appear as weak symbols: they are the session calls' empty
+# bodies, compiled from the headers into the program.)
+execute_process(COMMAND "${NM}" -C --undefined-only "${BINARY}" RESULT_VARIABLE rc OUTPUT_VARIABLE undefined)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "nm -C --undefined-only ${BINARY} failed")
+endif()
+string(REGEX MATCHALL "[^\n]*(proftrace|boost::|cupti|cuda[A-Z]|MPI_)[^\n]*" named "${undefined}")
+foreach(line IN LISTS named)
+  string(APPEND failures "  needs: ${line}\n")
+endforeach()
+execute_process(COMMAND "${NM}" --defined-only "${BINARY}" RESULT_VARIABLE rc OUTPUT_VARIABLE defined)
+execute_process(COMMAND "${NM}" --defined-only "${LIBRARY}" RESULT_VARIABLE rc2 OUTPUT_VARIABLE library_defined)
+if(NOT rc EQUAL 0 OR NOT rc2 EQUAL 0 OR defined STREQUAL "")
+  message(FATAL_ERROR "nm --defined-only on ${BINARY} or ${LIBRARY} failed")
+endif()
+string(REGEX MATCHALL " [TtDdBbRr] [^\n]+" library_symbols "${library_defined}")
+set(from_library 0)
+foreach(entry IN LISTS library_symbols)
+  string(REGEX REPLACE "^ [A-Za-z] " "" name "${entry}")
+  string(FIND "${defined}" " ${name}\n" at)
+  if(NOT at EQUAL -1 AND name MATCHES "proftrace")
+    string(APPEND failures "  links from libproftrace: ${name}\n")
+    math(EXPR from_library "${from_library} + 1")
+  endif()
+endforeach()
+execute_process(COMMAND "${NM}" -C "${BINARY}" OUTPUT_VARIABLE symbols)
+string(REGEX MATCHALL "[^\n]* [TW] operator (new|delete)[^\n]*" hooks "${symbols}")
+foreach(line IN LISTS hooks)
+  string(APPEND failures "  replaces: ${line}\n")
+endforeach()
+if(failures)
+  message(FATAL_ERROR "${BINARY} carries the profiler in a zero-cost build:\n${failures}")
+endif()
+list(LENGTH needed n)
+list(LENGTH library_symbols n_library)
+message(STATUS "${BINARY}: ${n} NEEDED entries, none of Boost, CUDA, MPI or proftrace; none of the ${n_library} "
+               "symbols libproftrace defines, none undefined naming proftrace; operator new not replaced")
