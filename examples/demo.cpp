@@ -186,8 +186,11 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  std::cout << "traces written to " << std::filesystem::absolute(opt.out).string() << ":\n";
-  for (const auto& entry : std::filesystem::directory_iterator(opt.out)) std::cout << "  " << entry.path().filename().string() << "\n";
+  if (std::filesystem::is_directory(opt.out)) {
+    std::cout << "traces written to " << std::filesystem::absolute(opt.out).string() << ":\n";
+    for (const auto& entry : std::filesystem::directory_iterator(opt.out))
+      std::cout << "  " << entry.path().filename().string() << "\n";
+  }
   std::cout << prof.key_averages().table({.sort_by = "cpu_time_total", .row_limit = 15});
   for (const auto& d : prof.memory_stats()) {
     std::cout << "Peak " << (d.device < 0 ? std::string("host") : "device " + std::to_string(d.device))
