@@ -575,7 +575,9 @@ class window {
     if (!file) return;
     if (!file->commit(buffer, result_tail()) && !warned) {
       warned = true;
-      pending_warning = file->error() + "; the trace file stops here, the summary still counts every event";
+      pending_warning = file->error() +
+                        "; the trace file stops here and is kept as it is (proftrace validate --repair recovers it), "
+                        "its export is marked incomplete, the summary still counts every event";
     }
     buffer.clear();
   }
@@ -656,6 +658,10 @@ std::string finished_trace::tail(const std::string& trace_name) const {
   count("cuda_dropped_records", gpu_losses.dropped_records);
   count("cuda_zero_timestamp_kernels", gpu_losses.zero_timestamp_kernels);
   count("cuda_refused_buffers", gpu_losses.refused_buffers);
+  if (!write_error.empty()) {  // the spool stops where a write failed: what follows was not kept
+    t += ", \"incomplete\": ";
+    append_json_string(t, write_error);
+  }
   t += "},\n  \"traceName\": ";
   append_json_string(t, trace_name);
   t += "\n}\n";

@@ -4,15 +4,17 @@
 #include <algorithm>
 #include <boost/json/parse.hpp>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <unordered_map>
-#include <utility>
 #include <mutex>
+#include <random>
 #include <stdexcept>
 #include <thread>
+#include <unordered_map>
+#include <utility>
 
 #include "flusher.hpp"
 #include "json_text.hpp"
@@ -41,6 +43,26 @@ std::recursive_mutex session_mutex;
 session* active_session = nullptr;
 std::uint64_t session_generation = 0;
 std::uint64_t spool_sequence = 0;
+
+// This run's part of every spool name: its start time and a random number,
+// so that a new run with the same pid (containers start every run as pid 1)
+// never meets the files a crashed run left behind.
+const std::string& run_token() {
+  static const std::string token = [] {
+    char text[40];
+    const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
+    std::snprintf(text, sizeof text, "%llx-%08x", static_cast<unsigned long long>(now.count()),
+                  static_cast<unsigned>(std::random_device{}()));
+    return std::string(text);
+  }();
+  return token;
+}
+
+// Option keys the trace itself writes: metadata under these names would
+// give readers a second, conflicting member.
+constexpr std::string_view reserved_metadata_keys[] = {"schemaVersion", "deviceProperties", "displayTimeUnit",
+                                                       "baseTimeNanoseconds", "traceEvents", "proftrace",
+                                                       "traceName", "distributedInfo", "clockAlignment"};
 // Set in a child made by fork(): no CUDA and no collective MPI calls here.
 bool in_forked_child = false;
 
@@ -51,6 +73,9 @@ struct thread_steps {
 thread_local thread_steps this_thread_steps;
 
 void check_json(std::string_view key, std::string_view value) {
+  for (std::string_view reserved : reserved_metadata_keys)
+    if (key == reserved)
+      throw std::invalid_argument("proftrace: metadata key '" + std::string(key) + "' is reserved: the trace writes it");
   boost::system::error_code ec;
   boost::json::parse(value, ec);
   if (ec) throw std::invalid_argument("proftrace: metadata '" + std::string(key) + "' is not valid JSON: " + ec.message());
@@ -132,15 +157,37 @@ struct session::impl {
   void discard_last() {
     if (!last) return;
     std::error_code ec;
-    if (last_owner == ::getpid()) std::filesystem::remove(last->path, ec);
+    // A spool that could not be written completely is kept (its warning
+    // named it): `proftrace validate --repair` recovers what it holds.
+    if (last_owner == ::getpid() && last->write_error.empty()) std::filesystem::remove(last->path, ec);
     last.reset();
   }
+
+  // on_trace_ready, run by step() or stop() (or a PROF_STEP): a failure is
+  // one warning per session, never an exception out of them.
+  void trace_ready(session& self) {
+    if (!opts.on_trace_ready) return;
+    running_handler = true;
+    try {
+      opts.on_trace_ready(self);
+    } catch (const std::exception& e) {
+      if (!std::exchange(warned_handler, true))
+        detail::warn(std::string("on_trace_ready failed: ") + e.what() + " (later failures of this session are not reported)");
+    } catch (...) {
+      if (!std::exchange(warned_handler, true)) detail::warn("on_trace_ready failed with an exception that is not a std::exception");
+    }
+    running_handler = false;
+  }
+  bool running_handler = false;  // exit() from inside the handler must not run it again
+  bool warned_handler = false;
+  bool warned_start_trace = false;
+  bool ended_at_exit = false;    // stopped by the atexit hook: later step() calls do nothing
 
   detail::window_options window_for_next_trace() {
     detail::window_options w;
     const std::filesystem::path dir = opts.spool_dir.empty() ? default_spool_dir() : opts.spool_dir;
-    w.path = dir / ("proftrace-" + std::to_string(::getpid()) + "-" + std::to_string(++spool_sequence) +
-                    ".pt.trace.json.part");
+    w.path = dir / ("proftrace-" + std::to_string(::getpid()) + "-" + run_token() + "-" +
+                    std::to_string(++spool_sequence) + ".pt.trace.json.part");
     if (dist) w.head_metadata.emplace_back("distributedInfo", distributed_json(*dist));
     w.head_metadata.emplace_back("clockAlignment", clock_alignment);
     if (opts.profile_memory) w.head_metadata.emplace_back("profile_memory", "1");
@@ -281,6 +328,20 @@ struct session::impl {
     gate_cuda_profiler(true);
   }
 
+  // start_trace from step(), stop() or a PROF_STEP: a spool that cannot be
+  // made (its directory removed, a full disk) loses that trace, with one
+  // warning per session; the schedule goes on.
+  void start_trace_or_warn(bool throws) {
+    try {
+      start_trace();
+    } catch (const std::exception& e) {
+      if (throws) throw;
+      if (!std::exchange(warned_start_trace, true))
+        detail::warn(std::string("a trace could not be started, so it is not recorded: ") + e.what() +
+                     " (later failures of this session are not reported)");
+    }
+  }
+
   void stop_trace() {
     if (!trace_open) return;
     gate_cuda_profiler(false);
@@ -292,18 +353,20 @@ struct session::impl {
 
   // stop_trace immediately followed by start_trace: one switch, so recording
   // never pauses and a scope open across it appears in both traces.
-  void restart_trace() {
-    if (!trace_open) return start_trace();
+  void restart_trace(bool throws) {
+    if (!trace_open) return start_trace_or_warn(throws);
     try {
       const std::uint64_t t = detail::now_ticks();
       finish(detail::flusher::instance().switch_window(t, window_for_next_trace(), scoped_steps, take_gpu()));
     } catch (...) {
       stop_trace();  // the next trace's file could not be made: end this one cleanly
-      throw;
+      start_trace_or_warn(throws);  // and report it as a start that failed
     }
   }
 
-  void transit(session& self, profiler_action previous, std::optional<profiler_action> next) {
+  // `throws`: from start(), whose caller learns that the first trace's spool
+  // cannot be made; from step() and stop(), problems are warnings.
+  void transit(session& self, profiler_action previous, std::optional<profiler_action> next, bool throws = false) {
     const detail::in_profiler_guard own_allocations;  // and on_trace_ready's: not the program's memory
     const auto ops = transition(previous, next);
     for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -312,7 +375,7 @@ struct session::impl {
         case transition_op::warn_record_then_none: detail::warn("Incorrect schedule: RECORD followed by NONE"); break;
         case transition_op::warn_record_then_warmup: detail::warn("Incorrect schedule: RECORD followed by WARMUP"); break;
         case transition_op::prepare_trace: break;  // the CPU collector needs no preparation
-        case transition_op::start_trace: start_trace(); break;
+        case transition_op::start_trace: start_trace_or_warn(throws); break;
         case transition_op::stop_trace: {
           const bool restarts = std::find(ops.begin() + static_cast<std::ptrdiff_t>(i), ops.end(),
                                           transition_op::start_trace) != ops.end();
@@ -320,15 +383,13 @@ struct session::impl {
             stop_trace();
             break;
           }
-          restart_trace();
+          restart_trace(throws);
           // trace_ready still runs (below); the later start_trace is done.
           for (std::size_t j = i + 1; j < ops.size(); ++j)
-            if (ops[j] == transition_op::trace_ready && opts.on_trace_ready) opts.on_trace_ready(self);
+            if (ops[j] == transition_op::trace_ready) trace_ready(self);
           return;
         }
-        case transition_op::trace_ready:
-          if (opts.on_trace_ready) opts.on_trace_ready(self);
-          break;
+        case transition_op::trace_ready: trace_ready(self); break;
       }
     }
   }
@@ -383,6 +444,8 @@ session::session(profile_options options, activity_set compiled) : impl_(std::ma
 #if !PROFTRACE_WITH_CUDA
   if (s.opts.cuda_profiler_gating) detail::warn("cuda_profiler_gating needs a build with CUDA; ignored");
 #endif
+  if (s.opts.flush_period <= std::chrono::milliseconds::zero())
+    throw std::invalid_argument("proftrace: flush_period must be positive");
   if (s.opts.ring_events < 64 || (s.opts.ring_events & (s.opts.ring_events - 1)) != 0)
     throw std::invalid_argument("proftrace: ring_events must be a power of two >= 64");
   s.record_steps = static_cast<bool>(s.opts.schedule);
@@ -425,7 +488,8 @@ void session::start() {
   detail::session_state.store(detail::state_session, std::memory_order_release);
   try {
     if (s.observing()) s.opts.execution_trace_observer->on_session_start();
-    s.transit(*this, profiler_action::none, s.current);
+    s.ended_at_exit = false;
+    s.transit(*this, profiler_action::none, s.current, /*throws=*/true);
   } catch (...) {
     if (s.observing()) s.opts.execution_trace_observer->on_session_abandoned();
     s.set_recording(false);
@@ -474,7 +538,12 @@ void session::stop() {
 void session::step() {
   std::lock_guard lock(session_mutex);
   if (!impl_->opts.enabled) return;
-  if (active_session != this) throw std::logic_error("proftrace: step() called on a profiler that is not running");
+  if (active_session != this) {
+    // exit() on another thread stopped it (the atexit hook): the loop that
+    // still calls step() until the process ends is not an error.
+    if (impl_->ended_at_exit) return;
+    throw std::logic_error("proftrace: step() called on a profiler that is not running");
+  }
   impl& s = *impl_;
   s.close_api_step();
   s.advance(*this);
@@ -571,9 +640,9 @@ void session::export_stacks(const std::filesystem::path& path, std::string_view 
 void session::export_chrome_trace(const std::filesystem::path& path) const {
   std::lock_guard lock(session_mutex);
   if (!has_trace()) return impl_->warn_no_trace("export_chrome_trace()", path, active_session == this);
+  // A spool that could not be written completely exports what it holds,
+  // its "proftrace" counters marking the trace incomplete.
   const auto& last = impl_->last;
-  if (!last->write_error.empty())
-    throw std::runtime_error("proftrace: the trace could not be recorded completely (" + last->write_error + ")");
   last->spool->export_to(last->tail(path.string()), path);
 }
 
@@ -653,6 +722,8 @@ void session_access::finish_running(std::string_view why) noexcept {
     session* s = active_session;
     if (!s) return;
     session::impl& im = *s->impl_;
+    if (im.running_handler) return;  // exit() from on_trace_ready: that handler has the trace
+    im.ended_at_exit = true;
     s->stop();
     if (!im.last || im.last_owner != ::getpid()) return;
     if (im.opts.on_trace_ready) {  // it has had the trace

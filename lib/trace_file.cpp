@@ -11,8 +11,9 @@
 #include <boost/iostreams/filtering_stream.hpp>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <functional>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace proftrace {
@@ -86,21 +87,124 @@ void push_compressor(boost::iostreams::filtering_ostream& out, const std::filesy
   }
 }
 
-// The first `length` bytes of the file open as `in` into `dest`, copied by
-// the kernel (copy_file_range); false, with nothing promised about `dest`,
-// where the file systems do not allow it (the caller then copies through a
-// buffer).
-bool kernel_copy(int in, std::uint64_t length, const std::filesystem::path& dest) {
-  const int out = ::open(dest.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (out < 0) return false;
+// Where an export goes: a temporary file beside `dest`, renamed over it only
+// once every byte and the close succeeded, so a full disk or a size limit
+// never leaves a truncated file under the final name (nor truncates what was
+// there, the spool itself included). A `dest` that exists and is not a
+// regular file (/dev/full, a FIFO, /dev/stdout) is written in place.
+class output_file {
+ public:
+  output_file(const std::filesystem::path& dest, const char* what) : dest_(dest), what_(what) {
+    std::error_code ec;
+    const auto st = std::filesystem::status(dest_, ec);
+    if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
+      fd_ = ::open(dest_.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd_ < 0) fail(errno);
+      return;
+    }
+    const std::filesystem::path target = std::filesystem::weakly_canonical(dest_, ec);
+    final_ = ec ? dest_ : target;
+    std::string pattern = (final_.parent_path() / ("." + final_.filename().string() + ".XXXXXX")).string();
+    fd_ = ::mkostemp(pattern.data(), O_CLOEXEC);
+    if (fd_ < 0) fail(errno);
+    temp_ = pattern;
+    ::fchmod(fd_, 0644);
+  }
+  ~output_file() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!temp_.empty()) ::unlink(temp_.c_str());
+  }
+  output_file(const output_file&) = delete;
+  output_file& operator=(const output_file&) = delete;
+
+  int fd() const noexcept { return fd_; }
+
+  // Every byte, or std::runtime_error naming dest and the reason (ENOSPC,
+  // EFBIG, EIO...). Never retried on those: a full disk fails at once.
+  void write(std::string_view data) {
+    while (!data.empty()) {
+      const ssize_t n = ::write(fd_, data.data(), data.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) fail(n < 0 ? errno : EIO);
+      data.remove_prefix(static_cast<std::size_t>(n));
+    }
+  }
+  [[noreturn]] void fail(int err) const { throw std::runtime_error(describe(dest_, what_, err)); }
+
+  // Closes, checking the close, and puts the file under its final name.
+  void commit() {
+    const int fd = std::exchange(fd_, -1);
+    if (::close(fd) != 0) fail(errno);
+    if (temp_.empty()) return;
+    if (::rename(temp_.c_str(), final_.c_str()) != 0) fail(errno);
+    temp_.clear();
+  }
+
+ private:
+  std::filesystem::path dest_;
+  const char* what_;
+  std::filesystem::path final_;
+  std::string temp_;
+  int fd_ = -1;
+};
+
+// A Boost.Iostreams sink onto an output_file. The first failure is kept and
+// every later write is swallowed: Boost's compressors retry a sink that
+// returns short counts (a gzip close onto a full disk spun for minutes), and
+// the caller reports the failure once the stream is closed.
+class checked_sink {
+ public:
+  using char_type = char;
+  using category = boost::iostreams::sink_tag;
+  checked_sink(output_file& out, std::string& error) : out_(&out), error_(&error) {}
+  std::streamsize write(const char* s, std::streamsize n) {
+    if (error_->empty()) {
+      try {
+        out_->write({s, static_cast<std::size_t>(n)});
+      } catch (const std::exception& e) {
+        *error_ = e.what();
+      }
+    }
+    return n;
+  }
+
+ private:
+  output_file* out_;
+  std::string* error_;
+};
+
+// `length` bytes of the file open as `in` into `out`, copied by the kernel
+// (copy_file_range). False, with nothing written, where the file systems do
+// not allow it (the caller then copies through a buffer); a write error
+// (ENOSPC, EFBIG, EIO) throws.
+bool kernel_copy(int in, std::uint64_t length, output_file& out) {
   loff_t in_offset = 0;
   std::uint64_t left = length;
   while (left > 0) {
-    const ssize_t n = ::copy_file_range(in, &in_offset, out, nullptr, left, 0);
-    if (n <= 0) break;
+    const ssize_t n = ::copy_file_range(in, &in_offset, out.fd(), nullptr, left, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && left == length &&
+        (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP || errno == EBADF))
+      return false;
+    if (n < 0) out.fail(errno);
+    if (n == 0) throw std::runtime_error("proftrace: the trace being exported is shorter than recorded");
     left -= static_cast<std::uint64_t>(n);
   }
-  return ::close(out) == 0 && left == 0;
+  return true;
+}
+
+// Writes `text` to `out` through the compressor `dest`'s suffix names.
+void write_through_compressor(output_file& out, const std::filesystem::path& dest,
+                              const std::function<void(boost::iostreams::filtering_ostream&)>& produce) {
+  std::string error;
+  {
+    boost::iostreams::filtering_ostream stream;
+    push_compressor(stream, dest);
+    stream.push(checked_sink(out, error), compressor_buffer);
+    produce(stream);
+    stream.reset();  // flushes the compressor's final block into the sink
+  }
+  if (!error.empty()) throw std::runtime_error(error);
 }
 
 }  // namespace
@@ -108,7 +212,8 @@ bool kernel_copy(int in, std::uint64_t length, const std::filesystem::path& dest
 trace_file::trace_file(std::filesystem::path path, std::string_view head, std::string_view tail)
     : path_(std::move(path)) {
   const file_size_signal_shield shield;
-  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // O_EXCL: never truncate another run's spool (a crashed run's is all that is left of it).
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::runtime_error(describe(path_, "write trace", errno));
   if (!write_at(0, head) || !write_at(head.size(), tail)) {
     const std::string message = error_;
@@ -166,48 +271,42 @@ bool trace_file::commit(std::string_view events, std::string_view tail) noexcept
 void trace_file::export_to(std::string_view tail, const std::filesystem::path& dest) const {
   if (fd_ < 0) throw std::runtime_error(describe(path_, "read trace", EBADF));
   const file_size_signal_shield shield;
-  if (compression_of(dest) == compression::none && kernel_copy(fd_, events_end_, dest)) {
-    std::ofstream file(dest, std::ios::binary | std::ios::app);
-    file.write(tail.data(), static_cast<std::streamsize>(tail.size()));
-    file.flush();
-    if (!file) throw std::runtime_error(describe(dest, "write trace", errno ? errno : EIO));
-    return;
+  output_file out(dest, "write trace");
+  const auto copy_events = [&](const std::function<void(const char*, std::size_t)>& sink) {
+    std::vector<char> buf(1 << 20);
+    std::uint64_t offset = 0;
+    while (offset < events_end_) {
+      const ssize_t got = ::pread(fd_, buf.data(), std::min<std::uint64_t>(events_end_ - offset, buf.size()),
+                                  static_cast<off_t>(offset));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) throw std::runtime_error("proftrace: trace '" + path_.string() + "' is shorter than recorded");
+      sink(buf.data(), static_cast<std::size_t>(got));
+      offset += static_cast<std::uint64_t>(got);
+    }
+  };
+  if (compression_of(dest) == compression::none) {
+    if (!kernel_copy(fd_, events_end_, out)) copy_events([&](const char* p, std::size_t n) { out.write({p, n}); });
+    out.write(tail);
+  } else {
+    write_through_compressor(out, dest, [&](boost::iostreams::filtering_ostream& stream) {
+      copy_events([&](const char* p, std::size_t n) { stream.write(p, static_cast<std::streamsize>(n)); });
+      stream.write(tail.data(), static_cast<std::streamsize>(tail.size()));
+    });
   }
-  std::ofstream file(dest, std::ios::binary | std::ios::trunc);
-  if (!file) throw std::runtime_error(describe(dest, "write trace", errno));
-
-  boost::iostreams::filtering_ostream out;
-  push_compressor(out, dest);
-  out.push(file);
-
-  std::vector<char> buf(1 << 20);
-  std::uint64_t offset = 0;
-  while (offset < events_end_) {
-    const ssize_t got = ::pread(fd_, buf.data(), std::min<std::uint64_t>(events_end_ - offset, buf.size()),
-                                static_cast<off_t>(offset));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    out.write(buf.data(), got);
-    offset += static_cast<std::uint64_t>(got);
-  }
-  if (offset != events_end_) throw std::runtime_error("proftrace: trace '" + path_.string() + "' is shorter than recorded");
-  out.write(tail.data(), static_cast<std::streamsize>(tail.size()));
-  out.reset();  // flushes the compressor's final block into `file`
-  file.flush();
-  if (!file) throw std::runtime_error(describe(dest, "write trace", errno ? errno : EIO));
+  out.commit();
 }
 
 void write_compressed(const std::filesystem::path& dest, std::string_view text) {
   const file_size_signal_shield shield;
-  std::ofstream file(dest, std::ios::binary | std::ios::trunc);
-  if (!file) throw std::runtime_error(describe(dest, "write", errno));
-  boost::iostreams::filtering_ostream out;
-  push_compressor(out, dest);
-  out.push(file);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  out.reset();
-  file.flush();
-  if (!file) throw std::runtime_error(describe(dest, "write", errno ? errno : EIO));
+  output_file out(dest, "write");
+  if (compression_of(dest) == compression::none) {
+    out.write(text);
+  } else {
+    write_through_compressor(out, dest, [&](boost::iostreams::filtering_ostream& stream) {
+      stream.write(text.data(), static_cast<std::streamsize>(text.size()));
+    });
+  }
+  out.commit();
 }
 
 }  // namespace detail

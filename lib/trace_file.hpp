@@ -22,8 +22,8 @@ namespace detail {
 
 class trace_file {
  public:
-  // Creates (or truncates) `path` and writes `head` followed by `tail`.
-  // Throws std::runtime_error naming the path and the reason.
+  // Creates `path`, which must not exist yet, and writes `head` followed by
+  // `tail`. Throws std::runtime_error naming the path and the reason.
   trace_file(std::filesystem::path path, std::string_view head, std::string_view tail);
   ~trace_file();
   trace_file(const trace_file&) = delete;
@@ -35,7 +35,9 @@ class trace_file {
 
   // Writes the committed events followed by `tail` to `dest`, compressed
   // according to dest's suffix: ".gz" gzip, ".zst" zstd, anything else
-  // plain. Throws std::runtime_error naming dest and the reason.
+  // plain. Whole or not at all: written beside `dest` and renamed over it.
+  // Throws std::runtime_error naming dest and the reason (a full disk fails
+  // at once, never retried).
   void export_to(std::string_view tail, const std::filesystem::path& dest) const;
 
   // True once the file has no name left (removed while open).
@@ -56,8 +58,8 @@ class trace_file {
   std::string error_;
 };
 
-// Writes `text` to `dest`, compressed by suffix as export_trace does.
-// Throws std::runtime_error naming dest and the reason.
+// Writes `text` to `dest`, compressed by suffix, whole or not at all, as
+// export_to does. Throws std::runtime_error naming dest and the reason.
 void write_compressed(const std::filesystem::path& dest, std::string_view text);
 
 }  // namespace detail

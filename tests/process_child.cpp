@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -62,6 +64,37 @@ int exit_from_thread(const std::filesystem::path& out) {
   record_work(work_scopes);
   std::thread([] { std::exit(0); }).detach();
   record_until_killed();  // main goes on recording while the other thread exits
+}
+
+// exit(7) from another thread while main drives the schedule with p.step():
+// the atexit hook stops the session under main's feet, and main's next
+// step() must not turn that into an abort.
+[[noreturn]] int exit_while_stepping(const std::filesystem::path& out) {
+  auto options = to(out);
+  options.schedule = proftrace::schedule({.wait = 1, .warmup = 1, .active = 2});
+  proftrace::profile p(options);
+  p.start();
+  std::thread([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    std::exit(7);
+  }).detach();
+  for (;;) {
+    record_work(10);
+    p.step();
+  }
+}
+
+// exit(5) from inside on_trace_ready: the handler runs once, the atexit hook
+// does not run it again.
+int exit_in_handler() {
+  proftrace::profile p({.on_trace_ready = [](proftrace::session&) {
+    say("handler");
+    std::exit(5);
+  }});
+  p.start();
+  record_work(work_scopes);
+  p.stop();
+  return 0;
 }
 
 int leaked_session(const std::filesystem::path& out) {
@@ -153,8 +186,9 @@ int fork_children(const std::filesystem::path& out, bool fresh) {
 // `ulimit -f` with SIGXFSZ at its default action (ending the program): the
 // spool's writes fail instead, with one warning, and the program finishes.
 int file_size_limit() {
-  struct rlimit small {};
-  ::getrlimit(RLIMIT_FSIZE, &small);
+  struct rlimit saved {};
+  ::getrlimit(RLIMIT_FSIZE, &saved);
+  struct rlimit small = saved;
   small.rlim_cur = 32 * 1024;
   if (::setrlimit(RLIMIT_FSIZE, &small) != 0) return 3;
   proftrace::profile p;
@@ -164,11 +198,12 @@ int file_size_limit() {
     p.flush();
   }
   p.stop();
-  try {
-    p.export_chrome_trace(std::filesystem::path(std::getenv("PROFTRACE_SPOOL_DIR")) / "export.json");
-  } catch (const std::exception& e) {
-    std::printf("export refused: %s\n", e.what());
-  }
+  const auto exported = std::filesystem::path(std::getenv("PROFTRACE_SPOOL_DIR")) / "export.json";
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  p.export_chrome_trace(exported);  // what the spool kept, marked incomplete
+  std::ifstream in(exported);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.find("\"incomplete\"") != std::string::npos) std::printf("export marked incomplete\n");
   for (const auto& row : p.key_averages().rows)
     if (row.key == "work") std::printf("work count %lld\n", static_cast<long long>(row.count));
   say("finished");
@@ -186,6 +221,8 @@ int main(int argc, char** argv) {
   const std::filesystem::path out = argv[2];
   if (mode == "exit-from-thread") return exit_from_thread(out);
   if (mode == "leaked-session") return leaked_session(out);
+  if (mode == "exit-while-stepping") return exit_while_stepping(out);
+  if (mode == "exit-in-handler") return exit_in_handler();
   if (mode == "static-session") return static_session_without_handler();
   if (mode == "signal") return on_signal(out, false);
   if (mode == "signal-with-program-handler") return on_signal(out, true);

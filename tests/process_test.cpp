@@ -134,6 +134,22 @@ TEST_CASE("exit() from another thread while main records: the trace is stopped a
   CHECK(traces_in(child.spool).empty());  // the spool went with the handed-over trace
 }
 
+TEST_CASE("exit() from another thread while main loops on p.step(): the program ends with exit()'s status") {
+  for (int run = 0; run < 4; ++run) {
+    child_process child("exit-while-stepping");
+    const int status = child.wait();
+    CHECK_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == 7), child.stderr_text());
+    CHECK(child.stderr_text().find("step() called on a profiler that is not running") == std::string::npos);
+  }
+}
+
+TEST_CASE("exit() inside on_trace_ready: the handler runs once and the program ends with its status") {
+  child_process child("exit-in-handler");
+  const int status = child.wait();
+  CHECK_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == 5), child.stderr_text());
+  CHECK(child.stdout_text() == "handler\n");
+}
+
 TEST_CASE("a session never stopped (leaked, then return from main) is finished at exit") {
   child_process child("leaked-session");
   REQUIRE(exited_cleanly(child.wait()));
@@ -247,7 +263,7 @@ TEST_CASE("ulimit -f with SIGXFSZ at its default: one warning, the program finis
   REQUIRE_MESSAGE(exited_cleanly(child.wait()), child.stderr_text());
   const std::string out = child.stdout_text(), err = child.stderr_text();
   CHECK(out.find("work count 40000") != std::string::npos);
-  CHECK(out.find("export refused: proftrace: the trace could not be recorded completely") != std::string::npos);
+  CHECK(out.find("export marked incomplete") != std::string::npos);
   CHECK(out.find("finished") != std::string::npos);
   std::size_t warnings = 0;
   for (std::size_t at = err.find("the trace file stops here"); at != std::string::npos;
