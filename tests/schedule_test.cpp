@@ -30,11 +30,27 @@ TEST_CASE("schedule matches torch.profiler.schedule step by step") {
   // Expected strings produced by running torch's schedule_fn (profiler.py) for steps 0..19.
   CHECK(actions(proftrace::schedule({.wait = 1, .warmup = 1, .active = 2, .repeat = 1}), 20) == "01230000000000000000");
   CHECK(actions(proftrace::schedule({.wait = 0, .warmup = 0, .active = 1}), 20) == "33333333333333333333");
-  CHECK(actions(proftrace::schedule({.wait = 2, .warmup = 1, .active = 3, .repeat = 2, .skip_first = 3}), 20) ==
+  CHECK(actions(proftrace::schedule({.skip_first = 3, .wait = 2, .warmup = 1, .active = 3, .repeat = 2}), 20) ==
         "00000122300122300000");
-  CHECK(actions(proftrace::schedule({.wait = 0, .warmup = 2, .active = 1, .repeat = 0, .skip_first = 1}), 20) ==
+  CHECK(actions(proftrace::schedule({.skip_first = 1, .wait = 0, .warmup = 2, .active = 1, .repeat = 0}), 20) ==
         "01131131131131131131");
   CHECK(actions(proftrace::schedule({.wait = 3, .warmup = 0, .active = 2, .repeat = 3}), 20) == "00023000230002300000");
+}
+
+// The fields are declared in the order the schedule runs (skip_first, wait,
+// warmup, active, repeat), so designated initializers in that order compile:
+// the form of torch's keyword call that the user wrote first.
+TEST_CASE("schedule({.skip_first, .wait, .warmup, .active, .repeat}) compiles in the order the schedule runs") {
+  warning_capture warnings;
+  // Expected strings from torch's schedule_fn (profiler.py) for the same keyword arguments.
+  CHECK(actions(proftrace::schedule({.skip_first = 10, .wait = 5, .warmup = 5, .active = 10}), 60) ==
+        "000000000000000111112222222223000001111122222222230000011111");
+  CHECK(actions(proftrace::schedule({.skip_first = 2, .wait = 1, .warmup = 1, .active = 2, .repeat = 2}), 20) ==
+        "00012301230000000000");
+  // The declaration order itself: positional aggregate initialization follows it.
+  constexpr proftrace::schedule_args a{1, 2, 3, 4, 5};
+  static_assert(a.skip_first == 1 && a.wait == 2 && a.warmup == 3 && a.active == 4 && a.repeat == 5);
+  CHECK(warnings.seen.empty());
 }
 
 TEST_CASE("schedule warns without warmup and rejects invalid arguments") {
@@ -49,7 +65,7 @@ TEST_CASE("schedule warns without warmup and rejects invalid arguments") {
                        std::invalid_argument);
   CHECK_THROWS_AS(proftrace::schedule({.wait = -1, .warmup = 1, .active = 1}), std::invalid_argument);
   CHECK_THROWS_AS(proftrace::schedule({.wait = 1, .warmup = 1, .active = 1, .repeat = -2}), std::invalid_argument);
-  CHECK_THROWS_AS(proftrace::schedule({.wait = 1, .warmup = 1, .active = 1, .skip_first = -1}), std::invalid_argument);
+  CHECK_THROWS_AS(proftrace::schedule({.skip_first = -1, .wait = 1, .warmup = 1, .active = 1}), std::invalid_argument);
 }
 
 TEST_CASE("transition table is torch's action_map") {
