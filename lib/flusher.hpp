@@ -50,7 +50,7 @@ struct finished_trace {
   std::int64_t stop_unix_ns = 0;
   bool with_stack = false;
   bool retained_events = false;
-  std::uint64_t invalid_flop_estimates = 0;   // invalid shapes or overflow: counted, not added
+  std::uint64_t invalid_flop_estimates = 0;   // negative dimensions or counts, impossible shapes, overflow: counted, not added (a zero estimate is valid)
   std::uint64_t unscoped_flop_estimates = 0;  // recorded with no scope open on the thread
   std::uint64_t unknown_frees = 0;            // frees of addresses never seen allocated
   gpu_loss_counts gpu_losses;

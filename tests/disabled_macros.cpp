@@ -128,6 +128,22 @@ int memory_and_flops(int n) {
   PROF_MEMORY_RESERVED(4 * n);
   PROF_MATMUL(n, n, n);
   PROF_CONV(.batch = 1, .in_channels = 3, .out_channels = 8, .input = {n, n}, .kernel = {3, 3});
+  // Raw counts of any integer type, estimates in braces with commas, the
+  // braced form alone, and PROF_FLOPS_SCOPE with each.
+  PROF_FLOPS(n);
+  PROF_FLOPS(static_cast<unsigned long>(n));
+  PROF_FLOPS(proftrace::flops::estimate{n, true});
+  PROF_FLOPS({n, true});
+  {
+    PROF_FLOPS_SCOPE("flops scope raw", n);
+  }
+  {
+    PROF_FLOPS_SCOPE("flops scope braced", proftrace::flops::estimate{n, true});
+  }
+  if (n > 2)
+    PROF_FLOPS(proftrace::flops::estimate{n, false});
+  else
+    PROF_FLOPS(2 * n);
   if (n > 1)
     PROF_FREE(block);
   else
@@ -136,6 +152,8 @@ int memory_and_flops(int n) {
 }
 static_assert(std::is_void_v<decltype(PROF_ALLOC(nullptr, 1))>);
 static_assert(std::is_void_v<decltype(PROF_MEMORY_RESERVED(1, 0))>);
+static_assert(std::is_void_v<decltype(PROF_FLOPS(1))>);
+static_assert(std::is_void_v<decltype(PROF_FLOPS(proftrace::flops::estimate{1, true}))>);
 
 }  // namespace
 
@@ -222,6 +240,10 @@ TEST_CASE("disabled macros never evaluate their arguments") {
     PROF_MEMORY_RESERVED(value_with_side_effect(1));
     PROF_MEMORY_CATEGORY(never_defined_category());
     PROF_MATMUL(value_with_side_effect(1), 2, 3);
+    PROF_FLOPS(value_with_side_effect(1));
+    PROF_FLOPS(proftrace::flops::estimate{value_with_side_effect(1), true});
+    PROF_FLOPS({value_with_side_effect(1), true});
+    PROF_FLOPS_SCOPE(name_with_side_effect("flops scope"), value_with_side_effect(2));
   }
   CHECK(evaluations == 0);
   CHECK(counter == 0);
@@ -234,6 +256,11 @@ TEST_CASE("disabled macros never evaluate their arguments") {
   PROF_INSTANT(never_defined_name());
   PROF_COUNTER(never_defined_name(), never_defined_value());
   PROF_THREAD_NAME(never_defined_name());
+  PROF_FLOPS(never_defined_value());
+  PROF_FLOPS({never_defined_value(), true});
+  {
+    PROF_FLOPS_SCOPE(never_defined_name(), proftrace::flops::estimate{never_defined_value(), true});
+  }
   CHECK(evaluations == 0);
 }
 

@@ -81,12 +81,47 @@ TEST_CASE("convolutions of every rank, transposed, forward and backward") {
   CHECK(fl::conv_output_size(P(1, 1, 1, {16, 16}, {4, 4}, {2, 2}, {1, 1}, {1, 1}, 1, 2, true), 0) == 32);
 }
 
+TEST_CASE("zero dimensions are valid and count 0 FLOPs: an empty loop does no work") {
+  const fl::estimate zero{0, true};
+  CHECK(fl::mm(0, 4, 4) == zero);
+  CHECK(fl::mm(4, 0, 4) == zero);
+  CHECK(fl::mm(4, 4, 0) == zero);
+  CHECK(fl::addmm(0, 0, 0) == zero);
+  CHECK(fl::bmm(0, 4, 4, 4) == zero);
+  CHECK(fl::baddbmm(2, 4, 0, 4) == zero);
+  CHECK(fl::elementwise(0) == zero);
+  static_assert(fl::mm(0, 1 << 30, 1 << 30) == fl::estimate{0, true});
+  // A zero factor anywhere makes a product that would overflow valid: 0.
+  constexpr std::int64_t big = std::numeric_limits<std::int64_t>::max() / 4;
+  CHECK(fl::mm(big, big, 0) == zero);
+  // Convolutions with an empty batch, no channels, an empty input or kernel.
+  auto p = P(0, 4, 8, {32, 32}, {3, 3}, {1, 1}, {0, 0}, {1, 1}, 1, 2, false);
+  CHECK(fl::conv(p) == zero);
+  CHECK(fl::conv_backward(p) == zero);
+  p = P(2, 0, 8, {32, 32}, {3, 3}, {1, 1}, {0, 0}, {1, 1}, 1, 2, false);
+  CHECK(fl::conv(p) == zero);
+  p = P(2, 4, 0, {32, 32}, {3, 3}, {1, 1}, {0, 0}, {1, 1}, 2, 2, false);
+  CHECK(fl::conv(p) == zero);
+  p = P(2, 4, 8, {0, 32}, {3, 3}, {1, 1}, {0, 0}, {1, 1}, 1, 2, false);  // kernel larger than the empty input: still no work
+  CHECK(fl::conv(p) == zero);
+  CHECK(fl::conv_backward(p, true, false) == zero);
+  p = P(2, 4, 8, {5}, {0}, {1}, {0}, {1}, 1, 1, true);
+  CHECK(fl::conv(p) == zero);
+  CHECK(fl::conv2d(0, 3, 64, 224, 224, 7, 7, 2, 3) == zero);
+  // An empty convolution must still be one that can exist.
+  p = P(0, 3, 8, {32, 32}, {3, 3}, {1, 1}, {0, 0}, {1, 1}, 2, 2, false);  // 3 channels in 2 groups
+  CHECK(fl::conv(p) == fl::estimate{0, false});
+  p = P(0, 4, 8, {32, 32}, {3, 3}, {0, 1}, {0, 0}, {1, 1}, 1, 2, false);  // stride 0
+  CHECK(fl::conv(p) == fl::estimate{0, false});
+}
+
 TEST_CASE("invalid shapes count 0 and say so; overflow never wraps") {
   const fl::estimate invalid{0, false};
-  CHECK(fl::mm(0, 4, 4) == invalid);
+  CHECK(fl::mm(-1, 4, 4) == invalid);
   CHECK(fl::mm(4, -1, 4) == invalid);
-  CHECK(fl::bmm(0, 4, 4, 4) == invalid);
-  CHECK(fl::elementwise(0) == invalid);
+  CHECK(fl::mm(0, -1, 4) == invalid);  // a zero does not hide a negative dimension
+  CHECK(fl::bmm(-3, 4, 4, 4) == invalid);
+  CHECK(fl::elementwise(-1) == invalid);
   constexpr std::int64_t big = std::numeric_limits<std::int64_t>::max() / 4;
   CHECK(fl::mm(big, big, 2) == invalid);            // overflows 64 bits
   CHECK(fl::bmm(1 << 20, 1 << 20, 1 << 20, 8) == invalid);
@@ -102,7 +137,11 @@ TEST_CASE("invalid shapes count 0 and say so; overflow never wraps") {
   CHECK(fl::conv(p) == invalid);
   p = P(1, 4, 8, {32, 32}, {3, 3}, {1, 1}, {0, 0}, {1, 1}, 1, 4, false);  // four spatial dims
   CHECK(fl::conv(p) == invalid);
-  p = P(0, 4, 8, {32, 32}, {3, 3}, {1, 1}, {0, 0}, {1, 1}, 1, 2, false);  // empty batch
+  p = P(-1, 4, 8, {32, 32}, {3, 3}, {1, 1}, {0, 0}, {1, 1}, 1, 2, false);  // negative batch
+  CHECK(fl::conv(p) == invalid);
+  p = P(1, 4, 8, {32, -2}, {3, 3}, {1, 1}, {0, 0}, {1, 1}, 1, 2, false);  // negative input extent
+  CHECK(fl::conv(p) == invalid);
+  p = P(0, 4, 8, {32, 32}, {-3, 3}, {1, 1}, {0, 0}, {1, 1}, 1, 2, false);  // negative kernel, empty batch
   CHECK(fl::conv(p) == invalid);
   CHECK(fl::conv2d(1 << 30, 1 << 20, 1 << 20, 1024, 1024, 3, 3) == invalid);  // overflow
 }
@@ -132,7 +171,11 @@ TEST_CASE("with_flops: estimates attach to the enclosing scope, in the trace and
   }
   {
     PROF_SCOPE("bad");
-    PROF_MATMUL(0, 4, 4);  // invalid: counted, not added
+    PROF_MATMUL(-1, 4, 4);  // invalid: counted, not added
+  }
+  {
+    PROF_SCOPE("empty");
+    PROF_MATMUL(0, 4, 4);  // no work: valid, adds 0, not counted as invalid
   }
   PROF_MATMUL(2, 2, 2);  // no scope open: counted
   p.stop();
@@ -144,6 +187,7 @@ TEST_CASE("with_flops: estimates attach to the enclosing scope, in the trace and
   CHECK(flops["epilogue"] == 2 * 64 * 256);
   CHECK(flops["conv"] == 1888223232);
   CHECK(flops["bad"] == 0);
+  CHECK(flops["empty"] == 0);
 
   const auto trace = test_support::read_trace(out.path / "t.json");
   CHECK(trace.at("with_flops").as_int64() == 1);
@@ -160,6 +204,72 @@ TEST_CASE("with_flops: estimates attach to the enclosing scope, in the trace and
 
   const std::string table = p.key_averages().table();
   CHECK(table.find("Total KFLOPs") != std::string::npos);  // smallest positive count: 32768
+}
+
+TEST_CASE("PROF_FLOPS takes a raw count of any integer type, an estimate, or braces with commas") {
+  test_support::temp_dir out("flops_raw");
+  proftrace::profile p({.with_flops = true});
+  p.start();
+  const std::int64_t n = 1000;
+  {
+    PROF_SCOPE("raw");
+    PROF_FLOPS(n);                                   // std::int64_t
+    PROF_FLOPS(7);                                   // int
+    PROF_FLOPS(std::size_t{8});                      // unsigned
+    PROF_FLOPS(short{9});
+    PROF_FLOPS(static_cast<unsigned char>(10));
+    PROF_FLOPS(11LL);
+    PROF_FLOPS(12u);
+    PROF_FLOPS(0);                                   // no work: valid, adds 0
+  }
+  {
+    PROF_SCOPE("estimates");
+    PROF_FLOPS(proftrace::flops::estimate{n, true});  // braces with a comma: no extra parentheses
+    PROF_FLOPS({n, true});                            // the braced form alone
+    PROF_FLOPS(proftrace::flops::mm(2, 2, 2));        // 16
+    PROF_FLOPS(proftrace::flops::estimate{5, false}); // invalid: counted
+  }
+  {
+    PROF_SCOPE("invalid");
+    PROF_FLOPS(-1);                                   // negative raw count: invalid, counted
+    PROF_FLOPS(std::numeric_limits<std::uint64_t>::max());  // above 64 signed bits: invalid, counted
+    PROF_FLOPS(proftrace::flops::estimate{-4, true}); // a negative "valid" estimate is invalid too
+  }
+  {
+    PROF_FLOPS_SCOPE("scope raw", n);
+  }
+  {
+    PROF_FLOPS_SCOPE("scope braced", proftrace::flops::estimate{n, true});
+  }
+  p.stop();
+  p.export_chrome_trace(out.path / "t.json");
+
+  std::map<std::string, std::int64_t> flops;
+  for (auto& r : p.key_averages().rows) flops[r.key] = r.flops;
+  CHECK(flops["raw"] == 1000 + 7 + 8 + 9 + 10 + 11 + 12);
+  CHECK(flops["estimates"] == 2000 + 16);
+  CHECK(flops["invalid"] == 0);
+  CHECK(flops["scope raw"] == 1000);
+  CHECK(flops["scope braced"] == 1000);
+  const auto trace = test_support::read_trace(out.path / "t.json");
+  CHECK(trace.at("proftrace").at("invalid_flop_estimates").as_int64() == 4);
+  CHECK(trace.at("proftrace").at("unscoped_flop_estimates").as_int64() == 0);
+}
+
+TEST_CASE("raw counts convert exactly: zero valid, negative and 64-bit overflow invalid") {
+  using proftrace::detail::raw_flop_count;
+  static_assert(raw_flop_count(0) == fl::estimate{0, true});
+  static_assert(raw_flop_count(42u) == fl::estimate{42, true});
+  static_assert(raw_flop_count(-1) == fl::estimate{0, false});
+  static_assert(raw_flop_count(std::numeric_limits<std::int64_t>::max()) ==
+                fl::estimate{std::numeric_limits<std::int64_t>::max(), true});
+  static_assert(raw_flop_count(static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) + 1) ==
+                fl::estimate{0, false});
+  static_assert(proftrace::detail::is_raw_flop_count<long>);
+  static_assert(!proftrace::detail::is_raw_flop_count<bool>);
+  static_assert(!proftrace::detail::is_raw_flop_count<double>);
+  static_assert(proftrace::detail::flop_estimate_like<fl::estimate>);
+  static_assert(!proftrace::detail::flop_estimate_like<double>);
 }
 
 TEST_CASE("without with_flops nothing is estimated, and the arguments are not evaluated") {

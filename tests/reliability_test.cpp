@@ -210,16 +210,20 @@ TEST_CASE("odd names: empty, 4 KiB long, quotes, control characters and invalid 
   CHECK(p.key_averages().table().find("quote") != std::string::npos);
 }
 
-TEST_CASE("zero and negative sizes: FLOP estimates counted as invalid, negative memory sizes taken as 0") {
+TEST_CASE("zero and negative sizes: zero FLOPs valid, negative ones counted as invalid, negative memory sizes taken as 0") {
   temp_dir out("sizes");
   proftrace::profile p({.profile_memory = true, .with_flops = true});
   p.start();
   {
     PROF_SCOPE("sizes");
-    PROF_MATMUL(-1, 2, 3);
-    PROF_MATMUL(0, 2, 3);
-    PROF_ELEMENTWISE(-5);
-    PROF_MATMUL(2, 2, 2);  // the one valid estimate: 16 FLOPs
+    PROF_MATMUL(-1, 2, 3);  // invalid
+    PROF_MATMUL(0, 2, 3);   // an empty loop: valid, 0 FLOPs
+    PROF_ELEMENTWISE(0);    // valid, 0 FLOPs
+    PROF_FLOPS(0);          // valid, 0 FLOPs
+    PROF_CONV(.batch = 0, .in_channels = 3, .out_channels = 8, .input = {32, 32}, .kernel = {3, 3});  // valid, 0
+    PROF_ELEMENTWISE(-5);   // invalid
+    PROF_FLOPS(-7);         // invalid
+    PROF_MATMUL(2, 2, 2);   // the one estimate with work: 16 FLOPs
     int a = 0, b = 0, c = 0;
     PROF_ALLOC(&a, 0);     // an empty allocation: recorded, no bytes
     PROF_ALLOC(&b, 128);
@@ -240,7 +244,7 @@ TEST_CASE("zero and negative sizes: FLOP estimates counted as invalid, negative 
   CHECK(stats[0].trace.max_allocated == 128);
   p.export_chrome_trace(out.path / "t.json");
   const auto trace = read_trace(out.path / "t.json");
-  CHECK(counter(trace, "invalid_flop_estimates") == 3);
+  CHECK(counter(trace, "invalid_flop_estimates") == 3);  // the negative ones only
   CHECK(counter(trace, "unknown_frees") == 1);
 }
 

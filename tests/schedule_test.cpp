@@ -37,6 +37,22 @@ TEST_CASE("schedule matches torch.profiler.schedule step by step") {
   CHECK(actions(proftrace::schedule({.wait = 3, .warmup = 0, .active = 2, .repeat = 3}), 20) == "00023000230002300000");
 }
 
+// The fields are declared in the order the schedule runs (skip_first, wait,
+// warmup, active, repeat), so designated initializers in that order compile:
+// the form of torch's keyword call that the user wrote first.
+TEST_CASE("schedule({.skip_first, .wait, .warmup, .active, .repeat}) compiles in the order the schedule runs") {
+  warning_capture warnings;
+  // Expected strings from torch's schedule_fn (profiler.py) for the same keyword arguments.
+  CHECK(actions(proftrace::schedule({.skip_first = 10, .wait = 5, .warmup = 5, .active = 10}), 60) ==
+        "000000000000000111112222222223000001111122222222230000011111");
+  CHECK(actions(proftrace::schedule({.skip_first = 2, .wait = 1, .warmup = 1, .active = 2, .repeat = 2}), 20) ==
+        "00012301230000000000");
+  // The declaration order itself: positional aggregate initialization follows it.
+  constexpr proftrace::schedule_args a{1, 2, 3, 4, 5};
+  static_assert(a.skip_first == 1 && a.wait == 2 && a.warmup == 3 && a.active == 4 && a.repeat == 5);
+  CHECK(warnings.seen.empty());
+}
+
 TEST_CASE("schedule warns without warmup and rejects invalid arguments") {
   warning_capture warnings;
   proftrace::schedule({.wait = 1, .warmup = 0, .active = 1});

@@ -7,9 +7,12 @@
 //
 // mm/addmm/bmm/baddbmm and conv2d follow the profiler's with_flops formulas;
 // convolutions of every rank, transposed convolutions and backward passes
-// follow torch.utils.flop_counter. Shapes with a zero or negative dimension,
-// an output size below 1, channels not divisible by groups, or a count that
-// overflows 64 bits give {0, valid = false}: never a crash or a wrapped value.
+// follow torch.utils.flop_counter. A zero dimension (an empty batch, an empty
+// loop, a region with no work) is valid and counts 0 FLOPs. A negative
+// dimension, a convolution that cannot exist (stride, dilation or groups
+// below 1, negative padding, channels not divisible by groups, a kernel
+// larger than its padded input) or a count that overflows 64 bits gives
+// {0, valid = false}: never a crash or a wrapped value.
 #pragma once
 
 #include <array>
@@ -27,9 +30,10 @@ namespace detail {
 
 constexpr estimate invalid{0, false};
 
-// a * b with overflow detection; false once anything went wrong.
+// acc *= factor with overflow detection; false for a negative factor or an
+// overflow. A zero factor is valid: the product is 0.
 constexpr bool mul(std::int64_t& acc, std::int64_t factor) {
-  if (factor <= 0) return false;
+  if (factor < 0) return false;
   return !__builtin_mul_overflow(acc, factor, &acc);
 }
 
@@ -50,7 +54,7 @@ constexpr estimate addmm(std::int64_t m, std::int64_t n, std::int64_t k) { retur
 constexpr estimate bmm(std::int64_t b, std::int64_t m, std::int64_t n, std::int64_t k) { return detail::product({2, b, m, k, n}); }
 constexpr estimate baddbmm(std::int64_t b, std::int64_t m, std::int64_t n, std::int64_t k) { return bmm(b, m, n, k); }
 // add, mul and other elementwise ops: the number of elements of the first input.
-constexpr estimate elementwise(std::int64_t numel) { return numel > 0 ? estimate{numel, true} : detail::invalid; }
+constexpr estimate elementwise(std::int64_t numel) { return numel >= 0 ? estimate{numel, true} : detail::invalid; }
 
 // A convolution of 1 to 3 spatial dimensions (dims = number of entries used
 // in the arrays). For a transposed convolution, in_channels/out_channels are
@@ -83,14 +87,28 @@ constexpr std::int64_t conv_output_size(const conv_params& p, int i) {
 
 namespace detail {
 
+// A convolution with a zero dimension (batch, channels, an input or kernel
+// extent) does no work: valid, 0 FLOPs.
+constexpr bool conv_is_empty(const conv_params& p) {
+  if (p.batch == 0 || p.in_channels == 0 || p.out_channels == 0) return true;
+  for (int i = 0; i < p.dims; ++i)
+    if (p.input[static_cast<std::size_t>(i)] == 0 || p.kernel[static_cast<std::size_t>(i)] == 0) return true;
+  return false;
+}
+
+// Whether a convolution can exist: no negative dimension, stride, dilation
+// and groups at least 1, padding not negative, channels divisible by groups,
+// and (when no dimension is zero) an output of at least 1 along each axis.
 constexpr bool conv_shape_ok(const conv_params& p) {
-  if (p.dims < 1 || p.dims > 3 || p.batch <= 0 || p.in_channels <= 0 || p.out_channels <= 0 || p.groups <= 0) return false;
+  if (p.dims < 1 || p.dims > 3 || p.batch < 0 || p.in_channels < 0 || p.out_channels < 0 || p.groups <= 0) return false;
   if (p.in_channels % p.groups != 0 || p.out_channels % p.groups != 0) return false;
   for (int i = 0; i < p.dims; ++i) {
     const auto u = static_cast<std::size_t>(i);
-    if (p.input[u] <= 0 || p.kernel[u] <= 0 || p.stride[u] <= 0 || p.dilation[u] <= 0 || p.padding[u] < 0) return false;
-    if (conv_output_size(p, i) < 1) return false;
+    if (p.input[u] < 0 || p.kernel[u] < 0 || p.stride[u] <= 0 || p.dilation[u] <= 0 || p.padding[u] < 0) return false;
   }
+  if (conv_is_empty(p)) return true;
+  for (int i = 0; i < p.dims; ++i)
+    if (conv_output_size(p, i) < 1) return false;
   return true;
 }
 
@@ -125,6 +143,7 @@ constexpr conv_shapes shapes_of(const conv_params& p) {
 // transposed: input spatial instead of output, and weight (Cin, Cout/groups).
 constexpr estimate conv(const conv_params& p) {
   if (!detail::conv_shape_ok(p)) return detail::invalid;
+  if (detail::conv_is_empty(p)) return {0, true};
   const auto s = detail::shapes_of(p);
   if (p.transposed)
     return detail::conv_count(p.batch, p.in_channels, p.out_channels / p.groups, s.in.data(), s.k.data(), p.dims);
@@ -144,6 +163,7 @@ constexpr estimate conv2d(std::int64_t n, std::int64_t c_in, std::int64_t c_out,
 // is the transposed count, grad_weight the count on swapped operands.
 constexpr estimate conv_backward(const conv_params& p, bool grad_input = true, bool grad_weight = true) {
   if (!detail::conv_shape_ok(p)) return detail::invalid;
+  if (detail::conv_is_empty(p)) return {0, true};
   const auto s = detail::shapes_of(p);
   std::int64_t total = 0;
   if (grad_input) {

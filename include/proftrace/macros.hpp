@@ -126,10 +126,14 @@
 #include "detail/recorder.hpp"
 #include "flops.hpp"
 
-// A FLOP estimate (any proftrace::flops::estimate) for the scope open on this
-// thread; evaluated only while a session records with with_flops.
-#define PROF_FLOPS(estimate) \
-  (::proftrace::detail::recording_flops() ? ::proftrace::detail::record_estimate(estimate) : (void)0)
+// FLOPs for the scope open on this thread: a raw count of any integer type
+// (PROF_FLOPS(n); negative counts are invalid) or a proftrace::flops::estimate
+// (PROF_FLOPS(proftrace::flops::mm(m, n, k)), PROF_FLOPS(proftrace::flops::estimate{n, true}),
+// PROF_FLOPS({n, true})); anything else (a double, a pointer) is a compile
+// error that says so. Variadic, so braces with commas need no extra
+// parentheses. Evaluated only while a session records with with_flops.
+#define PROF_FLOPS(...) \
+  (::proftrace::detail::recording_flops() ? ::proftrace::detail::record_estimate(__VA_ARGS__) : (void)0)
 #define PROF_MATMUL(m, n, k) PROF_FLOPS(::proftrace::flops::mm(m, n, k))
 #define PROF_ADDMM(m, n, k) PROF_FLOPS(::proftrace::flops::addmm(m, n, k))
 #define PROF_BMM(b, m, n, k) PROF_FLOPS(::proftrace::flops::bmm(b, m, n, k))
@@ -142,7 +146,7 @@
 
 #else
 
-#define PROF_FLOPS(estimate) ((void)0)
+#define PROF_FLOPS(...) ((void)0)
 #define PROF_MATMUL(m, n, k) ((void)0)
 #define PROF_ADDMM(m, n, k) ((void)0)
 #define PROF_BMM(b, m, n, k) ((void)0)
@@ -183,7 +187,8 @@
 
 #endif
 
-// An op scope that carries its own estimate: PROF_FLOPS_SCOPE("gemm", proftrace::flops::mm(m, n, k)).
-#define PROF_FLOPS_SCOPE(name, estimate) \
-  PROF_OP(name);                         \
-  PROF_FLOPS(estimate)
+// An op scope that carries its own estimate: PROF_FLOPS_SCOPE("gemm", proftrace::flops::mm(m, n, k)),
+// PROF_FLOPS_SCOPE("loop", n) or PROF_FLOPS_SCOPE("loop", proftrace::flops::estimate{n, true}).
+#define PROF_FLOPS_SCOPE(name, ...) \
+  PROF_OP(name);                    \
+  PROF_FLOPS(__VA_ARGS__)

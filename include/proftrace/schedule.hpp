@@ -1,6 +1,7 @@
 // proftrace/schedule.hpp — torch.profiler's step schedule, exactly.
 //
 //   auto s = proftrace::schedule({.wait = 1, .warmup = 1, .active = 2, .repeat = 1});
+//   auto t = proftrace::schedule({.skip_first = 10, .wait = 5, .warmup = 5, .active = 10});
 //   s(0) == proftrace::profiler_action::none;            // wait
 //   s(1) == proftrace::profiler_action::warmup;
 //   s(2) == proftrace::profiler_action::record;
@@ -30,12 +31,15 @@ std::string_view to_string(profiler_action a) noexcept;
 
 using schedule_fn = std::function<profiler_action(std::int64_t step)>;
 
+// Declared in the order the schedule runs, which is the order designated
+// initializers must follow: {.skip_first, .wait, .warmup, .active, .repeat}
+// (any of them may be left out).
 struct schedule_args {
-  std::int64_t skip_first = 0;
+  std::int64_t skip_first = 0;  // steps of none before the first cycle
   std::int64_t wait = 0;
   std::int64_t warmup = 0;
   std::int64_t active = 0;
-  std::int64_t repeat = 0;
+  std::int64_t repeat = 0;      // cycles; 0: repeat until the session stops
 };
 
 #if PROFTRACE_ENABLED

@@ -44,6 +44,7 @@ double jacobi_sweep(std::vector<double>& next, const std::vector<double>& cur, i
   }
 #if USE_MACROS
   PROF_COUNTER("jacobi.residual", std::sqrt(residual));
+  PROF_FLOPS(proftrace::flops::estimate{6LL * (n - 2) * (n - 2), true});
 #endif
   return residual;
 }
@@ -58,6 +59,9 @@ void blocked_matmul(const double* a, const double* b, double* c, int n, int bs) 
       for (int kb = 0; kb < n; kb += bs) {
 #if USE_MACROS
         PROF_SCOPE_SHAPES("gemm_block", {bs, bs}, {bs, bs}, {ib, jb});
+        PROF_MATMUL(bs, bs, bs);
+        PROF_FLOPS(2 * bs * bs * bs);
+        PROF_FLOPS({2LL * bs * bs * bs, true});
 #endif
         for (int i = ib; i < ib + bs; ++i)
           for (int k = kb; k < kb + bs; ++k) {
@@ -86,6 +90,7 @@ double solve(int n, int max_iters, double tol) {
 #if USE_MACROS
     PROF_STEP();
     PROF_MODULE("solver.sweep");
+    PROF_FLOPS_SCOPE("solver.flops", static_cast<unsigned>(n) * 6u);
 #endif
     r = jacobi_sweep(next, cur, n);
     cur.swap(next);

@@ -7,12 +7,14 @@
 #pragma once
 
 #include <atomic>
+#include <concepts>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
 #include <type_traits>
 
 #include "../config.hpp"
+#include "../flops.hpp"
 #include "../memory_category.hpp"
 #include "clock.hpp"
 #include "event.hpp"
@@ -301,10 +303,51 @@ struct in_profiler_guard {
   in_profiler_guard& operator=(const in_profiler_guard&) = delete;
 };
 
-// Records any estimate with `value` and `valid` (proftrace::flops::estimate).
-template <class Estimate>
-PROFTRACE_ALWAYS_INLINE void record_estimate(const Estimate& e) noexcept {
-  record_flops(e.value, e.valid);
+// What PROF_FLOPS accepts: a raw FLOP count of any integer type (bool
+// excepted), or an estimate with `value` and `valid` members
+// (proftrace::flops::estimate, or a type of the program's own shaped so).
+template <class T>
+inline constexpr bool is_raw_flop_count = std::is_integral_v<T> && !std::is_same_v<std::remove_cv_t<T>, bool>;
+template <class T>
+concept flop_estimate_like = requires(const T& e) {
+  { e.value } -> std::convertible_to<std::int64_t>;
+  { e.valid } -> std::convertible_to<bool>;
+};
+template <class>
+inline constexpr bool unsupported_flop_argument = false;
+
+// A raw count: negative, or above what 64 bits hold, is invalid (counted,
+// adds nothing); zero is a valid count of no work.
+template <class T>
+constexpr flops::estimate raw_flop_count(T n) noexcept {
+  if constexpr (std::is_signed_v<T>) {
+    if (n < 0) return {0, false};
+  }
+  using U = std::make_unsigned_t<T>;
+  if (static_cast<U>(n) > static_cast<std::make_unsigned_t<std::int64_t>>(INT64_MAX)) return {0, false};
+  return {static_cast<std::int64_t>(n), true};
+}
+
+// An estimate (a braced {value, valid} too: PROF_FLOPS({n, true})). A
+// negative value is invalid, whatever `valid` says.
+PROFTRACE_ALWAYS_INLINE void record_estimate(const flops::estimate& e) noexcept {
+  record_flops(e.value, e.valid && e.value >= 0);
+}
+
+// Any other argument: a raw count, an estimate-like type, or a compile error
+// that says what PROF_FLOPS takes.
+template <class T>
+PROFTRACE_ALWAYS_INLINE void record_estimate(const T& e) noexcept {
+  if constexpr (is_raw_flop_count<T>) {
+    record_estimate(raw_flop_count(e));
+  } else if constexpr (flop_estimate_like<T>) {
+    const auto value = static_cast<std::int64_t>(e.value);
+    record_flops(value, static_cast<bool>(e.valid) && value >= 0);
+  } else {
+    static_assert(unsupported_flop_argument<T>,
+                  "PROF_FLOPS takes a FLOP count of an integer type or a proftrace::flops::estimate "
+                  "(floating-point counts: round them to an integer, e.g. std::llround(x))");
+  }
 }
 
 // Names the calling thread in traces (copied; works with or without a session).

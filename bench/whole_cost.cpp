@@ -1,0 +1,176 @@
+// bench/whole_cost.cpp — the whole CPU cost of a recorded scope as a user
+// meets it: every thread's CPU time (the producers', the flusher's, the
+// trace file's writes) from start() to a finished trace (stop() returned),
+// per recorded scope. The hot-path figure of proftrace_bench (two clock
+// reads and two ring writes, about 20-25 ns) is only the producer's share.
+//
+// BM_whole_cost/<threads>: a default session except for the `block` policy
+// (lossless, so every scope is written and counted: under `drop` a producer
+// faster than the flusher would make the flusher's share look smaller by
+// losing events); `threads` threads each record kScopes scopes of an empty
+// body, flat out; the process's user + system CPU (getrusage(RUSAGE_SELF))
+// is read before start() and after stop(). Counters, per recorded scope:
+// cpu_per_scope (the whole cost), producer_cpu_per_scope (the recording
+// threads' own CPU time, CLOCK_THREAD_CPUTIME_ID: the hot path as the
+// program's threads pay it), wall_per_scope, and lost (must be 0).
+//
+// BM_whole_cost_baseline/<threads>/<floor>: the same threads and loop with
+// no session, the scope replaced by its floor: two raw rdtsc reads (floor
+// 0) or two steady_clock::now() calls (floor 1). Its cpu_per_scope is what
+// the loop, the threads and the clock reads cost without proftrace; the
+// difference is what proftrace adds.
+#include <benchmark/benchmark.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include <proftrace/macros.hpp>
+#include <proftrace/profile.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <ctime>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+constexpr std::int64_t kScopes = 500'000;  // per thread and iteration
+
+// The whole process's CPU time so far (every thread, user + system), seconds.
+double process_cpu_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+// The calling thread's CPU time, seconds.
+double thread_cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Runs `body(n)` on a thread and adds that thread's CPU time to `cpu_ns`.
+template <class Body>
+std::thread timed_thread(Body body, std::int64_t n, std::atomic<std::int64_t>& cpu_ns) {
+  return std::thread([body, n, &cpu_ns] {
+    const double c0 = thread_cpu_seconds();
+    body(n);
+    cpu_ns.fetch_add(static_cast<std::int64_t>((thread_cpu_seconds() - c0) * 1e9));
+  });
+}
+
+std::filesystem::path scratch_dir() {
+  auto dir = std::filesystem::temp_directory_path() / ("proftrace-bench-whole-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+void record_scopes(std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    PROF_SCOPE("x");
+    benchmark::DoNotOptimize(i);
+  }
+}
+
+void rdtsc_pairs(std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    benchmark::DoNotOptimize(__rdtsc());
+    benchmark::DoNotOptimize(i);
+    benchmark::DoNotOptimize(__rdtsc());
+  }
+}
+
+void clock_pairs(std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    benchmark::DoNotOptimize(std::chrono::steady_clock::now());
+    benchmark::DoNotOptimize(i);
+    benchmark::DoNotOptimize(std::chrono::steady_clock::now());
+  }
+}
+
+void report(benchmark::State& state, double cpu, double wall, std::int64_t producer_ns, std::int64_t scopes) {
+  state.counters["cpu_per_scope"] = cpu / static_cast<double>(scopes);
+  state.counters["producer_cpu_per_scope"] = static_cast<double>(producer_ns) * 1e-9 / static_cast<double>(scopes);
+  state.counters["wall_per_scope"] = wall / static_cast<double>(scopes);
+  state.counters["scopes"] = static_cast<double>(scopes);
+}
+
+void BM_whole_cost(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  const auto dir = scratch_dir();
+  double cpu = 0, wall = 0;
+  std::int64_t scopes = 0, lost = 0, seen = 0;
+  std::atomic<std::int64_t> producer_ns{0};
+  for (auto _ : state) {
+    const double c0 = process_cpu_seconds();
+    const auto t0 = std::chrono::steady_clock::now();
+    {
+      proftrace::profile p({.overflow = proftrace::overflow_policy::block, .spool_dir = dir});
+      p.start();
+      std::vector<std::thread> workers;
+      for (int t = 0; t < threads; ++t) workers.push_back(timed_thread(record_scopes, kScopes, producer_ns));
+      for (auto& w : workers) w.join();
+      p.stop();  // the trace is finished: every event drained and written
+      const auto t1 = std::chrono::steady_clock::now();
+      const double c1 = process_cpu_seconds();
+      state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+      cpu += c1 - c0;
+      wall += std::chrono::duration<double>(t1 - t0).count();
+      scopes += threads * kScopes;
+      // Checked after the measurement: the report is not part of the cost.
+      const auto avg = p.key_averages();
+      lost += static_cast<std::int64_t>(avg.losses.total());
+      for (const auto& row : avg.rows)
+        if (row.key == "x") seen += row.count;
+    }
+  }
+  std::filesystem::remove_all(dir);
+  if (lost != 0) state.SkipWithError(("the block policy lost " + std::to_string(lost) + " events").c_str());
+  else if (seen != scopes)
+    state.SkipWithError(("\"x\" counted " + std::to_string(seen) + " scopes, expected " + std::to_string(scopes)).c_str());
+  report(state, cpu, wall, producer_ns.load(), scopes);
+  state.counters["lost"] = static_cast<double>(lost);
+  state.SetLabel(std::to_string(threads) + " thread" + (threads > 1 ? "s" : "") + ", recorded");
+}
+
+void BM_whole_cost_baseline(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  const bool steady = state.range(1) != 0;
+  double cpu = 0, wall = 0;
+  std::int64_t scopes = 0;
+  std::atomic<std::int64_t> producer_ns{0};
+  for (auto _ : state) {
+    const double c0 = process_cpu_seconds();
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t)
+      workers.push_back(timed_thread(steady ? clock_pairs : rdtsc_pairs, kScopes, producer_ns));
+    for (auto& w : workers) w.join();
+    const auto t1 = std::chrono::steady_clock::now();
+    const double c1 = process_cpu_seconds();
+    state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+    cpu += c1 - c0;
+    wall += std::chrono::duration<double>(t1 - t0).count();
+    scopes += threads * kScopes;
+  }
+  report(state, cpu, wall, producer_ns.load(), scopes);
+  state.SetLabel(std::to_string(threads) + " thread" + (threads > 1 ? "s" : "") +
+                 (steady ? ", steady_clock pair" : ", rdtsc pair"));
+}
+
+}  // namespace
+
+BENCHMARK(BM_whole_cost_baseline)
+    ->ArgsProduct({{1, 2}, {0, 1}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK(BM_whole_cost)->Arg(1)->Arg(2)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
+
+BENCHMARK_MAIN();
