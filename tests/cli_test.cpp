@@ -472,10 +472,46 @@ TEST_CASE("diff: per-key changes sorted by self time, and the threshold gate") {
   CHECK(run_cli({"diff", A, B, "--threshold=60"}).rc == 0);
   CHECK(run_cli({"diff", A, A, "--threshold", "0"}).rc == 0);
   CHECK(run_cli({"diff", pytorch_trace, pytorch_trace, "--threshold", "0"}).rc == 0);
-  // A key new in B counts as grown without bound.
-  CHECK(run_cli({"diff", A, C, "--threshold", "1000"}).rc == 3);
+  // A key new in B counts as grown without bound (op_new's 1 us is under
+  // the default noise floor of 10 us: only without the floor is it flagged).
+  CHECK(run_cli({"diff", A, C, "--threshold", "1000", "--min-us", "0"}).rc == 3);
+  CHECK(run_cli({"diff", A, C, "--threshold", "1000"}).rc == 0);
   // An unreadable side is an invalid trace, not a regression.
   CHECK(run_cli({"diff", A, (dir.path / "missing.json").string(), "--threshold", "1"}).rc == 1);
+}
+
+TEST_CASE("diff --min-us: a growth under the absolute noise floor is no regression, whatever its percentage") {
+  temp_dir dir("cli-diff-floor");
+  // ProfilerStep* from 3 us to 3.6 us (+20%), op_big from 100 us to 150 us (+50%).
+  const auto trace = [&](const char* name, double step_us, double big_us) {
+    write_file(dir.path / name, "{\"traceEvents\": [\n"
+                                "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#4\",\"pid\":1,\"tid\":1,"
+                                "\"ts\":0,\"dur\":" + std::to_string(step_us) + "},\n"
+                                "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op_big\",\"pid\":1,\"tid\":1,"
+                                "\"ts\":100,\"dur\":" + std::to_string(big_us) + "}]}");
+    return (dir.path / name).string();
+  };
+  const auto A = trace("a.json", 3.0, 100.0), B = trace("b.json", 3.6, 100.0), C = trace("c.json", 3.6, 150.0);
+  // Today's main flagged ProfilerStep* here (exit 3): +20% over 10%.
+  auto r = run_cli({"diff", A, B, "--threshold", "10"});
+  CHECK_MESSAGE(r.rc == 0, r.out << r.err);
+  CHECK(r.out.find("no key's self time grew by more than 10% and 10 us") != std::string::npos);
+  // Without the floor, the percentage alone decides.
+  r = run_cli({"diff", A, B, "--threshold", "10", "--min-us", "0"});
+  CHECK(r.rc == 3);
+  CHECK(r.out.find("regression: ProfilerStep*: self CPU time +20.00%, +0.600 us") != std::string::npos);
+  CHECK(run_cli({"diff", A, B, "--threshold", "10", "--min-us=0.5"}).rc == 3);
+  CHECK(run_cli({"diff", A, B, "--threshold", "10", "--min-us=0.6"}).rc == 0);  // both must be exceeded
+  // A real regression is above both: flagged with the default floor; the
+  // step's +0.6 us is not listed beside it.
+  r = run_cli({"diff", A, C, "--threshold", "10"});
+  CHECK(r.rc == 3);
+  CHECK(r.out.find("regression: op_big") != std::string::npos);
+  CHECK(r.out.find("regression: ProfilerStep*") == std::string::npos);
+  // ... but not above a higher floor, nor above a higher percentage.
+  CHECK(run_cli({"diff", A, C, "--threshold", "10", "--min-us", "50"}).rc == 0);
+  CHECK(run_cli({"diff", A, C, "--threshold", "60"}).rc == 0);
+  for (const char* bad : {"-1", "x", ""}) CHECK(run_cli({"diff", A, C, "--threshold", "10", "--min-us", bad}).rc == 2);
 }
 
 TEST_CASE("csv and --top-level-only") {

@@ -25,6 +25,8 @@ constexpr int exit_ok = 0;
 constexpr int exit_invalid = 1;
 constexpr int exit_usage = 2;
 constexpr int exit_regression = 3;
+// diff's default noise floor, in microseconds of a key's total self time.
+constexpr double default_min_us = 10.0;
 
 struct usage_error {
   std::string message;
@@ -143,7 +145,7 @@ const char* const validate_help =
     "            (not a trace, or whole JSON with problems); 2 usage error\n";
 
 const char* const diff_help =
-    "usage: proftrace diff A B [--threshold PCT] [--group-by-shape] [--row-limit N]\n"
+    "usage: proftrace diff A B [--threshold PCT] [--min-us US] [--group-by-shape] [--row-limit N]\n"
     "\n"
     "Per key (name, or name and input shapes): calls, self and total CPU time in A\n"
     "and in B, and the change; sorted by the absolute change of self time.\n"
@@ -151,7 +153,10 @@ const char* const diff_help =
     "options:\n"
     "  --threshold PCT     exit 3 when any key's self time grew by more than PCT\n"
     "                      percent from A to B (a key new in B with self time counts\n"
-    "                      as grown without bound)\n"
+    "                      as grown without bound) and by more than --min-us\n"
+    "  --min-us US         the noise floor: a key is flagged only when its total self\n"
+    "                      time also grew by more than US microseconds (default 10;\n"
+    "                      0: the percentage alone decides)\n"
     "  --group-by-shape    keys include \"Input Dims\"\n"
     "  --row-limit N       at most N rows printed (default -1: all)\n"
     "  -h, --help          this text\n"
@@ -160,7 +165,7 @@ const char* const diff_help =
 
 struct parsed_args {
   std::vector<std::string> positional;
-  std::optional<std::string> sort_by, row_limit, threshold;
+  std::optional<std::string> sort_by, row_limit, threshold, min_us;
   bool group_by_shape = false;
   bool top_level_only = false;
   bool flops = false;
@@ -214,6 +219,7 @@ parsed_args parse(const std::vector<std::string>& args, const std::vector<std::s
     if (a == "--sort-by") out.sort_by = value;
     else if (a == "--row-limit") out.row_limit = value;
     else if (a == "--threshold") out.threshold = value;
+    else if (a == "--min-us") out.min_us = value;
     else if (a == "--metric") out.metric = value;
     else if (a == "-o" || a == "--output") out.output = value;
   }
@@ -424,7 +430,7 @@ int cmd_merge(const std::vector<std::string>& args) {
 }
 
 int cmd_diff(const std::vector<std::string>& args) {
-  const auto a = parse(args, {"--threshold", "--group-by-shape", "--row-limit"});
+  const auto a = parse(args, {"--threshold", "--min-us", "--group-by-shape", "--row-limit"});
   if (a.help) {
     std::cout << diff_help;
     return exit_ok;
@@ -432,6 +438,8 @@ int cmd_diff(const std::vector<std::string>& args) {
   if (a.positional.size() != 2) throw usage_error{"diff takes two traces, A and B"};
   std::optional<double> threshold;
   if (a.threshold) threshold = parse_pct("--threshold", *a.threshold);
+  // The noise floor: 10 us of total self time (see tools/README.md).
+  const double min_us = a.min_us ? parse_pct("--min-us", *a.min_us) : default_min_us;
   const int row_limit = a.row_limit ? parse_int("--row-limit", *a.row_limit) : -1;
   std::vector<std::string> warnings;
   const auto A = pt::summarize(a.positional[0], a.group_by_shape, warnings, show_progress(a.positional[0]));
@@ -443,19 +451,25 @@ int cmd_diff(const std::vector<std::string>& args) {
   if (!threshold) return exit_ok;
   std::vector<const pt::diff_row*> over;
   for (auto& r : rows)
-    if (r.self_b_ns > r.self_a_ns && r.self_change_pct() > *threshold) over.push_back(&r);
+    if (r.self_b_ns > r.self_a_ns && r.self_change_pct() > *threshold &&
+        static_cast<double>(r.self_change_ns()) > min_us * 1e3)
+      over.push_back(&r);
+  char floor[64];
+  std::snprintf(floor, sizeof floor, "%g%% and %g us", *threshold, min_us);
   if (over.empty()) {
-    std::cout << "no key's self time grew by more than " << *threshold << "%\n";
+    std::cout << "no key's self time grew by more than " << floor << "\n";
     return exit_ok;
   }
   for (auto* r : over) {
-    char pct[32];
-    if (std::isinf(r->self_change_pct())) std::snprintf(pct, sizeof pct, "new");
-    else std::snprintf(pct, sizeof pct, "%+.2f%%", r->self_change_pct());
-    std::cout << "regression: " << r->key << ": self CPU time " << pct << " (threshold " << *threshold << "%)\n";
+    char pct[96];
+    if (std::isinf(r->self_change_pct()))
+      std::snprintf(pct, sizeof pct, "new, %.3f us", static_cast<double>(r->self_change_ns()) / 1e3);
+    else
+      std::snprintf(pct, sizeof pct, "%+.2f%%, %+.3f us", r->self_change_pct(), static_cast<double>(r->self_change_ns()) / 1e3);
+    std::cout << "regression: " << r->key << ": self CPU time " << pct << " (thresholds " << floor << ")\n";
   }
-  std::cerr << "proftrace: " << over.size() << (over.size() == 1 ? " key" : " keys")
-            << " grew by more than the threshold of " << *threshold << "%\n";
+  std::cerr << "proftrace: " << over.size() << (over.size() == 1 ? " key" : " keys") << " grew by more than the thresholds ("
+            << floor << ")\n";
   return exit_regression;
 }
 
