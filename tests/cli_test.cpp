@@ -537,6 +537,151 @@ TEST_CASE("csv and --top-level-only") {
   CHECK(run_cli({"summary", pytorch_trace, "--top-level-only=yes"}).rc == 2);
 }
 
+namespace {
+
+// Parses `proftrace csv --numbers` output: header names, then rows by name.
+struct numeric_table {
+  std::vector<std::string> columns;
+  std::map<std::string, std::vector<std::string>> rows;
+  double at(const std::string& row, const std::string& column) const {
+    const auto c = std::find(columns.begin(), columns.end(), column);
+    REQUIRE_MESSAGE(c != columns.end(), "no column " << column);
+    REQUIRE_MESSAGE(rows.count(row) == 1, "no row " << row);
+    return std::stod(rows.at(row).at(static_cast<std::size_t>(c - columns.begin())));
+  }
+};
+numeric_table parse_numeric_csv(const std::string& text) {
+  numeric_table t;
+  std::istringstream in(text);
+  std::string line;
+  const auto split = [](const std::string& l) {
+    std::vector<std::string> cells;
+    std::string cell;
+    bool quoted = false;
+    for (std::size_t i = 0; i < l.size(); ++i) {
+      const char c = l[i];
+      if (quoted && c == '"' && i + 1 < l.size() && l[i + 1] == '"') cell += '"', ++i;
+      else if (c == '"') quoted = !quoted;
+      else if (c == ',' && !quoted) cells.push_back(cell), cell.clear();
+      else cell += c;
+    }
+    cells.push_back(cell);
+    return cells;
+  };
+  std::getline(in, line);
+  t.columns = split(line);
+  while (std::getline(in, line)) {
+    auto cells = split(line);
+    CHECK(cells.size() == t.columns.size());
+    t.rows[cells[0]] = cells;
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("csv --numbers: plain numbers, one quantity per column; memory and FLOP columns when the trace has them") {
+  // A PyTorch-style trace: its two "[memory]" events are CUDA memory (a
+  // 64 KiB block clamp_min allocates in step 1, freed in step 2 outside
+  // any op but the step), no FLOPs.
+  auto r = run_cli({"csv", "--numbers", pytorch_trace});
+  REQUIRE_MESSAGE(r.rc == 0, r.err);  // today's main: unknown option, exit 2
+  CHECK(r.out.starts_with("name,count,cpu_total_us,self_cpu_us,cpu_avg_us,cuda_memory_bytes,self_cuda_memory_bytes\n"));
+  CHECK(r.out.find("\n\"ProfilerStep*\",2,900.000,460.000,450.000,0,-65536\n") != std::string::npos);
+  CHECK(r.out.find("\n\"aten::relu\",2,90.000,35.000,45.000,65536,0\n") != std::string::npos);
+  CHECK(r.out.find("\n\"aten::clamp_min\",2,55.000,55.000,27.500,65536,65536\n") != std::string::npos);
+  const std::string body = r.out.substr(r.out.find('\n'));
+  CHECK(body.find("ms") == std::string::npos);  // no unit in any cell
+  CHECK(body.find("us") == std::string::npos);
+  CHECK(body.find('%') == std::string::npos);
+  r = run_cli({"csv", pytorch_trace, "--numbers", "--group-by-shape"});
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.starts_with("name,input_shapes,count,cpu_total_us,"));
+  CHECK(r.out.find("\"aten::linear\",\"[[64, 128], [256, 128], [256]]\",1,200.000,30.000,200.000,0,0\n") !=
+        std::string::npos);
+  // The default output is unchanged.
+  CHECK(run_cli({"csv", pytorch_trace}).out.starts_with("NAME,SELF CPU %,SELF CPU,"));
+  CHECK(run_cli({"csv", pytorch_trace, "--numbers=1"}).rc == 2);
+
+  // A trace proftrace wrote with profile_memory and with_flops (children
+  // before parents): the memory columns match key_averages(), FLOPs too.
+  temp_dir dir("cli-csv-numbers");
+  static char blocks[8][64];
+  proftrace::profile p({.profile_memory = true, .with_flops = true});
+  p.start();
+  // Pauses between the calls: a memory event at exactly a scope's start or
+  // end time counts inside it (the trace cannot tell which side it was on).
+  const auto pause = [] { spin(std::chrono::microseconds(2)); };
+  for (int i = 0; i < 3; ++i) {
+    PROF_SCOPE("outer");
+    pause();
+    PROF_ALLOC(blocks[i], 1000);  // kept
+    pause();
+    {
+      PROF_SCOPE("gemm");
+      PROF_MATMUL(64, 64, 64);
+      pause();
+      PROF_ALLOC(blocks[4], 300);
+      PROF_ALLOC(blocks[5], 20);
+      PROF_FREE(blocks[5]);
+      pause();
+    }
+    pause();
+    PROF_FREE(blocks[4]);
+    pause();
+  }
+  pause();
+  PROF_ALLOC(blocks[6], 7);  // outside every scope: no row
+  p.stop();
+  p.export_chrome_trace(dir.path / "t.json");
+  const auto want = by_key(p.key_averages());
+  r = run_cli({"csv", (dir.path / "t.json").string(), "--numbers"});
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.out.starts_with(
+      "name,count,cpu_total_us,self_cpu_us,cpu_avg_us,cpu_memory_bytes,self_cpu_memory_bytes,flops\n"));
+  const auto t = parse_numeric_csv(r.out);
+  CHECK(t.at("outer", "cpu_memory_bytes") == 3 * 1000);
+  CHECK(t.at("outer", "self_cpu_memory_bytes") == 3 * (1000 - 300));
+  CHECK(t.at("gemm", "cpu_memory_bytes") == 3 * 300);
+  CHECK(t.at("gemm", "self_cpu_memory_bytes") == 3 * 300);
+  CHECK(t.at("gemm", "flops") == 3 * 2.0 * 64 * 64 * 64);
+  CHECK(t.at("outer", "flops") == 0);
+  CHECK(t.at("outer", "count") == 3);
+  // The same figures as key_averages() in the program.
+  const auto full = p.key_averages();
+  for (const auto& row : full.rows) {
+    if (row.key == "[memory]") continue;
+    CAPTURE(row.key);
+    CHECK(t.at(row.key, "cpu_memory_bytes") == row.cpu_memory_usage);
+    CHECK(t.at(row.key, "self_cpu_memory_bytes") == row.self_cpu_memory_usage);
+    CHECK(t.at(row.key, "flops") == row.flops);
+    CHECK(t.at(row.key, "cpu_total_us") == doctest::Approx(row.cpu_time_total_us()).epsilon(1e-6));
+  }
+  CHECK(want.at("outer").count == 3);
+
+  // Start order (PyTorch lists an op before what happens inside it), CUDA
+  // memory by "Device Type" 1, a memory event outside every op.
+  write_file(dir.path / "start_order.json", R"({"traceEvents": [
+    {"ph":"X","cat":"cpu_op","name":"step","pid":1,"tid":1,"ts":0,"dur":100},
+    {"ph":"X","cat":"cpu_op","name":"aten::empty","pid":1,"tid":1,"ts":10,"dur":10},
+    {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":12,"args":{"Device Type":0,"Bytes":512}},
+    {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":30,"args":{"Device Type":1,"Device Id":0,"Bytes":4096}},
+    {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":40,"args":{"Device Type":0,"Bytes":-512}},
+    {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":200,"args":{"Device Type":0,"Bytes":99}}]})");
+  r = run_cli({"csv", (dir.path / "start_order.json").string(), "--numbers"});
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.out.starts_with("name,count,cpu_total_us,self_cpu_us,cpu_avg_us,cpu_memory_bytes,self_cpu_memory_bytes,"
+                          "cuda_memory_bytes,self_cuda_memory_bytes\n"));
+  const auto s = parse_numeric_csv(r.out);
+  CHECK(s.at("aten::empty", "self_cpu_memory_bytes") == 512);
+  CHECK(s.at("step", "cpu_memory_bytes") == 0);
+  CHECK(s.at("step", "self_cpu_memory_bytes") == -512);
+  CHECK(s.at("step", "cuda_memory_bytes") == 4096);
+  CHECK(s.at("step", "self_cuda_memory_bytes") == 4096);
+  CHECK(s.at("aten::empty", "cuda_memory_bytes") == 0);
+  CHECK(s.rows.size() == 2);
+}
+
 TEST_CASE("--top-level-only on a trace proftrace wrote (children before parents)") {
   temp_dir dir("cli-top");
   proftrace::profile p;

@@ -92,13 +92,20 @@ const char* const merge_help =
     "exit codes: 0 ok, 1 unreadable or invalid trace, 2 usage error\n";
 
 const char* const csv_help =
-    "usage: proftrace csv TRACE [--group-by-shape]\n"
+    "usage: proftrace csv TRACE [--numbers] [--group-by-shape]\n"
     "\n"
     "Prints the summary's rows as CSV (torch_geometric's save_profile_data columns:\n"
     "NAME, SELF CPU %, SELF CPU, CPU TOTAL %, CPU TOTAL, CPU TIME AVG, # OF CALLS,\n"
     "then INPUT SHAPES with --group-by-shape), one line per key.\n"
     "\n"
+    "With --numbers, plain numbers for spreadsheets and pandas, one quantity per\n"
+    "column: name, [input_shapes], count, cpu_total_us, self_cpu_us, cpu_avg_us,\n"
+    "then, when the trace has them, cpu_memory_bytes, self_cpu_memory_bytes,\n"
+    "cuda_memory_bytes, self_cuda_memory_bytes (from its \"[memory]\" events) and\n"
+    "flops (its \"flops\" args). Microseconds with 3 decimals; bytes, FLOPs integers.\n"
+    "\n"
     "options:\n"
+    "  --numbers           plain numbers with units in the column names\n"
     "  --group-by-shape    one row per (name, \"Input Dims\")\n"
     "  -h, --help          this text\n"
     "exit codes: 0 ok, 1 unreadable or invalid trace, 2 usage error\n";
@@ -170,6 +177,7 @@ struct parsed_args {
   bool top_level_only = false;
   bool flops = false;
   bool repair = false;
+  bool numbers = false;
   std::optional<std::string> metric, output;
   bool help = false;
 };
@@ -204,11 +212,12 @@ parsed_args parse(const std::vector<std::string>& args, const std::vector<std::s
       a = a.substr(0, eq);
     }
     if (!known(a)) throw usage_error{"unknown option '" + a + "'"};
-    if (a == "--group-by-shape" || a == "--top-level-only" || a == "--flops" || a == "--repair") {
+    if (a == "--group-by-shape" || a == "--top-level-only" || a == "--flops" || a == "--repair" || a == "--numbers") {
       if (inline_value) throw usage_error{"option '" + a + "' takes no value"};
       (a == "--group-by-shape" ? out.group_by_shape
        : a == "--flops"        ? out.flops
        : a == "--repair"       ? out.repair
+       : a == "--numbers"      ? out.numbers
                                : out.top_level_only) = true;
       continue;
     }
@@ -314,7 +323,7 @@ int cmd_summary(const std::vector<std::string>& args) {
 }
 
 int cmd_csv(const std::vector<std::string>& args) {
-  const auto a = parse(args, {"--group-by-shape"});
+  const auto a = parse(args, {"--group-by-shape", "--numbers"});
   if (a.help) {
     std::cout << csv_help;
     return exit_ok;
@@ -322,7 +331,7 @@ int cmd_csv(const std::vector<std::string>& args) {
   if (a.positional.size() != 1) throw usage_error{"csv takes one TRACE"};
   std::vector<std::string> warnings;
   const auto avg = pt::summarize(a.positional[0], a.group_by_shape, warnings, show_progress(a.positional[0]));
-  std::cout << avg.csv();
+  std::cout << (a.numbers ? pt::numeric_csv(avg) : avg.csv());
   print_warnings(warnings);
   return exit_ok;
 }

@@ -78,7 +78,9 @@ struct sax {
   std::string top_key, meta_key, key_buf, str_buf;
   // The keys this reader acts on, recognised once per key instead of by a
   // string comparison per value.
-  enum class key_id : std::uint8_t { other, ph, cat, name, ts, dur, pid, tid, args, external_id, stream, input_dims, flops };
+  enum class key_id : std::uint8_t {
+    other, ph, cat, name, ts, dur, pid, tid, args, external_id, stream, input_dims, flops, bytes, device_type
+  };
   key_id field_id = key_id::other, arg_id = key_id::other;
 
   static key_id identify(std::string_view k) {
@@ -99,6 +101,7 @@ struct sax {
         break;
       case 5:
         if (k == "flops") return key_id::flops;
+        if (k == "Bytes") return key_id::bytes;
         break;
       case 6:
         if (k == "stream") return key_id::stream;
@@ -108,6 +111,7 @@ struct sax {
         break;
       case 11:
         if (k == "External id") return key_id::external_id;
+        if (k == "Device Type") return key_id::device_type;
         break;
       default: break;
     }
@@ -166,6 +170,11 @@ struct sax {
       } else if (arg_id == key_id::external_id && t == json_type::number) {
         ev.has_external_id = true;
         ev.external_id = saturated_int64(num);
+      } else if (arg_id == key_id::bytes && t == json_type::number) {
+        ev.has_bytes = true;
+        ev.bytes = saturated_int64(num);
+      } else if (arg_id == key_id::device_type && t == json_type::number) {
+        ev.device_type = saturated_int64(num);
       } else if (arg_id == key_id::stream) {
         ev.has_stream = true;
       } else if (arg_id == key_id::input_dims) {

@@ -47,6 +47,11 @@ struct trace_event {
   bool has_external_id = false;
   std::int64_t external_id = 0;
   std::int64_t flops = 0;        // args.flops (with_flops traces)
+  // args of a "[memory]" event (profile_memory traces): its "Bytes"
+  // (negative for a free) and "Device Type" (0 CPU, 1 CUDA, as Kineto's).
+  bool has_bytes = false;
+  std::int64_t bytes = 0;
+  std::int64_t device_type = 0;
 
   void clear();
 };
@@ -121,6 +126,11 @@ class aggregator {
     std::int64_t start = 0, end = 0, child_ns = 0;
     std::size_t row = 0;
     std::int64_t flops = 0;
+    // Bytes allocated (net of frees) while it was open, [0] host, [1] CUDA:
+    // in its subtree, and directly in it. A "[memory]" event is an interval
+    // of zero length (memory = true, no row) with its bytes as mem_total.
+    std::int64_t mem_total[2] = {0, 0}, mem_self[2] = {0, 0};
+    bool memory = false;
     bool nested = false;  // counted as a child of an entry below it on the stack
     // Only with collect_stacks (kept out of line so the summary's intervals
     // stay small): the enclosing names known when it arrived (events in
@@ -140,6 +150,8 @@ class aggregator {
     bool warned = false;
   };
   std::size_t row_for(const trace_event& e);
+  void place(interval E, const trace_event& e);
+  static void claim_memory(interval& parent, const interval& child) noexcept;
   void finalize(const interval& x, bool has_parent);
   void emit_stacks(const interval& x);
   static void add_weight(std::vector<std::pair<std::string, std::int64_t>>& to, std::string path, std::int64_t ns);
@@ -167,6 +179,14 @@ proftrace::event_averages summarize(const std::filesystem::path& path, bool grou
 // its self time (for event_averages::collapsed_stacks()).
 proftrace::event_averages summarize_stacks(const std::filesystem::path& path, std::vector<std::string>& warnings,
                                            bool progress = false);
+
+// The rows as CSV of plain numbers, one quantity per column, for
+// spreadsheets and pandas: name, [input_shapes], count, cpu_total_us,
+// self_cpu_us, cpu_avg_us, then when any row has them cuda_total_us,
+// self_cuda_us, cuda_avg_us; cpu_memory_bytes, self_cpu_memory_bytes;
+// cuda_memory_bytes, self_cuda_memory_bytes; flops. Times in microseconds
+// with three decimals, bytes and FLOPs as integers.
+std::string numeric_csv(const proftrace::event_averages& averages);
 
 // ---- several ranks ----
 

@@ -115,7 +115,15 @@ proftrace::event_averages aggregator::stacks() const {
   return out;
 }
 
+void aggregator::claim_memory(interval& parent, const interval& child) noexcept {
+  for (int d = 0; d < 2; ++d) {
+    add_saturating(parent.mem_total[d], child.mem_total[d]);
+    if (child.memory) add_saturating(parent.mem_self[d], child.mem_total[d]);
+  }
+}
+
 void aggregator::finalize(const interval& x, bool has_parent) {
+  if (x.memory) return;
   if (stacks_on_ && !(has_parent && x.stacks->path.empty() && !x.nested)) emit_stacks(x);
   auto& r = rows_[x.row];
   // As in torch, a key is top-level when its first occurrence had no parent.
@@ -128,6 +136,10 @@ void aggregator::finalize(const interval& x, bool has_parent) {
   add_saturating(r.cpu_time_total_ns, dur);
   add_saturating(r.self_cpu_time_total_ns, dur > x.child_ns ? dur - x.child_ns : 0);
   add_saturating(r.flops, x.flops);
+  add_saturating(r.cpu_memory_usage, x.mem_total[0]);
+  add_saturating(r.self_cpu_memory_usage, x.mem_self[0]);
+  add_saturating(r.cuda_memory_usage, x.mem_total[1]);
+  add_saturating(r.self_cuda_memory_usage, x.mem_self[1]);
 }
 
 std::string aggregator::add(const trace_event& e) {
@@ -135,6 +147,18 @@ std::string aggregator::add(const trace_event& e) {
   if (e.type != json_type::object) return where + " is " + to_string(e.type) + ", not an object";
   if (e.ph_type == json_type::absent) return where + " has no \"ph\"";
   if (e.ph_type != json_type::string) return where + ": " + type_problem("ph", e.ph_type, "a string");
+  if (e.ph == "i" && e.has_bytes && e.name == "[memory]") {
+    // An allocation or a free: it counts for the host events open on its
+    // thread at its time (torch's CPU Mem / Self CPU Mem, CUDA Mem, ...).
+    if (e.ts_type != json_type::number) return {};
+    interval M;
+    M.memory = true;
+    M.row = SIZE_MAX;
+    M.start = M.end = to_ns(e.ts);
+    M.mem_total[e.device_type == 1 ? 1 : 0] = e.bytes;
+    place(std::move(M), e);
+    return {};
+  }
   if (e.ph != "X") return {};
   if (e.name_type != json_type::string)
     return where + (e.name_type == json_type::absent ? " has no \"name\"" : ": " + type_problem("name", e.name_type, "a string"));
@@ -150,6 +174,11 @@ std::string aggregator::add(const trace_event& e) {
   E.end = E.start + std::max<std::int64_t>(to_ns(e.dur), 0);
   E.row = row_for(e);
   E.flops = e.flops;
+  place(std::move(E), e);
+  return {};
+}
+
+void aggregator::place(interval E, const trace_event& e) {
   const std::int64_t dur = E.end - E.start;
   // Events come in runs of one thread: look the thread up only when it changes.
   if (!last_thread_ || e.pid != last_pid_ || e.tid != last_tid_) {
@@ -162,16 +191,24 @@ std::string aggregator::add(const trace_event& e) {
   // (a) Intervals that arrived before E and lie inside it: E's children,
   // written before their parent (proftrace writes a thread's events as they
   // end). Only the ones not already counted under a parent are direct.
+  // A memory event (zero length) claims nothing.
   bool claimed = false;
-  while (!T.stack.empty()) {
+  while (!E.memory && !T.stack.empty()) {
     const interval& X = T.stack.back();
     const bool inside = X.start >= E.start && X.end <= E.end;
     const bool identical = X.start == E.start && X.end == E.end;
     if (!inside || (identical && T.mode != order::by_end)) break;
-    if (!identical && T.mode == order::unknown) T.mode = order::by_end;
-    if (!X.nested) add_saturating(E.child_ns, X.end - X.start);
+    // A memory event before its scope says nothing about the order: PyTorch
+    // may list it apart from the ops.
+    if (!identical && T.mode == order::unknown && !X.memory) T.mode = order::by_end;
+    if (!X.nested) {
+      add_saturating(E.child_ns, X.end - X.start);
+      claim_memory(E, X);
+    } else if (T.stack.size() >= 2) {
+      claim_memory(T.stack[T.stack.size() - 2], X);  // its parent lies right below it
+    }
     claimed = true;
-    if (stacks_on_) {
+    if (stacks_on_ && !X.memory) {
       // X and what hangs below it now hang below E.
       const std::string& name = rows_[X.row].key;
       const std::int64_t xdur = X.end - X.start;
@@ -193,6 +230,8 @@ std::string aggregator::add(const trace_event& e) {
     const bool contains = X.start <= E.start && E.end <= X.end;
     if (contains || X.end > E.start) break;
     if (!X.nested && T.mode != order::by_start) break;
+    // A nested interval's parent lies right below it (see finish()).
+    if (X.nested && T.stack.size() >= 2) claim_memory(T.stack[T.stack.size() - 2], X);
     finalize(X, X.nested);
     T.stack.pop_back();
   }
@@ -203,13 +242,13 @@ std::string aggregator::add(const trace_event& e) {
     if (X.start <= E.start && E.end <= X.end) {
       add_saturating(X.child_ns, dur);
       E.nested = true;
-      if (T.mode == order::unknown && !(X.start == E.start && X.end == E.end)) T.mode = order::by_start;
+      if (T.mode == order::unknown && !E.memory && !(X.start == E.start && X.end == E.end)) T.mode = order::by_start;
     }
   }
-  if (stacks_on_) {
+  if (stacks_on_ && !E.memory) {
     std::string& path = E.stacks->path;
     for (const auto& X : T.stack)
-      if (X.start <= E.start && E.end <= X.end && !(X.start == E.start && X.end == E.end && T.mode == order::by_end)) {
+      if (!X.memory && X.start <= E.start && E.end <= X.end && !(X.start == E.start && X.end == E.end && T.mode == order::by_end)) {
         if (!path.empty()) path += '\x1f';
         path += rows_[X.row].key;
       }
@@ -221,11 +260,16 @@ std::string aggregator::add(const trace_event& e) {
     finalize(F, F.nested);
     T.stack.pop_front();
   }
-  return {};
 }
 
 proftrace::event_averages aggregator::finish() {
   for (auto& [key, T] : threads_) {
+    // A nested interval's parent is the one right below it: it was the top
+    // of the stack when the child arrived, and nothing under the child is
+    // removed before it but from the front (then the child is the front).
+    // Children's memory first, then every interval in arrival order.
+    for (std::size_t i = T.stack.size(); i-- > 1;)
+      if (T.stack[i].nested) claim_memory(T.stack[i - 1], T.stack[i]);
     for (const auto& x : T.stack) finalize(x, x.nested);
     T.stack.clear();
   }
@@ -338,6 +382,48 @@ std::string cross_rank_table(const std::vector<rank_summary>& ranks, int row_lim
                   l.present, ranks.size(), us_text(l.min).c_str(), us_text(l.median).c_str(), us_text(l.max).c_str(),
                   l.max > l.min ? who(l.slowest).c_str() : "-");
     out += buf;
+  }
+  return out;
+}
+
+std::string numeric_csv(const proftrace::event_averages& averages) {
+  bool cuda_time = false, cpu_mem = false, cuda_mem = false, flops = false, shapes = averages.grouped_by_input_shape;
+  for (const auto& r : averages.rows) {
+    cuda_time |= r.cuda_time_total_ns != 0 || r.self_cuda_time_total_ns != 0;
+    cpu_mem |= r.cpu_memory_usage != 0 || r.self_cpu_memory_usage != 0;
+    cuda_mem |= r.cuda_memory_usage != 0 || r.self_cuda_memory_usage != 0;
+    flops |= r.flops != 0;
+  }
+  const auto quoted = [](const std::string& s) {
+    std::string q = "\"";
+    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  };
+  const auto avg_us = [](std::int64_t total_ns, std::int64_t count) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", count ? static_cast<double>(total_ns) / 1e3 / static_cast<double>(count) : 0.0);
+    return std::string(buf);
+  };
+  std::string out = "name";
+  if (shapes) out += ",input_shapes";
+  out += ",count,cpu_total_us,self_cpu_us,cpu_avg_us";
+  if (cuda_time) out += ",cuda_total_us,self_cuda_us,cuda_avg_us";
+  if (cpu_mem) out += ",cpu_memory_bytes,self_cpu_memory_bytes";
+  if (cuda_mem) out += ",cuda_memory_bytes,self_cuda_memory_bytes";
+  if (flops) out += ",flops";
+  out += "\n";
+  for (const auto& r : averages.rows) {
+    out += quoted(r.key);
+    if (shapes) out += "," + quoted(r.input_shapes);
+    out += "," + std::to_string(r.count) + "," + us_text(r.cpu_time_total_ns) + "," + us_text(r.self_cpu_time_total_ns) +
+           "," + avg_us(r.cpu_time_total_ns, r.count);
+    if (cuda_time)
+      out += "," + us_text(r.cuda_time_total_ns) + "," + us_text(r.self_cuda_time_total_ns) + "," +
+             avg_us(r.cuda_time_total_ns, r.count);
+    if (cpu_mem) out += "," + std::to_string(r.cpu_memory_usage) + "," + std::to_string(r.self_cpu_memory_usage);
+    if (cuda_mem) out += "," + std::to_string(r.cuda_memory_usage) + "," + std::to_string(r.self_cuda_memory_usage);
+    if (flops) out += "," + std::to_string(r.flops);
+    out += "\n";
   }
   return out;
 }
