@@ -836,7 +836,7 @@ TEST_CASE("summary of a directory: one table per rank in rank order, then the sp
   REQUIRE(r0 != std::string::npos);
   CHECK(r0 < r1);
   CHECK(r1 < r2);
-  const auto across = r.out.find("== across 3 traces");
+  const auto across = r.out.find("== across 3 ranks: self CPU time per key");
   REQUIRE(across != std::string::npos);
   const std::string view = r.out.substr(across);
   // "exchange" spreads 10..30 us (median 20, slowest rank 1) and comes first; "compute" does not spread.
@@ -853,7 +853,208 @@ TEST_CASE("summary of a directory: one table per rank in rank order, then the sp
   temp_dir empty("cli-no-ranks");
   const auto none = run_cli({"summary", empty.path.string()});
   CHECK(none.rc == 1);
-  CHECK(none.err.find("no trace") != std::string::npos);
+  CHECK(none.err.find("no Kineto trace") != std::string::npos);
+}
+
+namespace {
+
+// A rank's trace of one schedule cycle: steps first..first+1, each with a
+// "compute" of 50 us and an "exchange" of exchange_us.
+std::string cycle_trace(int rank, int world, int first_step, int exchange_us, std::int64_t base_ns) {
+  std::string t = "{\"schemaVersion\": 1, \"distributedInfo\": {\"backend\": \"mpi\", \"rank\": " +
+                  std::to_string(rank) + ", \"world_size\": " + std::to_string(world) +
+                  ", \"host\": \"h\"},\n\"baseTimeNanoseconds\": " + std::to_string(base_ns) + ",\n\"traceEvents\": [\n" +
+                  "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 42, \"tid\": 0, \"args\": {\"name\": \"app\"}}";
+  for (int k = 0; k < 2; ++k) {
+    const int t0 = 200 * k;
+    const auto x = [&](const std::string& name, int ts, int dur) {
+      t += ",\n{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"" + name +
+           "\", \"pid\": 42, \"tid\": 42, \"ts\": " + std::to_string(ts) + ".000, \"dur\": " + std::to_string(dur) + ".000}";
+    };
+    x("compute", t0 + 1, 50);
+    x("exchange", t0 + 60, exchange_us);
+    x("ProfilerStep#" + std::to_string(first_step + k), t0, 150);  // end order, as proftrace writes
+  }
+  return t + "\n]}\n";
+}
+
+}  // namespace
+
+TEST_CASE("summary DIR and merge DIR read only Kineto traces, decided by content; the others are named on stderr") {
+  temp_dir dir("cli-mixed-dir");
+  for (const int rank : {0, 1})
+    write_file(dir.path / ("rank" + std::to_string(rank) + ".pt.trace.json"),
+               cycle_trace(rank, 2, 10, 10 + 10 * rank, 1000000000));
+  // What proftrace itself writes beside the traces: export_memory_timeline's
+  // files (.json and raw.json.gz are top-level arrays, .html is no JSON).
+  {
+    static char block[64];
+    proftrace::profile p({.profile_memory = true});
+    p.start();
+    PROF_ALLOC(block, 100);
+    PROF_FREE(block);
+    p.stop();
+    p.export_memory_timeline(dir.path / "memory.json", "cpu");
+    p.export_memory_timeline(dir.path / "memory.raw.json.gz", "cpu");
+    p.export_memory_timeline(dir.path / "memory.html", "cpu");
+  }
+  write_file(dir.path / "notes.json", "run notes, not JSON");
+  write_file(dir.path / "config.json", R"({"lr": 0.1, "steps": [1, 2]})");
+  write_file(dir.path / "empty.json", "");
+
+  // Today's main: "memory.json: ... not an object", exit 1.
+  auto r = run_cli({"summary", dir.path.string()});
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.out.find("== rank 0 (h), steps 10-11: rank0.pt.trace.json") != std::string::npos);
+  CHECK(r.out.find("== rank 1 (h), steps 10-11: rank1.pt.trace.json") != std::string::npos);
+  CHECK(r.out.find("== across 2 ranks, steps 10-11") != std::string::npos);
+  for (const char* skipped : {"proftrace: skipped memory.json: not a Kineto trace (a JSON array",
+                              "proftrace: skipped memory.raw.json.gz: not a Kineto trace (a JSON array",
+                              "proftrace: skipped notes.json: not a Kineto trace (not JSON)",
+                              "proftrace: skipped config.json: not a Kineto trace (a JSON object without \"traceEvents\")",
+                              "proftrace: skipped empty.json: not a Kineto trace (an empty file)"})
+    CHECK_MESSAGE(r.err.find(skipped) != std::string::npos, skipped << "\n" << r.err);
+  CHECK(r.err.find("memory.html") == std::string::npos);  // not a trace's name: not looked at
+  CHECK(lines(r.err) == 5);
+
+  // merge: the same files skipped; merge's own output, written into the
+  // directory, is skipped by summary and by the next merge.
+  const auto merged = dir.path / "merged.json";
+  r = run_cli({"merge", dir.path.string(), "-o", merged.string()});
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.out.find("2 traces") != std::string::npos);
+  CHECK(r.err.find("proftrace: skipped memory.json: not a Kineto trace") != std::string::npos);
+  CHECK(lines(r.err) == 5);
+  CHECK(run_cli({"validate", merged.string()}).rc == 0);
+  r = run_cli({"summary", dir.path.string()});
+  REQUIRE(r.rc == 0);
+  CHECK(r.err.find("proftrace: skipped merged.json: a merged trace written by 'proftrace merge'") != std::string::npos);
+  CHECK(r.out.find("== across 2 ranks") != std::string::npos);
+  r = run_cli({"merge", dir.path.string(), "-o", (dir.path / "merged2.json").string()});
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("2 traces") != std::string::npos);
+  // A file named on the command line must be a trace.
+  r = run_cli({"merge", (dir.path / "rank0.pt.trace.json").string(), (dir.path / "memory.json").string(), "-o",
+               (dir.path / "m3.json").string()});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("memory.json: not a Kineto trace") != std::string::npos);
+
+  // A directory without a trace is an error that says what was skipped.
+  temp_dir none("cli-no-trace");
+  write_file(none.path / "memory.json", "[[0], [[0, 1]]]");
+  r = run_cli({"summary", none.path.string()});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("no Kineto trace in the directory (1 file skipped, e.g. memory.json: not a Kineto trace") !=
+        std::string::npos);
+  CHECK(run_cli({"merge", none.path.string(), "-o", (none.path / "m.json").string()}).rc == 1);
+
+  // A trace that is broken is no file to skip: a .json.gz cut short (a
+  // crash) is an error naming it, with the repair hint; a plain .json cut
+  // inside traceEvents is summarised as far as it goes, with a warning.
+  temp_dir cut("cli-cut-in-dir");
+  write_file(cut.path / "rank0.json", cycle_trace(0, 2, 10, 10, 0));
+  {
+    proftrace::profile p;
+    p.start();
+    for (int i = 0; i < 200; ++i) cli_work(4);
+    p.stop();
+    p.export_chrome_trace(cut.path / "rank1.json.gz");
+  }
+  std::filesystem::resize_file(cut.path / "rank1.json.gz", std::filesystem::file_size(cut.path / "rank1.json.gz") / 2);
+  r = run_cli({"summary", cut.path.string()});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("rank1.json.gz") != std::string::npos);
+  CHECK(r.err.find("validate --repair") != std::string::npos);
+  CHECK(r.err.find("skipped") == std::string::npos);
+  std::filesystem::remove(cut.path / "rank1.json.gz");
+  const std::string whole = cycle_trace(1, 2, 10, 20, 0);
+  write_file(cut.path / "rank1.json", whole.substr(0, whole.find("\"exchange\"")));
+  r = run_cli({"summary", cut.path.string()});
+  CHECK(r.rc == 0);
+  CHECK(r.err.find("rank1.json: the trace ends at byte") != std::string::npos);
+}
+
+TEST_CASE("summary DIR and merge with repeat = 2: traces grouped by rank and by schedule cycle") {
+  temp_dir dir("cli-cycles");
+  // 3 ranks, two cycles each (steps 10-11 and 20-21): 6 traces. Rank 2 is
+  // the slowest in the first cycle, rank 0 in the second.
+  for (const int rank : {2, 0, 1})
+    for (const int cycle : {0, 1}) {
+      const int exchange = cycle == 0 ? 10 + 10 * rank : 40 - 10 * rank;
+      write_file(dir.path / ("r" + std::to_string(rank) + "_c" + std::to_string(cycle) + ".pt.trace.json"),
+                 cycle_trace(rank, 3, 10 + 10 * cycle, exchange, 1000000000 + cycle * 5000000));
+    }
+  std::vector<std::string> warnings;
+  const auto ranks = pt::summarize_ranks(dir.path, false, warnings);
+  CHECK(warnings.empty());
+  REQUIRE(ranks.cycles.size() == 2);
+  CHECK(ranks.cycles[0].label == "steps 10-11");
+  CHECK(ranks.cycles[1].label == "steps 20-21");
+  CHECK(ranks.cycles[0].entities == 3);
+  CHECK(ranks.cycles[1].entities == 3);
+  REQUIRE(ranks.traces.size() == 6);
+  CHECK(ranks.traces[0].rank == 0);
+  CHECK(ranks.traces[0].cycle == 0);
+  CHECK(ranks.traces[3].rank == 0);
+  CHECK(ranks.traces[3].cycle == 1);
+  CHECK(ranks.traces[3].first_step == 20);
+  CHECK(ranks.traces[3].last_step == 21);
+
+  // Today's main: one table per file and "Ranks 6/6" for 3 ranks.
+  const auto r = run_cli({"summary", dir.path.string()});
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.err.empty());
+  const auto c0 = r.out.find("== rank 0 (h), steps 10-11: r0_c0.pt.trace.json"),
+             c0r2 = r.out.find("== rank 2 (h), steps 10-11: r2_c0.pt.trace.json"),
+             across0 = r.out.find("== across 3 ranks, steps 10-11: self CPU time per key"),
+             c1 = r.out.find("== rank 0 (h), steps 20-21: r0_c1.pt.trace.json"),
+             across1 = r.out.find("== across 3 ranks, steps 20-21: self CPU time per key");
+  REQUIRE(c0 != std::string::npos);
+  REQUIRE(c0r2 != std::string::npos);
+  REQUIRE(across0 != std::string::npos);
+  REQUIRE(c1 != std::string::npos);
+  REQUIRE(across1 != std::string::npos);
+  CHECK(c0 < c0r2);
+  CHECK(c0r2 < across0);
+  CHECK(across0 < c1);
+  CHECK(c1 < across1);
+  CHECK(r.out.find("6/6") == std::string::npos);
+  const auto line_of = [&](std::size_t from, const std::string& key) {
+    const auto at = r.out.find("\n" + key + " ", from);
+    REQUIRE(at != std::string::npos);
+    return r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+  };
+  const std::string ex0 = line_of(across0, "exchange"), ex1 = line_of(across1, "exchange");
+  CHECK_MESSAGE(ex0.find("3/3") != std::string::npos, ex0);
+  CHECK_MESSAGE(ex0.find("20.000") != std::string::npos, ex0);  // min: 2 steps x 10 us
+  CHECK_MESSAGE(ex0.find("60.000") != std::string::npos, ex0);
+  CHECK_MESSAGE(ex0.ends_with("rank 2"), ex0);
+  CHECK_MESSAGE(ex1.find("3/3") != std::string::npos, ex1);
+  CHECK_MESSAGE(ex1.find("80.000") != std::string::npos, ex1);
+  CHECK_MESSAGE(ex1.ends_with("rank 0"), ex1);
+  CHECK(r.out.find("2 schedule cycles: each compared across ranks on its own") != std::string::npos);
+
+  // merge: one host process per rank, named with both cycles' steps, no name twice.
+  const auto merged = dir.path / "merged.json";
+  const auto m = run_cli({"merge", dir.path.string(), "-o", merged.string()});
+  REQUIRE_MESSAGE(m.rc == 0, m.err);
+  CHECK(m.out.find("6 traces, 36 events, 3 ranks") != std::string::npos);
+  CHECK(run_cli({"validate", merged.string()}).rc == 0);
+  const auto trace = boost::json::parse(slurp(merged)).as_object();
+  CHECK(trace.at("proftraceMerged").at("ranks") == 3);
+  CHECK(trace.at("proftraceMerged").at("traces") == 6);
+  std::vector<std::string> names;
+  std::map<std::int64_t, std::set<std::string>> steps_by_pid;
+  for (const auto& v : trace.at("traceEvents").as_array()) {
+    const auto& e = v.as_object();
+    const std::string name(e.at("name").as_string());
+    if (name == "process_name") names.emplace_back(e.at("args").at("name").as_string());
+    if (name.starts_with("ProfilerStep#")) steps_by_pid[e.at("pid").to_number<std::int64_t>()].insert(name);
+  }
+  CHECK(names == std::vector<std::string>{"rank 0 (h) steps 10-11, 20-21", "rank 1 (h) steps 10-11, 20-21",
+                                          "rank 2 (h) steps 10-11, 20-21"});
+  REQUIRE(steps_by_pid.size() == 3);
+  for (const auto& [pid, steps] : steps_by_pid) CHECK(steps.size() == 4);  // both cycles on the rank's process
 }
 
 TEST_CASE("merge: one process per rank in rank order, clocks moved by each rank's offset, flow ids kept apart") {

@@ -261,6 +261,10 @@ void print_warnings(const std::vector<std::string>& warnings) {
   for (auto& w : warnings) std::cerr << "proftrace: warning: " << w << "\n";
 }
 
+void print_skipped(const std::vector<pt::skipped_file>& skipped) {
+  for (const auto& s : skipped) std::cerr << "proftrace: skipped " << s.file.filename().string() << ": " << s.reason << "\n";
+}
+
 // Achieved GFLOP/s per key: its FLOPs over its total CPU time.
 void print_flop_rates(const proftrace::event_averages& avg) {
   std::vector<const proftrace::event_average*> rows;
@@ -303,15 +307,31 @@ int cmd_summary(const std::vector<std::string>& args) {
   }
   std::vector<std::string> warnings;
   if (std::filesystem::is_directory(a.positional[0])) {
-    // Every rank's table, then the view across ranks.
+    // Cycle by cycle: every rank's table, then the view across ranks.
     const auto ranks = pt::summarize_ranks(a.positional[0], a.group_by_shape, warnings);
-    for (const auto& r : ranks) {
-      std::cout << "== " << (r.rank >= 0 ? "rank " + std::to_string(r.rank) : std::string("no rank"))
-                << (r.host.empty() ? "" : " (" + r.host + ")") << ": " << r.file.filename().string() << "\n"
-                << r.averages.table(opts) << "\n";
+    print_skipped(ranks.skipped);
+    for (std::size_t c = 0; c < ranks.cycles.size(); ++c) {
+      const auto& cycle = ranks.cycles[c];
+      std::size_t traces = 0;
+      for (const auto& r : ranks.traces) {
+        if (r.cycle != c) continue;
+        ++traces;
+        std::cout << "== " << (r.rank >= 0 ? "rank " + std::to_string(r.rank) : std::string("no rank"))
+                  << (r.host.empty() ? "" : " (" + r.host + ")")
+                  << (r.first_step >= 0 ? ", " + r.steps() : std::string()) << ": "
+                  << r.file.filename().string() << "\n"
+                  << r.averages.table(opts) << "\n";
+        if (a.flops) print_flop_rates(r.averages);
+      }
+      if (traces < 2) continue;
+      std::cout << "== across " << cycle.entities << (cycle.all_ranked ? " ranks" : " traces")
+                << (cycle.label.empty() ? "" : ", " + cycle.label) << ": self CPU time per key, largest spread first\n"
+                << pt::cross_rank_table(ranks, c, opts.row_limit);
+      if (c + 1 < ranks.cycles.size()) std::cout << "\n";
     }
-    std::cout << "== across " << ranks.size() << " traces: self CPU time per key, largest spread first\n"
-              << pt::cross_rank_table(ranks, opts.row_limit);
+    if (ranks.cycles.size() > 1)
+      std::cout << "\n" << ranks.cycles.size()
+                << " schedule cycles: each compared across ranks on its own (cycles are not added together)\n";
     print_warnings(warnings);
     return exit_ok;
   }
@@ -418,21 +438,23 @@ int cmd_merge(const std::vector<std::string>& args) {
   if (!a.output) throw usage_error{"merge needs -o MERGED"};
   if (a.positional.empty()) throw usage_error{"merge takes a directory or trace files"};
   std::vector<std::filesystem::path> files;
+  std::vector<pt::skipped_file> skipped;
   for (const auto& p : a.positional) {
-    if (!std::filesystem::is_directory(p)) {
-      files.emplace_back(p);
+    if (std::filesystem::is_directory(p)) {
+      // Decided by content: the directory's other files are skipped, named on stderr.
+      for (auto& f : pt::list_traces(p, skipped, {*a.output})) files.push_back(std::move(f));
       continue;
     }
-    for (const auto& entry : std::filesystem::directory_iterator(p)) {
-      const std::string name = entry.path().filename().string();
-      if (entry.is_regular_file() && (name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".json.zst")) &&
-          std::filesystem::absolute(entry.path()) != std::filesystem::absolute(*a.output))
-        files.push_back(entry.path());
-    }
+    // A file named on the command line must be a trace.
+    const auto probe = pt::probe_trace(p);
+    if (!probe.is_trace) throw pt::trace_error(p + ": " + probe.reason);
+    files.emplace_back(p);
   }
-  if (files.empty()) throw pt::trace_error("no trace (*.json, *.json.gz, *.json.zst) to merge");
+  print_skipped(skipped);
+  if (files.empty()) throw pt::trace_error("no Kineto trace to merge");
   const auto r = pt::merge_traces(files, *a.output);
-  std::cout << *a.output << ": " << r.traces << " traces, " << r.events << " events";
+  std::cout << *a.output << ": " << r.traces << " traces, " << r.events << " events, " << r.ranks
+            << (r.ranks == 1 ? " rank" : " ranks");
   if (r.unaligned) std::cout << "; " << r.unaligned << " without a measured clock offset (their Unix time taken as is)";
   std::cout << "\n";
   return exit_ok;
