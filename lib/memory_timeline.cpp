@@ -147,88 +147,169 @@ std::string raw_timeline_json(const std::vector<memory_record>& records, int dev
   return out;
 }
 
-std::string timeline_html(const memory_timeline& t, int device, const memory_peaks& peaks) {
-  constexpr double width = 960, height = 480, left = 90, right = 190, top = 70, bottom = 50;
-  constexpr double plot_w = width - left - right, plot_h = height - top - bottom;
+namespace {
 
-  // Stacked upper edges per point: stacked[i][c] = sum of categories 0..c.
+// A round step for an axis: 1, 2 or 5 times a power of ten, giving about
+// `target` intervals over `range`.
+double nice_step(double range, int target) {
+  if (!(range > 0)) return 1.0;
+  const double raw = range / target;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  const double norm = raw / mag;
+  return (norm <= 1.0 ? 1.0 : norm <= 2.0 ? 2.0 : norm <= 5.0 ? 5.0 : 10.0) * mag;
+}
+
+// A tick label: as few decimals as the step needs.
+std::string tick_text(double v, double step) {
+  const int decimals = step >= 1.0 ? 0 : std::min(9, static_cast<int>(std::ceil(-std::log10(step) - 1e-9)));
+  return fixed(v, decimals);
+}
+
+}  // namespace
+
+std::string timeline_html(const memory_timeline& t, int device, const memory_peaks& peaks) {
+  // The drawing's own coordinates: the page scales it to its width.
+  constexpr double width = 1200, height = 520, left = 90, right = 190, top = 70, bottom = 50;
+  constexpr double plot_w = width - left - right, plot_h = height - top - bottom;
+  // One column per unit of plot width: a long timeline is drawn as its
+  // envelope, the max of each stacked edge per column, so a peak is never lost
+  // and the page stays small and readable at any length.
+  constexpr std::size_t columns = static_cast<std::size_t>(plot_w);
+
   const std::size_t n = t.times_us.size();
-  std::vector<std::vector<double>> stacked(n, std::vector<double>(memory_category_count, 0.0));
   std::vector<bool> present(memory_category_count, false);
   double max_total = 0;
   std::size_t peak_at = 0;
-  for (std::size_t i = 0; i < n; ++i) {
+  std::vector<double> stacked(memory_category_count, 0.0);  // sums of categories 0..c of one sample
+  const auto stack = [&](std::size_t i) {
     double sum = 0;
     for (std::size_t c = 0; c < memory_category_count; ++c) {
-      const std::int64_t v = t.sizes[i][c + 1];
-      if (v != 0) present[c] = true;
-      sum += static_cast<double>(v);
-      stacked[i][c] = sum;
+      sum += static_cast<double>(t.sizes[i][c + 1]);
+      stacked[c] = sum;
     }
+    return sum;
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t c = 0; c < memory_category_count; ++c)
+      if (t.sizes[i][c + 1] != 0) present[c] = true;
+    const double sum = stack(i);
     if (sum > max_total) {
       max_total = sum;
       peak_at = i;
     }
   }
   const std::int64_t t0 = n ? t.times_us.front() : 0;
+  const double data_ms = n ? static_cast<double>(t.times_us.back() - t0) / 1000.0 : 0.0;
   // A little room after the last point, so that its value shows.
-  const double span_ms = n ? std::max(static_cast<double>(t.times_us.back() - t0) / 1000.0 * 1.02, 1e-3) : 1.0;
+  const double span_ms = std::max(data_ms * 1.02, 1e-3);
+  const auto x_of_ms = [&](double ms) { return left + ms / span_ms * plot_w; };
+
+  // The envelope: env[col][c] = the max over the column's time of the
+  // stacked edge c, counting the value held from before the column. Columns
+  // no sample reaches hold the previous value.
+  std::vector<std::vector<double>> env(columns, std::vector<double>(memory_category_count, 0.0));
+  {
+    std::size_t i = 0;
+    std::vector<double> held(memory_category_count, 0.0);
+    bool have_held = false;
+    for (std::size_t col = 0; col < columns; ++col) {
+      const double col_end_ms = span_ms * static_cast<double>(col + 1) / static_cast<double>(columns);
+      auto& e = env[col];
+      if (have_held) e = held;
+      for (; i < n && (static_cast<double>(t.times_us[i] - t0) / 1000.0 < col_end_ms || col + 1 == columns); ++i) {
+        stack(i);
+        for (std::size_t c = 0; c < memory_category_count; ++c) e[c] = std::max(e[c], stacked[c]);
+        held = stacked;
+        have_held = true;
+      }
+      if (!have_held) e.assign(memory_category_count, 0.0);
+    }
+  }
+
+  // Round ticks: bytes in the unit of the peak, time in ms or s.
   const byte_unit unit = unit_for(std::max({max_total, static_cast<double>(peaks.max_reserved), 1.0}));
-  const double y_max = std::max(max_total, 1.0) * 1.1;
-  const auto x_of = [&](std::size_t i) {
-    return i == n ? left + plot_w : left + static_cast<double>(t.times_us[i] - t0) / 1000.0 / span_ms * plot_w;
-  };
+  const double y_step = nice_step(std::max(max_total, 1.0) / unit.scale * 1.05, 5);
+  const double y_max = std::max(std::ceil(std::max(max_total, 1.0) / unit.scale * 1.05 / y_step), 1.0) * y_step * unit.scale;
   const auto y_of = [&](double bytes) { return top + plot_h - std::max(bytes, 0.0) / y_max * plot_h; };
+  const bool seconds = span_ms >= 2000;
+  const double time_scale = seconds ? 1000.0 : 1.0;  // ms per axis unit
+  const double x_step = nice_step(span_ms / time_scale, 8);
 
   const std::string title = "Memory timeline (" + device_name(device) + ")";
-  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" + html_escape(title) +
-                  "</title>\n<style>body{font-family:sans-serif;margin:16px}svg text{font-size:12px}"
+  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                  "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" +
+                  html_escape(title) +
+                  "</title>\n<style>body{font-family:sans-serif;margin:16px}svg{display:block;width:100%;height:auto}"
+                  "svg text{font-size:12px}"
                   ".axis{stroke:#333}.grid{stroke:#ddd}.peak{stroke:#c00;stroke-dasharray:6 4}</style>\n</head>\n<body>\n";
   h += "<h1>" + html_escape(title) + "</h1>\n";
   h += "<p id=\"peaks\">Max memory allocated: " + fixed(static_cast<double>(peaks.max_allocated) / unit.scale, 2) + " " +
        unit.name + " &middot; Max memory reserved: " + fixed(static_cast<double>(peaks.max_reserved) / unit.scale, 2) +
        " " + unit.name + "</p>\n";
   if (n == 0) h += "<p id=\"empty\">No memory events were recorded for " + device_name(device) + ".</p>\n";
-  h += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fixed(width, 0) + "\" height=\"" + fixed(height, 0) +
-       "\" viewBox=\"0 0 " + fixed(width, 0) + " " + fixed(height, 0) + "\" role=\"img\">\n";
+  h += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100%\" viewBox=\"0 0 " + fixed(width, 0) + " " + fixed(height, 0) +
+       "\" preserveAspectRatio=\"xMidYMid meet\" role=\"img\" data-columns=\"" + std::to_string(columns) + "\" data-samples=\"" +
+       std::to_string(n) + "\">\n";
 
-  // Grid and axes, five ticks each.
-  for (int k = 0; k <= 5; ++k) {
-    const double bytes = y_max * k / 5, y = y_of(bytes);
-    const double ms = span_ms * k / 5, x = left + plot_w * k / 5;
+  // Grid and axes at round values.
+  for (int k = 0;; ++k) {
+    const double v = y_step * k;
+    if (v * unit.scale > y_max * (1 + 1e-9)) break;
+    const double y = y_of(v * unit.scale);
     h += "<line class=\"grid\" x1=\"" + fixed(left, 1) + "\" y1=\"" + fixed(y, 1) + "\" x2=\"" + fixed(left + plot_w, 1) +
-         "\" y2=\"" + fixed(y, 1) + "\"/>";
-    h += "<text x=\"" + fixed(left - 6, 1) + "\" y=\"" + fixed(y + 4, 1) + "\" text-anchor=\"end\">" +
-         fixed(bytes / unit.scale, 2) + "</text>";
-    h += "<text x=\"" + fixed(x, 1) + "\" y=\"" + fixed(top + plot_h + 18, 1) + "\" text-anchor=\"middle\">" +
-         fixed(ms, 3) + "</text>\n";
+         "\" y2=\"" + fixed(y, 1) + "\"/><text class=\"ytick\" x=\"" + fixed(left - 6, 1) + "\" y=\"" + fixed(y + 4, 1) +
+         "\" text-anchor=\"end\">" + tick_text(v, y_step) + "</text>\n";
+  }
+  for (int k = 0;; ++k) {
+    const double v = x_step * k;
+    if (v * time_scale > span_ms * (1 + 1e-9)) break;
+    const double x = x_of_ms(v * time_scale);
+    h += "<line class=\"grid\" x1=\"" + fixed(x, 1) + "\" y1=\"" + fixed(top, 1) + "\" x2=\"" + fixed(x, 1) + "\" y2=\"" +
+         fixed(top + plot_h, 1) + "\"/><text class=\"xtick\" x=\"" + fixed(x, 1) + "\" y=\"" + fixed(top + plot_h + 18, 1) +
+         "\" text-anchor=\"middle\">" + tick_text(v, x_step) + "</text>\n";
   }
   h += "<line class=\"axis\" x1=\"" + fixed(left, 1) + "\" y1=\"" + fixed(top + plot_h, 1) + "\" x2=\"" +
        fixed(left + plot_w, 1) + "\" y2=\"" + fixed(top + plot_h, 1) + "\"/>";
   h += "<line class=\"axis\" x1=\"" + fixed(left, 1) + "\" y1=\"" + fixed(top, 1) + "\" x2=\"" + fixed(left, 1) +
        "\" y2=\"" + fixed(top + plot_h, 1) + "\"/>\n";
-  h += "<text x=\"" + fixed(left + plot_w / 2, 1) + "\" y=\"" + fixed(height - 10, 1) +
-       "\" text-anchor=\"middle\">Time (ms)</text>";
+  h += "<text x=\"" + fixed(left + plot_w / 2, 1) + "\" y=\"" + fixed(height - 10, 1) + "\" text-anchor=\"middle\">Time (" +
+       (seconds ? "s" : "ms") + ")</text>";
   h += "<text transform=\"translate(20," + fixed(top + plot_h / 2, 1) + ") rotate(-90)\" text-anchor=\"middle\">Memory (" +
        unit.name + ")</text>\n";
 
-  // One stacked area per category that holds memory: its upper edge as a
-  // step function left to right, then the lower edge back.
+  // One stacked area per category that holds memory: its upper edge column
+  // by column left to right (a run of equal columns as one segment), then
+  // its lower edge (the category below's upper edge) back.
+  const auto col_x = [&](std::size_t col) { return left + plot_w * static_cast<double>(col) / static_cast<double>(columns); };
+  // Runs of equal values [from, to) of f over the columns.
+  const auto runs = [&](const auto& f) {
+    std::vector<std::pair<std::size_t, std::size_t>> out;
+    for (std::size_t col = 0; col < columns;) {
+      std::size_t end = col + 1;
+      while (end < columns && f(end) == f(col)) ++end;
+      out.emplace_back(col, end);
+      col = end;
+    }
+    return out;
+  };
   std::size_t legend_row = 0;
   for (std::size_t c = 0; c < memory_category_count; ++c) {
     if (!present[c]) continue;
-    const auto lower = [&](std::size_t i) { return c == 0 ? 0.0 : stacked[i][c - 1]; };
     std::string d;
-    for (std::size_t i = 0; i < n; ++i) {
-      d += i == 0 ? "M" : " L";
-      d += fixed(x_of(i), 2) + " " + fixed(y_of(stacked[i][c]), 2);
-      d += " L" + fixed(x_of(i + 1), 2) + " " + fixed(y_of(stacked[i][c]), 2);
+    if (n > 0) {
+      const auto upper = [&](std::size_t col) { return env[col][c]; };
+      const auto lower = [&](std::size_t col) { return c == 0 ? 0.0 : env[col][c - 1]; };
+      for (const auto& [from, to] : runs(upper)) {
+        const std::string y = fixed(y_of(upper(from)), 2);
+        d += (d.empty() ? "M" : " L") + fixed(col_x(from), 2) + " " + y + " L" + fixed(col_x(to), 2) + " " + y;
+      }
+      const auto back = runs(lower);
+      for (auto it = back.rbegin(); it != back.rend(); ++it) {
+        const std::string y = fixed(y_of(lower(it->first)), 2);
+        d += " L" + fixed(col_x(it->second), 2) + " " + y + " L" + fixed(col_x(it->first), 2) + " " + y;
+      }
+      d += " Z";
     }
-    for (std::size_t i = n; i-- > 0;) {
-      d += " L" + fixed(x_of(i + 1), 2) + " " + fixed(y_of(lower(i)), 2);
-      d += " L" + fixed(x_of(i), 2) + " " + fixed(y_of(lower(i)), 2);
-    }
-    d += " Z";
     const std::string name(to_string(memory_categories_in_timeline_order[c]));
     h += "<path class=\"series\" data-category=\"" + name + "\" fill=\"" + std::string(category_colors[c]) +
          "\" fill-opacity=\"0.7\" stroke=\"none\" d=\"" + d + "\"><title>" + name + "</title></path>\n";
@@ -239,12 +320,13 @@ std::string timeline_html(const memory_timeline& t, int device, const memory_pea
   }
 
   if (n > 0 && max_total > 0) {
-    const double px = x_of(peak_at), py = y_of(max_total);
+    const double peak_ms = static_cast<double>(t.times_us[peak_at] - t0) / 1000.0;
+    const double px = x_of_ms(peak_ms), py = y_of(max_total);
     h += "<g class=\"peak-marker\"><line class=\"peak\" x1=\"" + fixed(left, 1) + "\" y1=\"" + fixed(py, 2) + "\" x2=\"" +
          fixed(left + plot_w, 1) + "\" y2=\"" + fixed(py, 2) + "\"/><circle cx=\"" + fixed(px, 2) + "\" cy=\"" +
          fixed(py, 2) + "\" r=\"4\" fill=\"#c00\"/><text x=\"" + fixed(std::min(px + 8, left + plot_w - 150), 1) +
          "\" y=\"" + fixed(py - 8, 1) + "\" fill=\"#c00\">peak " + fixed(max_total / unit.scale, 2) + " " + unit.name +
-         " at " + fixed(static_cast<double>(t.times_us[peak_at] - t0) / 1000.0, 3) + " ms</text></g>\n";
+         " at " + fixed(peak_ms, 3) + " ms</text></g>\n";
   }
   h += "</svg>\n</body>\n</html>\n";
   return h;

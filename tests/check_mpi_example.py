@@ -29,7 +29,7 @@ def main():
     summary = subprocess.run([proftrace, "summary", traces], check=True, capture_output=True, text=True).stdout
     for r in range(4):
         assert f"== rank {r}" in summary, summary
-    assert "across 4 traces" in summary and "MPI_Sendrecv" in summary, summary
+    assert "across 4 ranks" in summary and "MPI_Sendrecv" in summary, summary
 
     merged = os.path.join(work, "merged.pt.trace.json.gz")
     subprocess.run([proftrace, "merge", traces, "-o", merged], check=True)

@@ -472,10 +472,46 @@ TEST_CASE("diff: per-key changes sorted by self time, and the threshold gate") {
   CHECK(run_cli({"diff", A, B, "--threshold=60"}).rc == 0);
   CHECK(run_cli({"diff", A, A, "--threshold", "0"}).rc == 0);
   CHECK(run_cli({"diff", pytorch_trace, pytorch_trace, "--threshold", "0"}).rc == 0);
-  // A key new in B counts as grown without bound.
-  CHECK(run_cli({"diff", A, C, "--threshold", "1000"}).rc == 3);
+  // A key new in B counts as grown without bound (op_new's 1 us is under
+  // the default noise floor of 10 us: only without the floor is it flagged).
+  CHECK(run_cli({"diff", A, C, "--threshold", "1000", "--min-us", "0"}).rc == 3);
+  CHECK(run_cli({"diff", A, C, "--threshold", "1000"}).rc == 0);
   // An unreadable side is an invalid trace, not a regression.
   CHECK(run_cli({"diff", A, (dir.path / "missing.json").string(), "--threshold", "1"}).rc == 1);
+}
+
+TEST_CASE("diff --min-us: a growth under the absolute noise floor is no regression, whatever its percentage") {
+  temp_dir dir("cli-diff-floor");
+  // ProfilerStep* from 3 us to 3.6 us (+20%), op_big from 100 us to 150 us (+50%).
+  const auto trace = [&](const char* name, double step_us, double big_us) {
+    write_file(dir.path / name, "{\"traceEvents\": [\n"
+                                "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#4\",\"pid\":1,\"tid\":1,"
+                                "\"ts\":0,\"dur\":" + std::to_string(step_us) + "},\n"
+                                "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op_big\",\"pid\":1,\"tid\":1,"
+                                "\"ts\":100,\"dur\":" + std::to_string(big_us) + "}]}");
+    return (dir.path / name).string();
+  };
+  const auto A = trace("a.json", 3.0, 100.0), B = trace("b.json", 3.6, 100.0), C = trace("c.json", 3.6, 150.0);
+  // Today's main flagged ProfilerStep* here (exit 3): +20% over 10%.
+  auto r = run_cli({"diff", A, B, "--threshold", "10"});
+  CHECK_MESSAGE(r.rc == 0, r.out << r.err);
+  CHECK(r.out.find("no key's self time grew by more than 10% and 10 us") != std::string::npos);
+  // Without the floor, the percentage alone decides.
+  r = run_cli({"diff", A, B, "--threshold", "10", "--min-us", "0"});
+  CHECK(r.rc == 3);
+  CHECK(r.out.find("regression: ProfilerStep*: self CPU time +20.00%, +0.600 us") != std::string::npos);
+  CHECK(run_cli({"diff", A, B, "--threshold", "10", "--min-us=0.5"}).rc == 3);
+  CHECK(run_cli({"diff", A, B, "--threshold", "10", "--min-us=0.6"}).rc == 0);  // both must be exceeded
+  // A real regression is above both: flagged with the default floor; the
+  // step's +0.6 us is not listed beside it.
+  r = run_cli({"diff", A, C, "--threshold", "10"});
+  CHECK(r.rc == 3);
+  CHECK(r.out.find("regression: op_big") != std::string::npos);
+  CHECK(r.out.find("regression: ProfilerStep*") == std::string::npos);
+  // ... but not above a higher floor, nor above a higher percentage.
+  CHECK(run_cli({"diff", A, C, "--threshold", "10", "--min-us", "50"}).rc == 0);
+  CHECK(run_cli({"diff", A, C, "--threshold", "60"}).rc == 0);
+  for (const char* bad : {"-1", "x", ""}) CHECK(run_cli({"diff", A, C, "--threshold", "10", "--min-us", bad}).rc == 2);
 }
 
 TEST_CASE("csv and --top-level-only") {
@@ -499,6 +535,151 @@ TEST_CASE("csv and --top-level-only") {
   CHECK(r.out.find("aten::addmm") == std::string::npos);
   CHECK(r.out.find("aten::linear") == std::string::npos);
   CHECK(run_cli({"summary", pytorch_trace, "--top-level-only=yes"}).rc == 2);
+}
+
+namespace {
+
+// Parses `proftrace csv --numbers` output: header names, then rows by name.
+struct numeric_table {
+  std::vector<std::string> columns;
+  std::map<std::string, std::vector<std::string>> rows;
+  double at(const std::string& row, const std::string& column) const {
+    const auto c = std::find(columns.begin(), columns.end(), column);
+    REQUIRE_MESSAGE(c != columns.end(), "no column " << column);
+    REQUIRE_MESSAGE(rows.count(row) == 1, "no row " << row);
+    return std::stod(rows.at(row).at(static_cast<std::size_t>(c - columns.begin())));
+  }
+};
+numeric_table parse_numeric_csv(const std::string& text) {
+  numeric_table t;
+  std::istringstream in(text);
+  std::string line;
+  const auto split = [](const std::string& l) {
+    std::vector<std::string> cells;
+    std::string cell;
+    bool quoted = false;
+    for (std::size_t i = 0; i < l.size(); ++i) {
+      const char c = l[i];
+      if (quoted && c == '"' && i + 1 < l.size() && l[i + 1] == '"') cell += '"', ++i;
+      else if (c == '"') quoted = !quoted;
+      else if (c == ',' && !quoted) cells.push_back(cell), cell.clear();
+      else cell += c;
+    }
+    cells.push_back(cell);
+    return cells;
+  };
+  std::getline(in, line);
+  t.columns = split(line);
+  while (std::getline(in, line)) {
+    auto cells = split(line);
+    CHECK(cells.size() == t.columns.size());
+    t.rows[cells[0]] = cells;
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("csv --numbers: plain numbers, one quantity per column; memory and FLOP columns when the trace has them") {
+  // A PyTorch-style trace: its two "[memory]" events are CUDA memory (a
+  // 64 KiB block clamp_min allocates in step 1, freed in step 2 outside
+  // any op but the step), no FLOPs.
+  auto r = run_cli({"csv", "--numbers", pytorch_trace});
+  REQUIRE_MESSAGE(r.rc == 0, r.err);  // today's main: unknown option, exit 2
+  CHECK(r.out.starts_with("name,count,cpu_total_us,self_cpu_us,cpu_avg_us,cuda_memory_bytes,self_cuda_memory_bytes\n"));
+  CHECK(r.out.find("\n\"ProfilerStep*\",2,900.000,460.000,450.000,0,-65536\n") != std::string::npos);
+  CHECK(r.out.find("\n\"aten::relu\",2,90.000,35.000,45.000,65536,0\n") != std::string::npos);
+  CHECK(r.out.find("\n\"aten::clamp_min\",2,55.000,55.000,27.500,65536,65536\n") != std::string::npos);
+  const std::string body = r.out.substr(r.out.find('\n'));
+  CHECK(body.find("ms") == std::string::npos);  // no unit in any cell
+  CHECK(body.find("us") == std::string::npos);
+  CHECK(body.find('%') == std::string::npos);
+  r = run_cli({"csv", pytorch_trace, "--numbers", "--group-by-shape"});
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.starts_with("name,input_shapes,count,cpu_total_us,"));
+  CHECK(r.out.find("\"aten::linear\",\"[[64, 128], [256, 128], [256]]\",1,200.000,30.000,200.000,0,0\n") !=
+        std::string::npos);
+  // The default output is unchanged.
+  CHECK(run_cli({"csv", pytorch_trace}).out.starts_with("NAME,SELF CPU %,SELF CPU,"));
+  CHECK(run_cli({"csv", pytorch_trace, "--numbers=1"}).rc == 2);
+
+  // A trace proftrace wrote with profile_memory and with_flops (children
+  // before parents): the memory columns match key_averages(), FLOPs too.
+  temp_dir dir("cli-csv-numbers");
+  static char blocks[8][64];
+  proftrace::profile p({.profile_memory = true, .with_flops = true});
+  p.start();
+  // Pauses between the calls: a memory event at exactly a scope's start or
+  // end time counts inside it (the trace cannot tell which side it was on).
+  const auto pause = [] { spin(std::chrono::microseconds(2)); };
+  for (int i = 0; i < 3; ++i) {
+    PROF_SCOPE("outer");
+    pause();
+    PROF_ALLOC(blocks[i], 1000);  // kept
+    pause();
+    {
+      PROF_SCOPE("gemm");
+      PROF_MATMUL(64, 64, 64);
+      pause();
+      PROF_ALLOC(blocks[4], 300);
+      PROF_ALLOC(blocks[5], 20);
+      PROF_FREE(blocks[5]);
+      pause();
+    }
+    pause();
+    PROF_FREE(blocks[4]);
+    pause();
+  }
+  pause();
+  PROF_ALLOC(blocks[6], 7);  // outside every scope: no row
+  p.stop();
+  p.export_chrome_trace(dir.path / "t.json");
+  const auto want = by_key(p.key_averages());
+  r = run_cli({"csv", (dir.path / "t.json").string(), "--numbers"});
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.out.starts_with(
+      "name,count,cpu_total_us,self_cpu_us,cpu_avg_us,cpu_memory_bytes,self_cpu_memory_bytes,flops\n"));
+  const auto t = parse_numeric_csv(r.out);
+  CHECK(t.at("outer", "cpu_memory_bytes") == 3 * 1000);
+  CHECK(t.at("outer", "self_cpu_memory_bytes") == 3 * (1000 - 300));
+  CHECK(t.at("gemm", "cpu_memory_bytes") == 3 * 300);
+  CHECK(t.at("gemm", "self_cpu_memory_bytes") == 3 * 300);
+  CHECK(t.at("gemm", "flops") == 3 * 2.0 * 64 * 64 * 64);
+  CHECK(t.at("outer", "flops") == 0);
+  CHECK(t.at("outer", "count") == 3);
+  // The same figures as key_averages() in the program.
+  const auto full = p.key_averages();
+  for (const auto& row : full.rows) {
+    if (row.key == "[memory]") continue;
+    CAPTURE(row.key);
+    CHECK(t.at(row.key, "cpu_memory_bytes") == row.cpu_memory_usage);
+    CHECK(t.at(row.key, "self_cpu_memory_bytes") == row.self_cpu_memory_usage);
+    CHECK(t.at(row.key, "flops") == row.flops);
+    CHECK(t.at(row.key, "cpu_total_us") == doctest::Approx(row.cpu_time_total_us()).epsilon(1e-6));
+  }
+  CHECK(want.at("outer").count == 3);
+
+  // Start order (PyTorch lists an op before what happens inside it), CUDA
+  // memory by "Device Type" 1, a memory event outside every op.
+  write_file(dir.path / "start_order.json", R"({"traceEvents": [
+    {"ph":"X","cat":"cpu_op","name":"step","pid":1,"tid":1,"ts":0,"dur":100},
+    {"ph":"X","cat":"cpu_op","name":"aten::empty","pid":1,"tid":1,"ts":10,"dur":10},
+    {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":12,"args":{"Device Type":0,"Bytes":512}},
+    {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":30,"args":{"Device Type":1,"Device Id":0,"Bytes":4096}},
+    {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":40,"args":{"Device Type":0,"Bytes":-512}},
+    {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":200,"args":{"Device Type":0,"Bytes":99}}]})");
+  r = run_cli({"csv", (dir.path / "start_order.json").string(), "--numbers"});
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.out.starts_with("name,count,cpu_total_us,self_cpu_us,cpu_avg_us,cpu_memory_bytes,self_cpu_memory_bytes,"
+                          "cuda_memory_bytes,self_cuda_memory_bytes\n"));
+  const auto s = parse_numeric_csv(r.out);
+  CHECK(s.at("aten::empty", "self_cpu_memory_bytes") == 512);
+  CHECK(s.at("step", "cpu_memory_bytes") == 0);
+  CHECK(s.at("step", "self_cpu_memory_bytes") == -512);
+  CHECK(s.at("step", "cuda_memory_bytes") == 4096);
+  CHECK(s.at("step", "self_cuda_memory_bytes") == 4096);
+  CHECK(s.at("aten::empty", "cuda_memory_bytes") == 0);
+  CHECK(s.rows.size() == 2);
 }
 
 TEST_CASE("--top-level-only on a trace proftrace wrote (children before parents)") {
@@ -655,7 +836,7 @@ TEST_CASE("summary of a directory: one table per rank in rank order, then the sp
   REQUIRE(r0 != std::string::npos);
   CHECK(r0 < r1);
   CHECK(r1 < r2);
-  const auto across = r.out.find("== across 3 traces");
+  const auto across = r.out.find("== across 3 ranks: self CPU time per key");
   REQUIRE(across != std::string::npos);
   const std::string view = r.out.substr(across);
   // "exchange" spreads 10..30 us (median 20, slowest rank 1) and comes first; "compute" does not spread.
@@ -672,7 +853,208 @@ TEST_CASE("summary of a directory: one table per rank in rank order, then the sp
   temp_dir empty("cli-no-ranks");
   const auto none = run_cli({"summary", empty.path.string()});
   CHECK(none.rc == 1);
-  CHECK(none.err.find("no trace") != std::string::npos);
+  CHECK(none.err.find("no Kineto trace") != std::string::npos);
+}
+
+namespace {
+
+// A rank's trace of one schedule cycle: steps first..first+1, each with a
+// "compute" of 50 us and an "exchange" of exchange_us.
+std::string cycle_trace(int rank, int world, int first_step, int exchange_us, std::int64_t base_ns) {
+  std::string t = "{\"schemaVersion\": 1, \"distributedInfo\": {\"backend\": \"mpi\", \"rank\": " +
+                  std::to_string(rank) + ", \"world_size\": " + std::to_string(world) +
+                  ", \"host\": \"h\"},\n\"baseTimeNanoseconds\": " + std::to_string(base_ns) + ",\n\"traceEvents\": [\n" +
+                  "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 42, \"tid\": 0, \"args\": {\"name\": \"app\"}}";
+  for (int k = 0; k < 2; ++k) {
+    const int t0 = 200 * k;
+    const auto x = [&](const std::string& name, int ts, int dur) {
+      t += ",\n{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"" + name +
+           "\", \"pid\": 42, \"tid\": 42, \"ts\": " + std::to_string(ts) + ".000, \"dur\": " + std::to_string(dur) + ".000}";
+    };
+    x("compute", t0 + 1, 50);
+    x("exchange", t0 + 60, exchange_us);
+    x("ProfilerStep#" + std::to_string(first_step + k), t0, 150);  // end order, as proftrace writes
+  }
+  return t + "\n]}\n";
+}
+
+}  // namespace
+
+TEST_CASE("summary DIR and merge DIR read only Kineto traces, decided by content; the others are named on stderr") {
+  temp_dir dir("cli-mixed-dir");
+  for (const int rank : {0, 1})
+    write_file(dir.path / ("rank" + std::to_string(rank) + ".pt.trace.json"),
+               cycle_trace(rank, 2, 10, 10 + 10 * rank, 1000000000));
+  // What proftrace itself writes beside the traces: export_memory_timeline's
+  // files (.json and raw.json.gz are top-level arrays, .html is no JSON).
+  {
+    static char block[64];
+    proftrace::profile p({.profile_memory = true});
+    p.start();
+    PROF_ALLOC(block, 100);
+    PROF_FREE(block);
+    p.stop();
+    p.export_memory_timeline(dir.path / "memory.json", "cpu");
+    p.export_memory_timeline(dir.path / "memory.raw.json.gz", "cpu");
+    p.export_memory_timeline(dir.path / "memory.html", "cpu");
+  }
+  write_file(dir.path / "notes.json", "run notes, not JSON");
+  write_file(dir.path / "config.json", R"({"lr": 0.1, "steps": [1, 2]})");
+  write_file(dir.path / "empty.json", "");
+
+  // Today's main: "memory.json: ... not an object", exit 1.
+  auto r = run_cli({"summary", dir.path.string()});
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.out.find("== rank 0 (h), steps 10-11: rank0.pt.trace.json") != std::string::npos);
+  CHECK(r.out.find("== rank 1 (h), steps 10-11: rank1.pt.trace.json") != std::string::npos);
+  CHECK(r.out.find("== across 2 ranks, steps 10-11") != std::string::npos);
+  for (const char* skipped : {"proftrace: skipped memory.json: not a Kineto trace (a JSON array",
+                              "proftrace: skipped memory.raw.json.gz: not a Kineto trace (a JSON array",
+                              "proftrace: skipped notes.json: not a Kineto trace (not JSON)",
+                              "proftrace: skipped config.json: not a Kineto trace (a JSON object without \"traceEvents\")",
+                              "proftrace: skipped empty.json: not a Kineto trace (an empty file)"})
+    CHECK_MESSAGE(r.err.find(skipped) != std::string::npos, skipped << "\n" << r.err);
+  CHECK(r.err.find("memory.html") == std::string::npos);  // not a trace's name: not looked at
+  CHECK(lines(r.err) == 5);
+
+  // merge: the same files skipped; merge's own output, written into the
+  // directory, is skipped by summary and by the next merge.
+  const auto merged = dir.path / "merged.json";
+  r = run_cli({"merge", dir.path.string(), "-o", merged.string()});
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.out.find("2 traces") != std::string::npos);
+  CHECK(r.err.find("proftrace: skipped memory.json: not a Kineto trace") != std::string::npos);
+  CHECK(lines(r.err) == 5);
+  CHECK(run_cli({"validate", merged.string()}).rc == 0);
+  r = run_cli({"summary", dir.path.string()});
+  REQUIRE(r.rc == 0);
+  CHECK(r.err.find("proftrace: skipped merged.json: a merged trace written by 'proftrace merge'") != std::string::npos);
+  CHECK(r.out.find("== across 2 ranks") != std::string::npos);
+  r = run_cli({"merge", dir.path.string(), "-o", (dir.path / "merged2.json").string()});
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("2 traces") != std::string::npos);
+  // A file named on the command line must be a trace.
+  r = run_cli({"merge", (dir.path / "rank0.pt.trace.json").string(), (dir.path / "memory.json").string(), "-o",
+               (dir.path / "m3.json").string()});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("memory.json: not a Kineto trace") != std::string::npos);
+
+  // A directory without a trace is an error that says what was skipped.
+  temp_dir none("cli-no-trace");
+  write_file(none.path / "memory.json", "[[0], [[0, 1]]]");
+  r = run_cli({"summary", none.path.string()});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("no Kineto trace in the directory (1 file skipped, e.g. memory.json: not a Kineto trace") !=
+        std::string::npos);
+  CHECK(run_cli({"merge", none.path.string(), "-o", (none.path / "m.json").string()}).rc == 1);
+
+  // A trace that is broken is no file to skip: a .json.gz cut short (a
+  // crash) is an error naming it, with the repair hint; a plain .json cut
+  // inside traceEvents is summarised as far as it goes, with a warning.
+  temp_dir cut("cli-cut-in-dir");
+  write_file(cut.path / "rank0.json", cycle_trace(0, 2, 10, 10, 0));
+  {
+    proftrace::profile p;
+    p.start();
+    for (int i = 0; i < 200; ++i) cli_work(4);
+    p.stop();
+    p.export_chrome_trace(cut.path / "rank1.json.gz");
+  }
+  std::filesystem::resize_file(cut.path / "rank1.json.gz", std::filesystem::file_size(cut.path / "rank1.json.gz") / 2);
+  r = run_cli({"summary", cut.path.string()});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("rank1.json.gz") != std::string::npos);
+  CHECK(r.err.find("validate --repair") != std::string::npos);
+  CHECK(r.err.find("skipped") == std::string::npos);
+  std::filesystem::remove(cut.path / "rank1.json.gz");
+  const std::string whole = cycle_trace(1, 2, 10, 20, 0);
+  write_file(cut.path / "rank1.json", whole.substr(0, whole.find("\"exchange\"")));
+  r = run_cli({"summary", cut.path.string()});
+  CHECK(r.rc == 0);
+  CHECK(r.err.find("rank1.json: the trace ends at byte") != std::string::npos);
+}
+
+TEST_CASE("summary DIR and merge with repeat = 2: traces grouped by rank and by schedule cycle") {
+  temp_dir dir("cli-cycles");
+  // 3 ranks, two cycles each (steps 10-11 and 20-21): 6 traces. Rank 2 is
+  // the slowest in the first cycle, rank 0 in the second.
+  for (const int rank : {2, 0, 1})
+    for (const int cycle : {0, 1}) {
+      const int exchange = cycle == 0 ? 10 + 10 * rank : 40 - 10 * rank;
+      write_file(dir.path / ("r" + std::to_string(rank) + "_c" + std::to_string(cycle) + ".pt.trace.json"),
+                 cycle_trace(rank, 3, 10 + 10 * cycle, exchange, 1000000000 + cycle * 5000000));
+    }
+  std::vector<std::string> warnings;
+  const auto ranks = pt::summarize_ranks(dir.path, false, warnings);
+  CHECK(warnings.empty());
+  REQUIRE(ranks.cycles.size() == 2);
+  CHECK(ranks.cycles[0].label == "steps 10-11");
+  CHECK(ranks.cycles[1].label == "steps 20-21");
+  CHECK(ranks.cycles[0].entities == 3);
+  CHECK(ranks.cycles[1].entities == 3);
+  REQUIRE(ranks.traces.size() == 6);
+  CHECK(ranks.traces[0].rank == 0);
+  CHECK(ranks.traces[0].cycle == 0);
+  CHECK(ranks.traces[3].rank == 0);
+  CHECK(ranks.traces[3].cycle == 1);
+  CHECK(ranks.traces[3].first_step == 20);
+  CHECK(ranks.traces[3].last_step == 21);
+
+  // Today's main: one table per file and "Ranks 6/6" for 3 ranks.
+  const auto r = run_cli({"summary", dir.path.string()});
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.err.empty());
+  const auto c0 = r.out.find("== rank 0 (h), steps 10-11: r0_c0.pt.trace.json"),
+             c0r2 = r.out.find("== rank 2 (h), steps 10-11: r2_c0.pt.trace.json"),
+             across0 = r.out.find("== across 3 ranks, steps 10-11: self CPU time per key"),
+             c1 = r.out.find("== rank 0 (h), steps 20-21: r0_c1.pt.trace.json"),
+             across1 = r.out.find("== across 3 ranks, steps 20-21: self CPU time per key");
+  REQUIRE(c0 != std::string::npos);
+  REQUIRE(c0r2 != std::string::npos);
+  REQUIRE(across0 != std::string::npos);
+  REQUIRE(c1 != std::string::npos);
+  REQUIRE(across1 != std::string::npos);
+  CHECK(c0 < c0r2);
+  CHECK(c0r2 < across0);
+  CHECK(across0 < c1);
+  CHECK(c1 < across1);
+  CHECK(r.out.find("6/6") == std::string::npos);
+  const auto line_of = [&](std::size_t from, const std::string& key) {
+    const auto at = r.out.find("\n" + key + " ", from);
+    REQUIRE(at != std::string::npos);
+    return r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+  };
+  const std::string ex0 = line_of(across0, "exchange"), ex1 = line_of(across1, "exchange");
+  CHECK_MESSAGE(ex0.find("3/3") != std::string::npos, ex0);
+  CHECK_MESSAGE(ex0.find("20.000") != std::string::npos, ex0);  // min: 2 steps x 10 us
+  CHECK_MESSAGE(ex0.find("60.000") != std::string::npos, ex0);
+  CHECK_MESSAGE(ex0.ends_with("rank 2"), ex0);
+  CHECK_MESSAGE(ex1.find("3/3") != std::string::npos, ex1);
+  CHECK_MESSAGE(ex1.find("80.000") != std::string::npos, ex1);
+  CHECK_MESSAGE(ex1.ends_with("rank 0"), ex1);
+  CHECK(r.out.find("2 schedule cycles: each compared across ranks on its own") != std::string::npos);
+
+  // merge: one host process per rank, named with both cycles' steps, no name twice.
+  const auto merged = dir.path / "merged.json";
+  const auto m = run_cli({"merge", dir.path.string(), "-o", merged.string()});
+  REQUIRE_MESSAGE(m.rc == 0, m.err);
+  CHECK(m.out.find("6 traces, 36 events, 3 ranks") != std::string::npos);
+  CHECK(run_cli({"validate", merged.string()}).rc == 0);
+  const auto trace = boost::json::parse(slurp(merged)).as_object();
+  CHECK(trace.at("proftraceMerged").at("ranks") == 3);
+  CHECK(trace.at("proftraceMerged").at("traces") == 6);
+  std::vector<std::string> names;
+  std::map<std::int64_t, std::set<std::string>> steps_by_pid;
+  for (const auto& v : trace.at("traceEvents").as_array()) {
+    const auto& e = v.as_object();
+    const std::string name(e.at("name").as_string());
+    if (name == "process_name") names.emplace_back(e.at("args").at("name").as_string());
+    if (name.starts_with("ProfilerStep#")) steps_by_pid[e.at("pid").to_number<std::int64_t>()].insert(name);
+  }
+  CHECK(names == std::vector<std::string>{"rank 0 (h) steps 10-11, 20-21", "rank 1 (h) steps 10-11, 20-21",
+                                          "rank 2 (h) steps 10-11, 20-21"});
+  REQUIRE(steps_by_pid.size() == 3);
+  for (const auto& [pid, steps] : steps_by_pid) CHECK(steps.size() == 4);  // both cycles on the rank's process
 }
 
 TEST_CASE("merge: one process per rank in rank order, clocks moved by each rank's offset, flow ids kept apart") {

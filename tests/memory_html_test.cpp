@@ -24,6 +24,11 @@ std::string run(const std::string& command) {
   return out;
 }
 
+std::string dump_dom(const std::string& chromium, const std::filesystem::path& profile_dir, const std::filesystem::path& page) {
+  return run("'" + chromium + "' --headless --no-sandbox --disable-gpu --user-data-dir='" + profile_dir.string() +
+             "' --dump-dom 'file://" + page.string() + "' 2>/dev/null");
+}
+
 std::size_t count(const std::string& text, const std::regex& re) {
   return static_cast<std::size_t>(std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
 }
@@ -64,4 +69,56 @@ TEST_CASE("the HTML memory timeline loads in headless Chromium with one series p
   CHECK(html.find("<script") == std::string::npos);
   CHECK(html.find("src=") == std::string::npos);
   CHECK(html.find("href=") == std::string::npos);
+}
+
+TEST_CASE("a 300-step run's memory timeline loads in Chromium as a bounded envelope that follows the page's width") {
+  const std::string chromium = PROFTRACE_CHROMIUM;
+  REQUIRE_MESSAGE(!chromium.empty(), "Chromium was not found when configuring; scripts/setup.sh installs it");
+  test_support::temp_dir out("html-long");
+
+  using proftrace::memory_category;
+  static char blocks[64][16];
+  proftrace::profile p({.profile_memory = true, .overflow = proftrace::overflow_policy::block});
+  p.start();
+  PROF_ALLOC(blocks[0], 8 << 20, -1, memory_category::parameter);
+  // Records at least 2 us apart: the timeline coalesces a microsecond's.
+  const auto pause = [] {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(2);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  };
+  for (int step = 0; step < 300; ++step) {
+    // Activations pile up through a step and are freed at its end; step 150
+    // also takes a short 64 MiB temporary.
+    for (int i = 1; i < 60; ++i) PROF_ALLOC(blocks[i], 64 << 10, -1, memory_category::activation), pause();
+    if (step == 150) {
+      PROF_ALLOC(blocks[60], 64 << 20, -1, memory_category::temporary);
+      pause();
+      PROF_FREE(blocks[60]);
+      pause();
+    }
+    for (int i = 1; i < 60; ++i) PROF_FREE(blocks[i]), pause();
+  }
+  p.stop();
+  const auto page = out.path / "memory.html";
+  p.export_memory_timeline(page, "cpu");
+
+  const std::string dom = dump_dom(chromium, out.path / "profile", page);
+  REQUIRE_MESSAGE(dom.find("<svg") != std::string::npos, "Chromium did not render the page:\n" << dom.substr(0, 400));
+  CHECK(dom.find("width=\"100%\"") != std::string::npos);
+  CHECK(dom.find("viewBox=\"0 0 1200 520\"") != std::string::npos);
+  std::smatch m;
+  REQUIRE(std::regex_search(dom, m, std::regex(R"re(data-columns="(\d+)")re")));
+  const std::size_t columns = std::stoul(m[1].str());
+  REQUIRE(std::regex_search(dom, m, std::regex(R"re(data-samples="(\d+)")re")));
+  CHECK(std::stoul(m[1].str()) > columns);  // more samples than columns: an envelope
+  CHECK(count(dom, std::regex(R"(<path class="series")")) == 3);
+  const std::regex path_d(R"re(<path class="series"[^>]* d="([^"]*)")re");
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), path_d); it != std::sregex_iterator(); ++it) {
+    const std::string d = (*it)[1].str();
+    CHECK(count(d, std::regex("[ML]")) <= 4 * columns);
+  }
+  // 8 MiB + 59 x 64 KiB + 64 MiB: the one short temporary is the peak.
+  CHECK(dom.find("peak 75.69 MiB") != std::string::npos);
+  CHECK(dom.find("Max memory allocated: 75.69 MiB") != std::string::npos);
 }

@@ -6,8 +6,11 @@
 #include <proftrace/proftrace.hpp>
 
 #include <chrono>
+#include <cmath>
+#include <sstream>
 #include <thread>
 
+#include "memory_timeline.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -202,4 +205,139 @@ TEST_CASE("timeline errors: no trace, no profile_memory, unknown device, unwrita
   p.export_memory_timeline(out.path / "empty.html", "cuda:3");
   CHECK(test_support::read_text(out.path / "empty.html").find("No memory events were recorded for cuda:3") !=
         std::string::npos);
+}
+
+// ---- the HTML page of a long timeline ----
+
+namespace {
+
+// Every number pair of a path's "d": its points.
+std::vector<std::pair<double, double>> path_points(const std::string& d) {
+  std::vector<std::pair<double, double>> out;
+  std::istringstream in(d);
+  std::string word;
+  while (in >> word) {
+    if (word == "Z") break;
+    const double x = std::stod(word.substr(1));  // "M12.3" or "L12.3"
+    std::string y;
+    in >> y;
+    out.emplace_back(x, std::stod(y));
+  }
+  return out;
+}
+
+std::string attribute(const std::string& html, const std::string& element_start, const std::string& name) {
+  const auto at = html.find(element_start);
+  REQUIRE(at != std::string::npos);
+  const auto a = html.find(" " + name + "=\"", at);
+  REQUIRE(a != std::string::npos);
+  const auto from = a + name.size() + 3;
+  return html.substr(from, html.find('"', from) - from);
+}
+
+// Values of the <text class="CLASS"> labels, in order.
+std::vector<double> tick_values(const std::string& html, const std::string& cls) {
+  std::vector<double> out;
+  const std::string open = "<text class=\"" + cls + "\"";
+  for (auto at = html.find(open); at != std::string::npos; at = html.find(open, at + 1)) {
+    const auto from = html.find('>', at) + 1;
+    out.push_back(std::stod(html.substr(from, html.find('<', from) - from)));
+  }
+  return out;
+}
+
+// A step of 1, 2 or 5 times a power of ten.
+bool round_step(double step) {
+  const double mantissa = step / std::pow(10.0, std::floor(std::log10(step) + 1e-9));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (std::fabs(mantissa - m) < 1e-6) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a long timeline's page draws its envelope: points bounded by the columns, the peak kept, round ticks") {
+  namespace d = proftrace::detail;
+  // 300 steps of 333 samples (100k samples over 3 s): 64 MiB of parameters,
+  // activations rising and falling in every step, and one temporary spike of
+  // 512 MiB that lasts a single sample in step 150.
+  d::memory_timeline t;
+  const std::size_t samples = 300 * 333;
+  const std::size_t spike = 150 * 333 + 100;
+  constexpr std::int64_t mib = 1 << 20;
+  const auto column_of = [](memory_category c) { return proftrace::timeline_index(c) + 1; };
+  for (std::size_t i = 0; i < samples; ++i) {
+    t.times_us.push_back(static_cast<std::int64_t>(i) * 30);
+    std::vector<std::int64_t> row(proftrace::memory_category_count + 1, 0);
+    row[column_of(memory_category::parameter)] = 64 * mib;
+    row[column_of(memory_category::activation)] = static_cast<std::int64_t>(i % 333) * (mib / 8);
+    if (i == spike) row[column_of(memory_category::temporary)] = 512 * mib;
+    t.sizes.push_back(std::move(row));
+  }
+  const std::int64_t peak = 64 * mib + static_cast<std::int64_t>(spike % 333) * (mib / 8) + 512 * mib;
+  const std::string html = d::timeline_html(t, -1, {peak, peak});
+
+  // Width follows the page; the drawing scales from its viewBox.
+  CHECK(attribute(html, "<svg", "width") == "100%");
+  CHECK(attribute(html, "<svg", "viewBox") == "0 0 1200 520");
+  CHECK(attribute(html, "<svg", "preserveAspectRatio") == "xMidYMid meet");
+  CHECK(html.find("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100%\"") != std::string::npos);
+  CHECK(html.find(" height=\"520\"") == std::string::npos);
+  const auto columns = std::stoul(attribute(html, "<svg", "data-columns"));
+  CHECK(columns <= 1200);
+  CHECK(attribute(html, "<svg", "data-samples") == std::to_string(samples));
+
+  // Each series: at most 2 points per column on its upper edge and 2 on its
+  // lower edge, whatever the number of samples (100k here).
+  double top_y = 1e9;
+  std::size_t series = 0;
+  for (auto at = html.find("<path class=\"series\""); at != std::string::npos;
+       at = html.find("<path class=\"series\"", at + 1)) {
+    ++series;
+    const auto from = html.find(" d=\"", at) + 4;
+    const auto points = path_points(html.substr(from, html.find('"', from) - from));
+    CHECK(points.size() >= 4);
+    CHECK(points.size() <= 4 * columns);
+    for (const auto& [x, y] : points) top_y = std::min(top_y, y);
+  }
+  CHECK(series == 3);  // parameter, activation, temporary
+  CHECK(html.size() < 400 * 1024);
+  // The one-sample spike survives: the top of the envelope is the peak marker.
+  CHECK(html.find("peak 588.50 MiB") != std::string::npos);
+  CHECK(top_y == doctest::Approx(std::stod(attribute(html, "<circle", "cy"))).epsilon(1e-6));
+
+  // Round ticks: MiB in steps of 1, 2 or 5 x 10^k from 0, covering the peak;
+  // time in seconds (3 s) the same way.
+  const auto ys = tick_values(html, "ytick"), xs = tick_values(html, "xtick");
+  REQUIRE(ys.size() >= 3);
+  REQUIRE(xs.size() >= 3);
+  CHECK(ys.front() == 0);
+  CHECK(xs.front() == 0);
+  CHECK(round_step(ys[1] - ys[0]));
+  CHECK(round_step(xs[1] - xs[0]));
+  for (std::size_t i = 1; i < ys.size(); ++i) CHECK(ys[i] - ys[i - 1] == doctest::Approx(ys[1] - ys[0]));
+  for (std::size_t i = 1; i < xs.size(); ++i) CHECK(xs[i] - xs[i - 1] == doctest::Approx(xs[1] - xs[0]));
+  CHECK(ys.back() >= 588.5);
+  CHECK(xs.back() >= 2.9);
+  CHECK(html.find(">Time (s)</text>") != std::string::npos);
+  CHECK(html.find(">Memory (MiB)</text>") != std::string::npos);
+}
+
+TEST_CASE("a short timeline's page keeps its steps exact at column resolution") {
+  namespace d = proftrace::detail;
+  d::memory_timeline t;
+  t.times_us = {1000, 2000, 3000};
+  const auto row = [](std::int64_t parameter) {
+    std::vector<std::int64_t> r(proftrace::memory_category_count + 1, 0);
+    r[proftrace::timeline_index(memory_category::parameter) + 1] = parameter;
+    return r;
+  };
+  t.sizes = {row(1000), row(3000), row(2000)};
+  const std::string html = d::timeline_html(t, -1, {3000, 3000});
+  const auto from = html.find(" d=\"", html.find("<path class=\"series\"")) + 4;
+  const auto points = path_points(html.substr(from, html.find('"', from) - from));
+  // Three levels on the upper edge (two points each), one on the lower edge.
+  CHECK(points.size() == 3 * 2 + 2);
+  CHECK(html.find("peak 2.93 KiB at 1.000 ms") != std::string::npos);
+  CHECK(html.find(">Time (ms)</text>") != std::string::npos);
 }

@@ -25,6 +25,8 @@ constexpr int exit_ok = 0;
 constexpr int exit_invalid = 1;
 constexpr int exit_usage = 2;
 constexpr int exit_regression = 3;
+// diff's default noise floor, in microseconds of a key's total self time.
+constexpr double default_min_us = 10.0;
 
 struct usage_error {
   std::string message;
@@ -53,9 +55,13 @@ const char* const tool_help =
 const char* const summary_help =
     "usage: proftrace summary TRACE|DIR [--sort-by KEY] [--row-limit N] [--group-by-shape] [--top-level-only] [--flops]\n"
     "\n"
-    "With a directory: every trace in it (*.json, *.json.gz, *.json.zst), one\n"
-    "table per rank in rank order (distributedInfo), then a view across them:\n"
-    "per key, the min, median and max of self CPU time and the slowest rank.\n"
+    "With a directory: every Kineto trace in it (its *.json, *.json.gz and\n"
+    "*.json.zst files, decided by content: the others, such as a memory\n"
+    "timeline's .json, and merged traces are skipped and named on stderr),\n"
+    "grouped by schedule cycle (the traces' first ProfilerStep#N): per cycle, one\n"
+    "table per rank in rank order (distributedInfo), then a view across the\n"
+    "ranks: per key, how many ranks have it, the min, median and max of self CPU\n"
+    "time and the slowest rank. Cycles are compared each on its own.\n"
     "\n"
     "Prints torch's key_averages().table() for the complete (\"X\") host events of\n"
     "TRACE (cat cpu_op, user_annotation, cuda_runtime, cuda_driver; device events\n"
@@ -78,11 +84,13 @@ const char* const merge_help =
     "usage: proftrace merge DIR_OR_TRACES... -o MERGED\n"
     "\n"
     "Writes one trace (.json, .json.gz or .json.zst by MERGED's suffix) holding\n"
-    "the events of every trace given (a directory: its *.json, *.json.gz,\n"
-    "*.json.zst): each rank its own process, named \"rank N (host)\" and sorted by\n"
-    "rank (distributedInfo), times moved onto rank 0's clock by each trace's\n"
-    "clockAlignment offset, flow ids kept apart per rank. Streaming: memory stays\n"
-    "small whatever the number and size of the traces.\n"
+    "the events of every trace given (a directory: its Kineto traces, decided by\n"
+    "content as for 'summary DIR'; the other files are skipped and named on\n"
+    "stderr): each rank its own process, named \"rank N (host)\" and sorted by\n"
+    "rank (distributedInfo), a rank's schedule cycles one after another on its\n"
+    "process (named \"rank N (host) steps 10-14, 20-24\"), times moved onto rank\n"
+    "0's clock by each trace's clockAlignment offset, flow ids kept apart per\n"
+    "rank. Streaming: memory stays small whatever the number and size of traces.\n"
     "\n"
     "options:\n"
     "  -o, --output MERGED  the merged trace (required)\n"
@@ -90,13 +98,20 @@ const char* const merge_help =
     "exit codes: 0 ok, 1 unreadable or invalid trace, 2 usage error\n";
 
 const char* const csv_help =
-    "usage: proftrace csv TRACE [--group-by-shape]\n"
+    "usage: proftrace csv TRACE [--numbers] [--group-by-shape]\n"
     "\n"
     "Prints the summary's rows as CSV (torch_geometric's save_profile_data columns:\n"
     "NAME, SELF CPU %, SELF CPU, CPU TOTAL %, CPU TOTAL, CPU TIME AVG, # OF CALLS,\n"
     "then INPUT SHAPES with --group-by-shape), one line per key.\n"
     "\n"
+    "With --numbers, plain numbers for spreadsheets and pandas, one quantity per\n"
+    "column: name, [input_shapes], count, cpu_total_us, self_cpu_us, cpu_avg_us,\n"
+    "then, when the trace has them, cpu_memory_bytes, self_cpu_memory_bytes,\n"
+    "cuda_memory_bytes, self_cuda_memory_bytes (from its \"[memory]\" events) and\n"
+    "flops (its \"flops\" args). Microseconds with 3 decimals; bytes, FLOPs integers.\n"
+    "\n"
     "options:\n"
+    "  --numbers           plain numbers with units in the column names\n"
     "  --group-by-shape    one row per (name, \"Input Dims\")\n"
     "  -h, --help          this text\n"
     "exit codes: 0 ok, 1 unreadable or invalid trace, 2 usage error\n";
@@ -143,7 +158,7 @@ const char* const validate_help =
     "            (not a trace, or whole JSON with problems); 2 usage error\n";
 
 const char* const diff_help =
-    "usage: proftrace diff A B [--threshold PCT] [--group-by-shape] [--row-limit N]\n"
+    "usage: proftrace diff A B [--threshold PCT] [--min-us US] [--group-by-shape] [--row-limit N]\n"
     "\n"
     "Per key (name, or name and input shapes): calls, self and total CPU time in A\n"
     "and in B, and the change; sorted by the absolute change of self time.\n"
@@ -151,7 +166,10 @@ const char* const diff_help =
     "options:\n"
     "  --threshold PCT     exit 3 when any key's self time grew by more than PCT\n"
     "                      percent from A to B (a key new in B with self time counts\n"
-    "                      as grown without bound)\n"
+    "                      as grown without bound) and by more than --min-us\n"
+    "  --min-us US         the noise floor: a key is flagged only when its total self\n"
+    "                      time also grew by more than US microseconds (default 10;\n"
+    "                      0: the percentage alone decides)\n"
     "  --group-by-shape    keys include \"Input Dims\"\n"
     "  --row-limit N       at most N rows printed (default -1: all)\n"
     "  -h, --help          this text\n"
@@ -160,11 +178,12 @@ const char* const diff_help =
 
 struct parsed_args {
   std::vector<std::string> positional;
-  std::optional<std::string> sort_by, row_limit, threshold;
+  std::optional<std::string> sort_by, row_limit, threshold, min_us;
   bool group_by_shape = false;
   bool top_level_only = false;
   bool flops = false;
   bool repair = false;
+  bool numbers = false;
   std::optional<std::string> metric, output;
   bool help = false;
 };
@@ -199,11 +218,12 @@ parsed_args parse(const std::vector<std::string>& args, const std::vector<std::s
       a = a.substr(0, eq);
     }
     if (!known(a)) throw usage_error{"unknown option '" + a + "'"};
-    if (a == "--group-by-shape" || a == "--top-level-only" || a == "--flops" || a == "--repair") {
+    if (a == "--group-by-shape" || a == "--top-level-only" || a == "--flops" || a == "--repair" || a == "--numbers") {
       if (inline_value) throw usage_error{"option '" + a + "' takes no value"};
       (a == "--group-by-shape" ? out.group_by_shape
        : a == "--flops"        ? out.flops
        : a == "--repair"       ? out.repair
+       : a == "--numbers"      ? out.numbers
                                : out.top_level_only) = true;
       continue;
     }
@@ -214,6 +234,7 @@ parsed_args parse(const std::vector<std::string>& args, const std::vector<std::s
     if (a == "--sort-by") out.sort_by = value;
     else if (a == "--row-limit") out.row_limit = value;
     else if (a == "--threshold") out.threshold = value;
+    else if (a == "--min-us") out.min_us = value;
     else if (a == "--metric") out.metric = value;
     else if (a == "-o" || a == "--output") out.output = value;
   }
@@ -244,6 +265,10 @@ bool show_progress(const std::string& path) {
 
 void print_warnings(const std::vector<std::string>& warnings) {
   for (auto& w : warnings) std::cerr << "proftrace: warning: " << w << "\n";
+}
+
+void print_skipped(const std::vector<pt::skipped_file>& skipped) {
+  for (const auto& s : skipped) std::cerr << "proftrace: skipped " << s.file.filename().string() << ": " << s.reason << "\n";
 }
 
 // Achieved GFLOP/s per key: its FLOPs over its total CPU time.
@@ -288,15 +313,31 @@ int cmd_summary(const std::vector<std::string>& args) {
   }
   std::vector<std::string> warnings;
   if (std::filesystem::is_directory(a.positional[0])) {
-    // Every rank's table, then the view across ranks.
+    // Cycle by cycle: every rank's table, then the view across ranks.
     const auto ranks = pt::summarize_ranks(a.positional[0], a.group_by_shape, warnings);
-    for (const auto& r : ranks) {
-      std::cout << "== " << (r.rank >= 0 ? "rank " + std::to_string(r.rank) : std::string("no rank"))
-                << (r.host.empty() ? "" : " (" + r.host + ")") << ": " << r.file.filename().string() << "\n"
-                << r.averages.table(opts) << "\n";
+    print_skipped(ranks.skipped);
+    for (std::size_t c = 0; c < ranks.cycles.size(); ++c) {
+      const auto& cycle = ranks.cycles[c];
+      std::size_t traces = 0;
+      for (const auto& r : ranks.traces) {
+        if (r.cycle != c) continue;
+        ++traces;
+        std::cout << "== " << (r.rank >= 0 ? "rank " + std::to_string(r.rank) : std::string("no rank"))
+                  << (r.host.empty() ? "" : " (" + r.host + ")")
+                  << (r.first_step >= 0 ? ", " + r.steps() : std::string()) << ": "
+                  << r.file.filename().string() << "\n"
+                  << r.averages.table(opts) << "\n";
+        if (a.flops) print_flop_rates(r.averages);
+      }
+      if (traces < 2) continue;
+      std::cout << "== across " << cycle.entities << (cycle.all_ranked ? " ranks" : " traces")
+                << (cycle.label.empty() ? "" : ", " + cycle.label) << ": self CPU time per key, largest spread first\n"
+                << pt::cross_rank_table(ranks, c, opts.row_limit);
+      if (c + 1 < ranks.cycles.size()) std::cout << "\n";
     }
-    std::cout << "== across " << ranks.size() << " traces: self CPU time per key, largest spread first\n"
-              << pt::cross_rank_table(ranks, opts.row_limit);
+    if (ranks.cycles.size() > 1)
+      std::cout << "\n" << ranks.cycles.size()
+                << " schedule cycles: each compared across ranks on its own (cycles are not added together)\n";
     print_warnings(warnings);
     return exit_ok;
   }
@@ -308,7 +349,7 @@ int cmd_summary(const std::vector<std::string>& args) {
 }
 
 int cmd_csv(const std::vector<std::string>& args) {
-  const auto a = parse(args, {"--group-by-shape"});
+  const auto a = parse(args, {"--group-by-shape", "--numbers"});
   if (a.help) {
     std::cout << csv_help;
     return exit_ok;
@@ -316,7 +357,7 @@ int cmd_csv(const std::vector<std::string>& args) {
   if (a.positional.size() != 1) throw usage_error{"csv takes one TRACE"};
   std::vector<std::string> warnings;
   const auto avg = pt::summarize(a.positional[0], a.group_by_shape, warnings, show_progress(a.positional[0]));
-  std::cout << avg.csv();
+  std::cout << (a.numbers ? pt::numeric_csv(avg) : avg.csv());
   print_warnings(warnings);
   return exit_ok;
 }
@@ -403,28 +444,30 @@ int cmd_merge(const std::vector<std::string>& args) {
   if (!a.output) throw usage_error{"merge needs -o MERGED"};
   if (a.positional.empty()) throw usage_error{"merge takes a directory or trace files"};
   std::vector<std::filesystem::path> files;
+  std::vector<pt::skipped_file> skipped;
   for (const auto& p : a.positional) {
-    if (!std::filesystem::is_directory(p)) {
-      files.emplace_back(p);
+    if (std::filesystem::is_directory(p)) {
+      // Decided by content: the directory's other files are skipped, named on stderr.
+      for (auto& f : pt::list_traces(p, skipped, {*a.output})) files.push_back(std::move(f));
       continue;
     }
-    for (const auto& entry : std::filesystem::directory_iterator(p)) {
-      const std::string name = entry.path().filename().string();
-      if (entry.is_regular_file() && (name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".json.zst")) &&
-          std::filesystem::absolute(entry.path()) != std::filesystem::absolute(*a.output))
-        files.push_back(entry.path());
-    }
+    // A file named on the command line must be a trace.
+    const auto probe = pt::probe_trace(p);
+    if (!probe.is_trace) throw pt::trace_error(p + ": " + probe.reason);
+    files.emplace_back(p);
   }
-  if (files.empty()) throw pt::trace_error("no trace (*.json, *.json.gz, *.json.zst) to merge");
+  print_skipped(skipped);
+  if (files.empty()) throw pt::trace_error("no Kineto trace to merge");
   const auto r = pt::merge_traces(files, *a.output);
-  std::cout << *a.output << ": " << r.traces << " traces, " << r.events << " events";
+  std::cout << *a.output << ": " << r.traces << " traces, " << r.events << " events, " << r.ranks
+            << (r.ranks == 1 ? " rank" : " ranks");
   if (r.unaligned) std::cout << "; " << r.unaligned << " without a measured clock offset (their Unix time taken as is)";
   std::cout << "\n";
   return exit_ok;
 }
 
 int cmd_diff(const std::vector<std::string>& args) {
-  const auto a = parse(args, {"--threshold", "--group-by-shape", "--row-limit"});
+  const auto a = parse(args, {"--threshold", "--min-us", "--group-by-shape", "--row-limit"});
   if (a.help) {
     std::cout << diff_help;
     return exit_ok;
@@ -432,6 +475,8 @@ int cmd_diff(const std::vector<std::string>& args) {
   if (a.positional.size() != 2) throw usage_error{"diff takes two traces, A and B"};
   std::optional<double> threshold;
   if (a.threshold) threshold = parse_pct("--threshold", *a.threshold);
+  // The noise floor: 10 us of total self time (see tools/README.md).
+  const double min_us = a.min_us ? parse_pct("--min-us", *a.min_us) : default_min_us;
   const int row_limit = a.row_limit ? parse_int("--row-limit", *a.row_limit) : -1;
   std::vector<std::string> warnings;
   const auto A = pt::summarize(a.positional[0], a.group_by_shape, warnings, show_progress(a.positional[0]));
@@ -443,19 +488,25 @@ int cmd_diff(const std::vector<std::string>& args) {
   if (!threshold) return exit_ok;
   std::vector<const pt::diff_row*> over;
   for (auto& r : rows)
-    if (r.self_b_ns > r.self_a_ns && r.self_change_pct() > *threshold) over.push_back(&r);
+    if (r.self_b_ns > r.self_a_ns && r.self_change_pct() > *threshold &&
+        static_cast<double>(r.self_change_ns()) > min_us * 1e3)
+      over.push_back(&r);
+  char floor[64];
+  std::snprintf(floor, sizeof floor, "%g%% and %g us", *threshold, min_us);
   if (over.empty()) {
-    std::cout << "no key's self time grew by more than " << *threshold << "%\n";
+    std::cout << "no key's self time grew by more than " << floor << "\n";
     return exit_ok;
   }
   for (auto* r : over) {
-    char pct[32];
-    if (std::isinf(r->self_change_pct())) std::snprintf(pct, sizeof pct, "new");
-    else std::snprintf(pct, sizeof pct, "%+.2f%%", r->self_change_pct());
-    std::cout << "regression: " << r->key << ": self CPU time " << pct << " (threshold " << *threshold << "%)\n";
+    char pct[96];
+    if (std::isinf(r->self_change_pct()))
+      std::snprintf(pct, sizeof pct, "new, %.3f us", static_cast<double>(r->self_change_ns()) / 1e3);
+    else
+      std::snprintf(pct, sizeof pct, "%+.2f%%, %+.3f us", r->self_change_pct(), static_cast<double>(r->self_change_ns()) / 1e3);
+    std::cout << "regression: " << r->key << ": self CPU time " << pct << " (thresholds " << floor << ")\n";
   }
-  std::cerr << "proftrace: " << over.size() << (over.size() == 1 ? " key" : " keys")
-            << " grew by more than the threshold of " << *threshold << "%\n";
+  std::cerr << "proftrace: " << over.size() << (over.size() == 1 ? " key" : " keys") << " grew by more than the thresholds ("
+            << floor << ")\n";
   return exit_regression;
 }
 

@@ -10,6 +10,9 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <charconv>
+#include <climits>
+#include <cstring>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -145,13 +148,25 @@ void append_json(std::string& out, const json::value& v) {
 merge_result merge_traces(std::vector<std::filesystem::path> files, const std::filesystem::path& output) {
   std::vector<input> inputs;
   for (const auto& f : files) inputs.push_back(read_header(f));
+  // By rank, then a rank's traces (schedule cycles) in time order.
   std::sort(inputs.begin(), inputs.end(), [](const input& a, const input& b) {
     if ((a.rank >= 0) != (b.rank >= 0)) return a.rank >= 0;
-    return a.rank != b.rank ? a.rank < b.rank : a.file < b.file;
+    if (a.rank != b.rank) return a.rank < b.rank;
+    return a.base_ns != b.base_ns ? a.base_ns < b.base_ns : a.file < b.file;
   });
   // The merged time base: the earliest aligned base, so no ts is negative.
   std::int64_t base = INT64_MAX;
   for (const auto& in : inputs) base = std::min(base, in.base_ns - in.offset_ns);
+
+  merge_result result;
+  {
+    std::vector<int> ranks;
+    for (const auto& in : inputs)
+      if (in.rank >= 0) ranks.push_back(in.rank);
+    std::sort(ranks.begin(), ranks.end());
+    result.ranks = static_cast<std::uint64_t>(std::unique(ranks.begin(), ranks.end()) - ranks.begin());
+    for (const auto& in : inputs) result.ranks += in.rank < 0;
+  }
 
   std::ofstream file(output, std::ios::binary | std::ios::trunc);
   if (!file) throw trace_error(output.string() + ": cannot write: " + std::strerror(errno ? errno : EIO));
@@ -161,9 +176,9 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
   else if (has_suffix(out_name, ".zst")) out.push(io::zstd_compressor(io::zstd_params(io::zstd::best_speed)), 1 << 16);
   out.push(file);
 
-  merge_result result;
   out << "{\n  \"schemaVersion\": 1,\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": " << base
-      << ",\n  \"proftraceMerged\": {\"ranks\": " << inputs.size() << "},\n  \"traceEvents\": [\n";
+      << ",\n  \"proftraceMerged\": {\"ranks\": " << result.ranks << ", \"traces\": " << inputs.size()
+      << "},\n  \"traceEvents\": [\n";
   bool first = true;
   std::string text_buf;
   const auto write = [&](const json::value& v) {
@@ -173,25 +188,40 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
     append_json(text_buf, v);
     out.write(text_buf.data(), static_cast<std::streamsize>(text_buf.size()));
   };
+  // The merged processes. A rank's traces (one per schedule cycle) share
+  // them: the same program's process and devices, at later times. Their
+  // names are written after the events, once every cycle's steps are known.
+  struct process {
+    std::int64_t pid = 0;
+    std::string label;     // "rank 3 (host)", "rank 3 device 0", or a file name without a rank
+    std::string original;  // the pid in its trace, as JSON text
+    bool host = false;
+    std::vector<std::pair<std::int64_t, std::int64_t>> steps;  // per cycle (host only)
+  };
+  std::vector<process> processes;
+  std::map<std::int64_t, std::map<std::string, std::size_t>> pids_by_rank;  // rank key -> pid text -> processes index
   for (std::size_t index = 0; index < inputs.size(); ++index) {
     const input& in = inputs[index];
     const std::int64_t rank_key = in.rank >= 0 ? in.rank : static_cast<std::int64_t>(1000 + index);
     const std::int64_t shift_ns = in.base_ns - in.offset_ns - base;  // add to every ts of this input (as ns)
-    std::map<std::string, std::int64_t> pids;  // this input's pids, in order of appearance, to merged pids
+    auto& pids = pids_by_rank[rank_key];
+    std::size_t host_process = SIZE_MAX;  // the first pid of this trace: the host (proftrace writes it first)
     const auto merged_pid = [&](const json::value& pid) {
       const std::string key = json::serialize(pid);
-      auto [it, fresh] = pids.try_emplace(key, rank_key * 1000 + static_cast<std::int64_t>(pids.size()));
+      auto [it, fresh] = pids.try_emplace(key, processes.size());
       if (fresh) {
-        const bool host = pids.size() == 1;  // the host process comes first in proftrace's traces
-        const std::string label = (in.rank >= 0 ? "rank " + std::to_string(in.rank) : in.file.filename().string()) +
-                                  (host ? (in.host.empty() ? "" : " (" + in.host + ")") : " device " + key);
-        write(json::object{{"ph", "M"}, {"name", "process_name"}, {"pid", it->second}, {"tid", 0},
-                           {"args", json::object{{"name", label}}}});
-        write(json::object{{"ph", "M"}, {"name", "process_sort_index"}, {"pid", it->second}, {"tid", 0},
-                           {"args", json::object{{"sort_index", it->second}}}});
+        process p;
+        p.pid = rank_key * 1000 + static_cast<std::int64_t>(pids.size() - 1);
+        p.host = host_process == SIZE_MAX;
+        p.original = key;
+        p.label = (in.rank >= 0 ? "rank " + std::to_string(in.rank) : in.file.filename().string()) +
+                  (p.host ? (in.host.empty() ? "" : " (" + in.host + ")") : " device " + key);
+        processes.push_back(std::move(p));
       }
-      return it->second;
+      if (host_process == SIZE_MAX) host_process = it->second;
+      return processes[it->second].pid;
     };
+    std::int64_t first_step = INT64_MAX, last_step = INT64_MIN;
     std::ifstream source(in.file, std::ios::binary);
     io::filtering_istream text;
     const std::string name = in.file.filename().string();
@@ -203,14 +233,27 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
       json::value v = json::parse(element, ec);
       if (ec || !v.is_object()) throw trace_error(in.file.string() + ": an event that is not a JSON object");
       json::object& e = v.as_object();
+      const auto* ph = e.if_contains("ph");
+      const bool is_ph = ph && ph->is_string();
       // The input's own process names give way to the merged ones.
-      if (const auto* ph = e.if_contains("ph"); ph && ph->is_string() && ph->as_string() == "M") {
+      if (is_ph && ph->as_string() == "M") {
         const auto* n = e.if_contains("name");
         if (n && n->is_string() && (n->as_string() == "process_name" || n->as_string() == "process_sort_index")) {
           if (const auto* pid = e.if_contains("pid")) merged_pid(*pid);
           return;
         }
       }
+      // The cycle's steps, for the process name.
+      if (is_ph && ph->as_string() == "X")
+        if (const auto* n = e.if_contains("name"); n && n->is_string() && n->as_string().starts_with("ProfilerStep#")) {
+          const auto digits = n->as_string().subview().substr(13);
+          std::int64_t step = 0;
+          const auto [end, err] = std::from_chars(digits.data(), digits.data() + digits.size(), step);
+          if (err == std::errc{} && end == digits.data() + digits.size()) {
+            first_step = std::min(first_step, step);
+            last_step = std::max(last_step, step);
+          }
+        }
       if (auto* pid = e.if_contains("pid")) *pid = merged_pid(*pid);
       if (auto* ts = e.if_contains("ts"); ts && ts->is_number()) {
         const double us = ts->to_number<double>() + static_cast<double>(shift_ns) / 1000.0;
@@ -225,8 +268,34 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
       write(v);
       ++result.events;
     });
+    if (host_process != SIZE_MAX && first_step <= last_step) processes[host_process].steps.emplace_back(first_step, last_step);
     ++result.traces;
     if (!in.aligned) ++result.unaligned;
+  }
+  // Process names: the host's with its cycles' steps; unique (a rank whose
+  // traces came from different processes tells them apart by their pids).
+  std::map<std::string, int> seen;
+  for (auto& p : processes) {
+    if (!p.steps.empty()) {
+      std::sort(p.steps.begin(), p.steps.end());
+      p.label += " ";
+      p.label += p.steps.size() == 1 && p.steps[0].first == p.steps[0].second ? "step" : "steps";
+      for (std::size_t i = 0; i < p.steps.size(); ++i) {
+        p.label += (i ? ", " : " ") + std::to_string(p.steps[i].first);
+        if (p.steps[i].second != p.steps[i].first) p.label += "-" + std::to_string(p.steps[i].second);
+      }
+    }
+    ++seen[p.label];
+  }
+  std::map<std::string, int> used;
+  for (auto& p : processes) {
+    std::string label = p.label;
+    if (seen[p.label] > 1) label += " (pid " + p.original + ")";
+    if (++used[label] > 1) label += " #" + std::to_string(used[label]);
+    write(json::object{{"ph", "M"}, {"name", "process_name"}, {"pid", p.pid}, {"tid", 0},
+                       {"args", json::object{{"name", label}}}});
+    write(json::object{{"ph", "M"}, {"name", "process_sort_index"}, {"pid", p.pid}, {"tid", 0},
+                       {"args", json::object{{"sort_index", p.pid}}}});
   }
   out << "\n  ],\n  \"traceName\": " << json::serialize(json::value(output.string())) << "\n}\n";
   out.reset();

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <boost/json/basic_parser_impl.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -78,7 +79,9 @@ struct sax {
   std::string top_key, meta_key, key_buf, str_buf;
   // The keys this reader acts on, recognised once per key instead of by a
   // string comparison per value.
-  enum class key_id : std::uint8_t { other, ph, cat, name, ts, dur, pid, tid, args, external_id, stream, input_dims, flops };
+  enum class key_id : std::uint8_t {
+    other, ph, cat, name, ts, dur, pid, tid, args, external_id, stream, input_dims, flops, bytes, device_type
+  };
   key_id field_id = key_id::other, arg_id = key_id::other;
 
   static key_id identify(std::string_view k) {
@@ -99,6 +102,7 @@ struct sax {
         break;
       case 5:
         if (k == "flops") return key_id::flops;
+        if (k == "Bytes") return key_id::bytes;
         break;
       case 6:
         if (k == "stream") return key_id::stream;
@@ -108,6 +112,7 @@ struct sax {
         break;
       case 11:
         if (k == "External id") return key_id::external_id;
+        if (k == "Device Type") return key_id::device_type;
         break;
       default: break;
     }
@@ -166,6 +171,11 @@ struct sax {
       } else if (arg_id == key_id::external_id && t == json_type::number) {
         ev.has_external_id = true;
         ev.external_id = saturated_int64(num);
+      } else if (arg_id == key_id::bytes && t == json_type::number) {
+        ev.has_bytes = true;
+        ev.bytes = saturated_int64(num);
+      } else if (arg_id == key_id::device_type && t == json_type::number) {
+        ev.device_type = saturated_int64(num);
       } else if (arg_id == key_id::stream) {
         ev.has_stream = true;
       } else if (arg_id == key_id::input_dims) {
@@ -196,6 +206,11 @@ struct sax {
       top_is_object = res->top_level_object = t == json_type::object;
       ++depth;
       if (!top_is_object) skip_from = depth;
+      if (!top_is_object && opts->stop_at_events) {
+        stopped = true;
+        ec = json::error::syntax;
+        return false;
+      }
       return true;
     }
     const int parent = depth;
@@ -215,6 +230,11 @@ struct sax {
     ++depth;
     if (parent == 1 && top_is_object && top_key == "traceEvents" && t == json_type::array) {
       in_events = true;
+      if (opts->stop_at_events) {
+        stopped = true;
+        ec = json::error::syntax;
+        return false;
+      }
     } else if (parent == 1 && top_is_object && t == json_type::object && top_key != "traceEvents") {
       in_meta = true;
     } else if (parent == 2 && in_events && t == json_type::object) {
@@ -230,7 +250,6 @@ struct sax {
     } else {
       skip_from = depth;
     }
-    (void)ec;
     return true;
   }
 
@@ -380,6 +399,16 @@ read_result read_trace(const std::filesystem::path& path, const read_options& op
   for (;;) {
     const std::size_t got = in.read(buf.data(), buf.size());
     if (in.status() == trace_input::state::corrupt || in.status() == trace_input::state::cut_off) {
+      // A probe decides by what decoded before the damage: a trace cut
+      // after its "traceEvents" opened is a trace (and its read an error).
+      if (options.stop_at_events && got > 0) {
+        (void)parser.write_some(true, buf.data(), got, ec);
+        if (parser.handler().stopped) {
+          result.bytes = offset;
+          result.stopped = true;
+          return result;
+        }
+      }
       if (progress) std::fputs("\r\033[K", stderr);
       const std::string kind = codec ? codec : "read";
       if (in.status() == trace_input::state::cut_off)
@@ -422,6 +451,91 @@ read_result read_trace(const std::filesystem::path& path, const read_options& op
   }
   if (ec) fail("invalid JSON at byte " + std::to_string(offset) + ": " + ec.message());
   return result;
+}
+
+trace_probe probe_trace(const std::filesystem::path& path) {
+  trace_probe p;
+  const auto not_trace = [&](std::string why) {
+    p.reason = "not a Kineto trace (" + std::move(why) + ")";
+    return p;
+  };
+  // The first byte of the (decompressed) text: a trace is an object.
+  char first = 0;
+  std::uint64_t leading = 0;
+  try {
+    trace_input in(path);
+    char buf[4096];
+    for (bool found = false; !found;) {
+      const std::size_t got = in.read(buf, sizeof buf);
+      if (in.status() == trace_input::state::corrupt || (got == 0 && in.status() == trace_input::state::cut_off)) {
+        const std::string codec = in.codec() ? in.codec() : "file";
+        return not_trace(in.status() == trace_input::state::cut_off ? "an empty or cut " + codec + " stream"
+                                                                     : "not " + codec + " data: " + in.error());
+      }
+      for (std::size_t i = 0; i < got && !found; ++i, ++leading) {
+        const char c = buf[i];
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r') first = c, found = true;
+      }
+      if (got == 0) break;
+    }
+  } catch (const trace_error& e) {
+    p.reason = std::string("cannot be read: ") + e.what();
+    return p;
+  }
+  if (first == 0) return not_trace(leading == 0 ? "an empty file" : "only white space");
+  if (first == '[') return not_trace("a JSON array, not an object: a memory timeline?");
+  if (first != '{') return not_trace("not JSON");
+  read_options opts;
+  opts.stop_at_events = true;
+  read_result r;
+  try {
+    r = read_trace(path, opts);
+  } catch (const trace_error& e) {
+    // Broken or cut before any traceEvents: nothing says it is a trace.
+    std::string m = e.what();
+    const std::string prefix = path.string() + ": ";
+    if (m.rfind(prefix, 0) == 0) m.erase(0, prefix.size());
+    return not_trace("a JSON object that ends or breaks before any \"traceEvents\": " + m);
+  }
+  p.metadata = std::move(r.metadata);
+  for (const auto& m : p.metadata)
+    if (m.key == "proftraceMerged") p.merged = true;
+  if (!r.has_trace_events) return not_trace("a JSON object without \"traceEvents\"");
+  if (!r.trace_events_is_array) return not_trace("\"traceEvents\" is not an array");
+  p.is_trace = true;
+  return p;
+}
+
+std::vector<std::filesystem::path> list_traces(const std::filesystem::path& dir, std::vector<skipped_file>& skipped,
+                                               const std::vector<std::filesystem::path>& exclude) {
+  std::vector<std::filesystem::path> candidates;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    std::error_code type_ec;
+    if (!entry.is_regular_file(type_ec) ||
+        !(name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".json.zst")))
+      continue;
+    bool excluded = false;
+    for (const auto& x : exclude) {
+      std::error_code eq_ec;
+      excluded |= std::filesystem::equivalent(entry.path(), x, eq_ec);
+    }
+    if (!excluded) candidates.push_back(entry.path());
+  }
+  if (ec) throw trace_error(dir.string() + ": cannot read the directory: " + ec.message());
+  std::sort(candidates.begin(), candidates.end());
+  std::vector<std::filesystem::path> traces;
+  for (auto& c : candidates) {
+    auto p = probe_trace(c);
+    if (p.is_trace && p.merged)
+      skipped.push_back({c, "a merged trace written by 'proftrace merge' (its ranks' own traces are read instead)"});
+    else if (p.is_trace)
+      traces.push_back(std::move(c));
+    else
+      skipped.push_back({c, std::move(p.reason)});
+  }
+  return traces;
 }
 
 }  // namespace proftrace::tools

@@ -8,6 +8,7 @@
 // handed to a callback as a small `trace_event` record.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -47,6 +48,11 @@ struct trace_event {
   bool has_external_id = false;
   std::int64_t external_id = 0;
   std::int64_t flops = 0;        // args.flops (with_flops traces)
+  // args of a "[memory]" event (profile_memory traces): its "Bytes"
+  // (negative for a free) and "Device Type" (0 CPU, 1 CUDA, as Kineto's).
+  bool has_bytes = false;
+  std::int64_t bytes = 0;
+  std::int64_t device_type = 0;
 
   void clear();
 };
@@ -83,12 +89,45 @@ struct read_options {
   std::function<bool(const trace_event&)> on_event;
   std::size_t chunk_size = std::size_t{1} << 20;
   bool progress = false;  // a progress line on stderr (the CLI sets it for big files on a terminal)
+  // Stop (with `stopped` set) where traceEvents opens, or as soon as the
+  // top-level value is not an object: the metadata before the events, and
+  // whether the file is a trace at all, without reading it.
+  bool stop_at_events = false;
 };
 
 // Reads `path` once. Throws trace_error for a missing or unreadable file,
 // corrupt compressed data, malformed JSON, or input that ends before
 // traceEvents (a cut inside traceEvents is reported as `truncated` instead).
 read_result read_trace(const std::filesystem::path& path, const read_options& options);
+
+// ---- telling traces from the other files of an output directory ----
+
+// Whether a file is a Kineto trace, decided by its content (not its name): a
+// JSON object whose "traceEvents" is an array. Reads up to where
+// traceEvents opens (a non-object stops at its first byte). Never throws.
+struct trace_probe {
+  bool is_trace = false;
+  // Why not, when !is_trace: "not JSON (...)", "a JSON array, not an
+  // object", "a JSON object without a \"traceEvents\" array", ...
+  std::string reason;
+  bool merged = false;  // written by `proftrace merge` (a "proftraceMerged" key)
+  std::vector<metadata_entry> metadata;  // the top-level members before traceEvents
+};
+trace_probe probe_trace(const std::filesystem::path& path);
+
+struct skipped_file {
+  std::filesystem::path file;
+  std::string reason;  // "not a Kineto trace (a JSON array, not an object)"
+};
+
+// The traces of a directory: its regular files named *.json, *.json.gz or
+// *.json.zst (the suffix picks the decompression), each probed. Files that
+// are not traces, and merged traces (their ranks are in the directory
+// already), go to `skipped`; `exclude` (e.g. merge's own output) is left
+// out silently. Sorted by name. Throws trace_error when the directory cannot
+// be read.
+std::vector<std::filesystem::path> list_traces(const std::filesystem::path& dir, std::vector<skipped_file>& skipped,
+                                               const std::vector<std::filesystem::path>& exclude = {});
 
 // ---- aggregation: torch's key_averages() from the trace's host events ----
 
@@ -115,12 +154,21 @@ class aggregator {
   // for event_averages::collapsed_stacks().
   proftrace::event_averages stacks() const;
   const std::vector<std::string>& warnings() const noexcept { return warnings_; }
+  // The smallest and largest N of the ProfilerStep#N host events added;
+  // -1, -1 when there were none.
+  std::int64_t first_step() const noexcept { return first_step_ == INT64_MAX ? -1 : first_step_; }
+  std::int64_t last_step() const noexcept { return last_step_ == INT64_MIN ? -1 : last_step_; }
 
  private:
   struct interval {
     std::int64_t start = 0, end = 0, child_ns = 0;
     std::size_t row = 0;
     std::int64_t flops = 0;
+    // Bytes allocated (net of frees) while it was open, [0] host, [1] CUDA:
+    // in its subtree, and directly in it. A "[memory]" event is an interval
+    // of zero length (memory = true, no row) with its bytes as mem_total.
+    std::int64_t mem_total[2] = {0, 0}, mem_self[2] = {0, 0};
+    bool memory = false;
     bool nested = false;  // counted as a child of an entry below it on the stack
     // Only with collect_stacks (kept out of line so the summary's intervals
     // stay small): the enclosing names known when it arrived (events in
@@ -140,6 +188,8 @@ class aggregator {
     bool warned = false;
   };
   std::size_t row_for(const trace_event& e);
+  void place(interval E, const trace_event& e);
+  static void claim_memory(interval& parent, const interval& child) noexcept;
   void finalize(const interval& x, bool has_parent);
   void emit_stacks(const interval& x);
   static void add_weight(std::vector<std::pair<std::string, std::int64_t>>& to, std::string path, std::int64_t ns);
@@ -153,6 +203,7 @@ class aggregator {
   thread_state* last_thread_ = nullptr;
   std::string last_pid_, last_tid_;
   std::vector<std::string> warnings_;
+  std::int64_t first_step_ = INT64_MAX, last_step_ = INT64_MIN;
   bool stacks_on_ = false;
   std::unordered_map<std::string, std::int64_t> stack_self_ns_;  // '\x1f'-joined names, outermost first
   std::vector<std::string> stack_order_;
@@ -168,32 +219,72 @@ proftrace::event_averages summarize(const std::filesystem::path& path, bool grou
 proftrace::event_averages summarize_stacks(const std::filesystem::path& path, std::vector<std::string>& warnings,
                                            bool progress = false);
 
+// The rows as CSV of plain numbers, one quantity per column, for
+// spreadsheets and pandas: name, [input_shapes], count, cpu_total_us,
+// self_cpu_us, cpu_avg_us, then when any row has them cuda_total_us,
+// self_cuda_us, cuda_avg_us; cpu_memory_bytes, self_cpu_memory_bytes;
+// cuda_memory_bytes, self_cuda_memory_bytes; flops. Times in microseconds
+// with three decimals, bytes and FLOPs as integers.
+std::string numeric_csv(const proftrace::event_averages& averages);
+
 // ---- several ranks ----
 
 struct rank_summary {
   std::filesystem::path file;
   int rank = -1;  // distributedInfo.rank; -1 when the trace has none
   std::string host;
+  // The ProfilerStep#N numbers among its host events (-1: none): a schedule
+  // with repeat > 1 writes one trace per cycle, told apart by these.
+  std::int64_t first_step = -1, last_step = -1;
+  std::int64_t base_ns = 0;  // baseTimeNanoseconds
+  std::size_t cycle = 0;     // index into ranks_summary::cycles
+  bool duplicate = false;    // a second trace of the same rank and cycle (left out of the view across ranks)
   proftrace::event_averages averages;
+  // "steps 10-14", "step 7", or empty without steps.
+  std::string steps() const;
 };
 
-// Summaries of every trace in `dir` (*.json, *.json.gz, *.json.zst), ranked
-// by distributedInfo.rank (traces without one last, by file name).
-std::vector<rank_summary> summarize_ranks(const std::filesystem::path& dir, bool group_by_input_shape,
-                                          std::vector<std::string>& warnings);
-// Per key, across the ranks: how many have it, the min, median and max of
-// its self CPU time and the rank with the max ("-" when all are equal), sorted by
+struct cycle_summary {
+  std::int64_t first_step = -1, last_step = -1;  // over its traces; -1: traces without steps
+  std::string label;  // "steps 10-14", "step 7", "trace 2" or empty (one cycle of traces without steps)
+  std::size_t entities = 0;  // distinct ranks (each trace without a rank counts alone)
+  bool all_ranked = true;
+};
+
+struct ranks_summary {
+  // Cycle by cycle (in step order), ranks in order within a cycle (traces
+  // without a rank last, by file name).
+  std::vector<rank_summary> traces;
+  std::vector<cycle_summary> cycles;
+  std::vector<skipped_file> skipped;  // files of the directory that are not traces
+};
+
+// Summaries of every trace in `dir` (see list_traces: files that are not
+// Kineto traces are skipped, not an error; a broken trace is an error),
+// grouped into schedule cycles: traces with steps by their first
+// ProfilerStep#N (a trace cut short keeps its cycle), traces without steps
+// by their order in time within their rank. Throws trace_error when no trace
+// is left.
+ranks_summary summarize_ranks(const std::filesystem::path& dir, bool group_by_input_shape,
+                              std::vector<std::string>& warnings);
+// Per key, across the traces of one cycle (duplicates left out): how many
+// ranks have it, out of how many, the min, median and max of its self CPU
+// time and the rank with the max ("-" when all are equal), sorted by
 // max - min, largest first; `row_limit` rows at most (-1: all).
-std::string cross_rank_table(const std::vector<rank_summary>& ranks, int row_limit = -1);
+std::string cross_rank_table(const ranks_summary& ranks, std::size_t cycle, int row_limit = -1);
 
 struct merge_result {
   std::uint64_t traces = 0;
+  std::uint64_t ranks = 0;  // distinct distributedInfo.rank values (each trace without one counts alone)
   std::uint64_t events = 0;
   std::uint64_t unaligned = 0;  // traces without a measured clock offset (taken as 0)
 };
 
 // Writes one trace holding every input's events: one process per rank (and
-// per device of a rank), named "rank N (host)" and sorted by rank; times
+// per device of a rank), named "rank N (host)" and sorted by rank; a rank's
+// traces of several schedule cycles share its processes (the cycles lie one
+// after another in time), the host process named with their step ranges,
+// "rank N (host) steps 10-14, 20-24"; process names are unique; times
 // moved onto rank 0's clock by each trace's clockAlignment offset and onto
 // one base; flow ids and correlations kept apart per rank. Streaming: one
 // event in memory at a time. Throws trace_error on a bad input or output.

@@ -1,6 +1,7 @@
 // Aggregation (summary, diff) and layout checks (validate) over the
 // streaming reader.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -53,6 +54,15 @@ aggregator::aggregator(bool group_by_input_shape, std::size_t max_pending_per_th
 
 std::size_t aggregator::row_for(const trace_event& e) {
   const bool step = e.name.rfind("ProfilerStep#", 0) == 0;
+  if (step) {
+    std::int64_t n = 0;
+    const char* digits = e.name.data() + 13;
+    const auto [end, err] = std::from_chars(digits, e.name.data() + e.name.size(), n);
+    if (err == std::errc{} && end == e.name.data() + e.name.size() && n >= 0) {
+      first_step_ = std::min(first_step_, n);
+      last_step_ = std::max(last_step_, n);
+    }
+  }
   std::string key = step ? std::string("ProfilerStep*") : e.name;
   const bool shaped = by_shape_ && !step && e.has_input_dims;
   std::string index_key = key;
@@ -115,7 +125,15 @@ proftrace::event_averages aggregator::stacks() const {
   return out;
 }
 
+void aggregator::claim_memory(interval& parent, const interval& child) noexcept {
+  for (int d = 0; d < 2; ++d) {
+    add_saturating(parent.mem_total[d], child.mem_total[d]);
+    if (child.memory) add_saturating(parent.mem_self[d], child.mem_total[d]);
+  }
+}
+
 void aggregator::finalize(const interval& x, bool has_parent) {
+  if (x.memory) return;
   if (stacks_on_ && !(has_parent && x.stacks->path.empty() && !x.nested)) emit_stacks(x);
   auto& r = rows_[x.row];
   // As in torch, a key is top-level when its first occurrence had no parent.
@@ -128,6 +146,10 @@ void aggregator::finalize(const interval& x, bool has_parent) {
   add_saturating(r.cpu_time_total_ns, dur);
   add_saturating(r.self_cpu_time_total_ns, dur > x.child_ns ? dur - x.child_ns : 0);
   add_saturating(r.flops, x.flops);
+  add_saturating(r.cpu_memory_usage, x.mem_total[0]);
+  add_saturating(r.self_cpu_memory_usage, x.mem_self[0]);
+  add_saturating(r.cuda_memory_usage, x.mem_total[1]);
+  add_saturating(r.self_cuda_memory_usage, x.mem_self[1]);
 }
 
 std::string aggregator::add(const trace_event& e) {
@@ -135,6 +157,18 @@ std::string aggregator::add(const trace_event& e) {
   if (e.type != json_type::object) return where + " is " + to_string(e.type) + ", not an object";
   if (e.ph_type == json_type::absent) return where + " has no \"ph\"";
   if (e.ph_type != json_type::string) return where + ": " + type_problem("ph", e.ph_type, "a string");
+  if (e.ph == "i" && e.has_bytes && e.name == "[memory]") {
+    // An allocation or a free: it counts for the host events open on its
+    // thread at its time (torch's CPU Mem / Self CPU Mem, CUDA Mem, ...).
+    if (e.ts_type != json_type::number) return {};
+    interval M;
+    M.memory = true;
+    M.row = SIZE_MAX;
+    M.start = M.end = to_ns(e.ts);
+    M.mem_total[e.device_type == 1 ? 1 : 0] = e.bytes;
+    place(std::move(M), e);
+    return {};
+  }
   if (e.ph != "X") return {};
   if (e.name_type != json_type::string)
     return where + (e.name_type == json_type::absent ? " has no \"name\"" : ": " + type_problem("name", e.name_type, "a string"));
@@ -150,6 +184,11 @@ std::string aggregator::add(const trace_event& e) {
   E.end = E.start + std::max<std::int64_t>(to_ns(e.dur), 0);
   E.row = row_for(e);
   E.flops = e.flops;
+  place(std::move(E), e);
+  return {};
+}
+
+void aggregator::place(interval E, const trace_event& e) {
   const std::int64_t dur = E.end - E.start;
   // Events come in runs of one thread: look the thread up only when it changes.
   if (!last_thread_ || e.pid != last_pid_ || e.tid != last_tid_) {
@@ -162,16 +201,24 @@ std::string aggregator::add(const trace_event& e) {
   // (a) Intervals that arrived before E and lie inside it: E's children,
   // written before their parent (proftrace writes a thread's events as they
   // end). Only the ones not already counted under a parent are direct.
+  // A memory event (zero length) claims nothing.
   bool claimed = false;
-  while (!T.stack.empty()) {
+  while (!E.memory && !T.stack.empty()) {
     const interval& X = T.stack.back();
     const bool inside = X.start >= E.start && X.end <= E.end;
     const bool identical = X.start == E.start && X.end == E.end;
     if (!inside || (identical && T.mode != order::by_end)) break;
-    if (!identical && T.mode == order::unknown) T.mode = order::by_end;
-    if (!X.nested) add_saturating(E.child_ns, X.end - X.start);
+    // A memory event before its scope says nothing about the order: PyTorch
+    // may list it apart from the ops.
+    if (!identical && T.mode == order::unknown && !X.memory) T.mode = order::by_end;
+    if (!X.nested) {
+      add_saturating(E.child_ns, X.end - X.start);
+      claim_memory(E, X);
+    } else if (T.stack.size() >= 2) {
+      claim_memory(T.stack[T.stack.size() - 2], X);  // its parent lies right below it
+    }
     claimed = true;
-    if (stacks_on_) {
+    if (stacks_on_ && !X.memory) {
       // X and what hangs below it now hang below E.
       const std::string& name = rows_[X.row].key;
       const std::int64_t xdur = X.end - X.start;
@@ -193,6 +240,8 @@ std::string aggregator::add(const trace_event& e) {
     const bool contains = X.start <= E.start && E.end <= X.end;
     if (contains || X.end > E.start) break;
     if (!X.nested && T.mode != order::by_start) break;
+    // A nested interval's parent lies right below it (see finish()).
+    if (X.nested && T.stack.size() >= 2) claim_memory(T.stack[T.stack.size() - 2], X);
     finalize(X, X.nested);
     T.stack.pop_back();
   }
@@ -203,13 +252,13 @@ std::string aggregator::add(const trace_event& e) {
     if (X.start <= E.start && E.end <= X.end) {
       add_saturating(X.child_ns, dur);
       E.nested = true;
-      if (T.mode == order::unknown && !(X.start == E.start && X.end == E.end)) T.mode = order::by_start;
+      if (T.mode == order::unknown && !E.memory && !(X.start == E.start && X.end == E.end)) T.mode = order::by_start;
     }
   }
-  if (stacks_on_) {
+  if (stacks_on_ && !E.memory) {
     std::string& path = E.stacks->path;
     for (const auto& X : T.stack)
-      if (X.start <= E.start && E.end <= X.end && !(X.start == E.start && X.end == E.end && T.mode == order::by_end)) {
+      if (!X.memory && X.start <= E.start && E.end <= X.end && !(X.start == E.start && X.end == E.end && T.mode == order::by_end)) {
         if (!path.empty()) path += '\x1f';
         path += rows_[X.row].key;
       }
@@ -221,11 +270,16 @@ std::string aggregator::add(const trace_event& e) {
     finalize(F, F.nested);
     T.stack.pop_front();
   }
-  return {};
 }
 
 proftrace::event_averages aggregator::finish() {
   for (auto& [key, T] : threads_) {
+    // A nested interval's parent is the one right below it: it was the top
+    // of the stack when the child arrived, and nothing under the child is
+    // removed before it but from the front (then the child is the front).
+    // Children's memory first, then every interval in arrival order.
+    for (std::size_t i = T.stack.size(); i-- > 1;)
+      if (T.stack[i].nested) claim_memory(T.stack[i - 1], T.stack[i]);
     for (const auto& x : T.stack) finalize(x, x.nested);
     T.stack.clear();
   }
@@ -270,42 +324,117 @@ std::string us_text(std::int64_t ns) {
 
 }  // namespace
 
-std::vector<rank_summary> summarize_ranks(const std::filesystem::path& dir, bool group_by_input_shape,
-                                          std::vector<std::string>& warnings) {
-  std::vector<rank_summary> out;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (!entry.is_regular_file() ||
-        !(name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".json.zst")))
-      continue;
+namespace {
+
+std::string steps_text(std::int64_t first, std::int64_t last) {
+  if (first < 0) return {};
+  return first == last ? "step " + std::to_string(first) : "steps " + std::to_string(first) + "-" + std::to_string(last);
+}
+
+}  // namespace
+
+std::string rank_summary::steps() const { return steps_text(first_step, last_step); }
+
+ranks_summary summarize_ranks(const std::filesystem::path& dir, bool group_by_input_shape,
+                              std::vector<std::string>& warnings) {
+  ranks_summary out;
+  const auto files = list_traces(dir, out.skipped);
+  if (files.empty()) {
+    std::string why = dir.string() + ": no Kineto trace in the directory";
+    if (!out.skipped.empty())
+      why += " (" + std::to_string(out.skipped.size()) + (out.skipped.size() == 1 ? " file" : " files") +
+             " skipped, e.g. " + out.skipped.front().file.filename().string() + ": " + out.skipped.front().reason + ")";
+    throw trace_error(why);
+  }
+  for (const auto& file : files) {
     rank_summary s;
-    s.file = entry.path();
+    s.file = file;
     aggregator agg(group_by_input_shape);
-    for (const auto& m : aggregate(entry.path(), agg, warnings, false).metadata) {
+    for (const auto& m : aggregate(file, agg, warnings, false).metadata) {
       if (m.key == "distributedInfo.rank" && m.type == json_type::number) s.rank = std::atoi(m.value.c_str());
       if (m.key == "distributedInfo.host" && m.type == json_type::string) s.host = m.value;
+      if (m.key == "baseTimeNanoseconds" && m.type == json_type::number) s.base_ns = std::atoll(m.value.c_str());
     }
     s.averages = agg.finish();
-    out.push_back(std::move(s));
+    s.first_step = agg.first_step();
+    s.last_step = agg.last_step();
+    out.traces.push_back(std::move(s));
   }
-  if (ec) throw trace_error(dir.string() + ": cannot read the directory: " + ec.message());
-  if (out.empty()) throw trace_error(dir.string() + ": no trace (*.json, *.json.gz, *.json.zst) in the directory");
-  std::sort(out.begin(), out.end(), [](const rank_summary& a, const rank_summary& b) {
-    const bool a_ranked = a.rank >= 0, b_ranked = b.rank >= 0;
-    if (a_ranked != b_ranked) return a_ranked;
-    return a.rank != b.rank ? a.rank < b.rank : a.file < b.file;
-  });
+  // Cycles: traces with steps by their first step; a rank's traces without
+  // steps by their order in time (the k-th such trace of every rank together).
+  std::map<int, std::vector<std::size_t>> stepless_by_rank;
+  for (std::size_t i = 0; i < out.traces.size(); ++i)
+    if (out.traces[i].first_step < 0) stepless_by_rank[out.traces[i].rank].push_back(i);
+  // Key: (0, first step) or (1, ordinal); a trace without a rank is its own rank.
+  std::map<std::pair<int, std::int64_t>, std::vector<std::size_t>> cycles;
+  for (std::size_t i = 0; i < out.traces.size(); ++i)
+    if (out.traces[i].first_step >= 0) cycles[{0, out.traces[i].first_step}].push_back(i);
+  for (auto& [rank, idx] : stepless_by_rank) {
+    if (rank < 0) {
+      for (auto i : idx) cycles[{1, 0}].push_back(i);
+      continue;
+    }
+    std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+      return out.traces[a].base_ns != out.traces[b].base_ns ? out.traces[a].base_ns < out.traces[b].base_ns
+                                                            : out.traces[a].file < out.traces[b].file;
+    });
+    for (std::size_t k = 0; k < idx.size(); ++k) cycles[{1, static_cast<std::int64_t>(k)}].push_back(idx[k]);
+  }
+  const bool several_stepless = cycles.count({1, 1}) != 0;
+  std::vector<rank_summary> ordered;
+  for (auto& [key, idx] : cycles) {
+    cycle_summary c;
+    for (auto i : idx) {
+      const auto& t = out.traces[i];
+      if (t.first_step >= 0) {
+        c.first_step = c.first_step < 0 ? t.first_step : std::min(c.first_step, t.first_step);
+        c.last_step = std::max(c.last_step, t.last_step);
+      }
+    }
+    c.label = key.first == 0 ? steps_text(c.first_step, c.last_step)
+              : several_stepless ? "trace " + std::to_string(key.second + 1)
+                                 : std::string();
+    std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+      const auto &x = out.traces[a], &y = out.traces[b];
+      if ((x.rank >= 0) != (y.rank >= 0)) return x.rank >= 0;
+      return x.rank != y.rank ? x.rank < y.rank : x.file < y.file;
+    });
+    const std::size_t cycle = out.cycles.size();
+    int previous_rank = -1;
+    std::string first_file;
+    for (auto i : idx) {
+      rank_summary t = std::move(out.traces[i]);
+      t.cycle = cycle;
+      if (t.rank < 0) c.all_ranked = false;
+      if (t.rank >= 0 && t.rank == previous_rank) {
+        t.duplicate = true;
+        warnings.push_back(t.file.string() + ": a second trace of rank " + std::to_string(t.rank) +
+                           (c.label.empty() ? "" : ", " + c.label) + " (after " + first_file +
+                           "): its table is shown, the view across ranks uses the first");
+      } else {
+        ++c.entities;
+        first_file = t.file.filename().string();
+      }
+      previous_rank = t.rank;
+      ordered.push_back(std::move(t));
+    }
+    out.cycles.push_back(std::move(c));
+  }
+  out.traces = std::move(ordered);
   return out;
 }
 
-std::string cross_rank_table(const std::vector<rank_summary>& ranks, int row_limit) {
+std::string cross_rank_table(const ranks_summary& ranks, std::size_t cycle, int row_limit) {
   struct key_stats {
-    std::vector<std::pair<std::int64_t, std::size_t>> self;  // (self CPU ns, index into ranks)
+    std::vector<std::pair<std::int64_t, std::size_t>> self;  // (self CPU ns, index into ranks.traces)
   };
   std::map<std::string, key_stats> keys;
-  for (std::size_t i = 0; i < ranks.size(); ++i)
-    for (const auto& row : ranks[i].averages.rows) keys[row.key].self.emplace_back(row.self_cpu_time_total_ns, i);
+  for (std::size_t i = 0; i < ranks.traces.size(); ++i) {
+    const auto& t = ranks.traces[i];
+    if (t.cycle != cycle || t.duplicate) continue;
+    for (const auto& row : t.averages.rows) keys[row.key].self.emplace_back(row.self_cpu_time_total_ns, i);
+  }
+  const std::size_t total = cycle < ranks.cycles.size() ? ranks.cycles[cycle].entities : 0;
   struct line {
     std::string key;
     std::size_t present;
@@ -321,23 +450,67 @@ std::string cross_rank_table(const std::vector<rank_summary>& ranks, int row_lim
   std::stable_sort(lines.begin(), lines.end(),
                    [](const line& a, const line& b) { return a.max - a.min > b.max - b.min; });
   const auto who = [&](std::size_t i) {
-    return ranks[i].rank >= 0 ? "rank " + std::to_string(ranks[i].rank) : ranks[i].file.filename().string();
+    return ranks.traces[i].rank >= 0 ? "rank " + std::to_string(ranks.traces[i].rank)
+                                     : ranks.traces[i].file.filename().string();
   };
   std::size_t name_width = 4;
   for (const auto& l : lines) name_width = std::max(name_width, std::min<std::size_t>(l.key.size(), 55));
   std::string out;
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%-*s  %5s  %14s  %14s  %14s  %s\n", static_cast<int>(name_width), "Name", "Ranks",
+  std::snprintf(buf, sizeof buf, "%-*s  %7s  %14s  %14s  %14s  %s\n", static_cast<int>(name_width), "Name", "Ranks",
                 "Self CPU min us", "median us", "max us", "Slowest");
   out += buf;
   int n = 0;
   for (const auto& l : lines) {
     if (row_limit >= 0 && n++ >= row_limit) break;
     const std::string name = l.key.size() > 55 ? l.key.substr(0, 52) + "..." : l.key;
-    std::snprintf(buf, sizeof buf, "%-*s  %2zu/%-2zu  %14s  %14s  %14s  %s\n", static_cast<int>(name_width), name.c_str(),
-                  l.present, ranks.size(), us_text(l.min).c_str(), us_text(l.median).c_str(), us_text(l.max).c_str(),
+    const std::string present = std::to_string(l.present) + "/" + std::to_string(total);
+    std::snprintf(buf, sizeof buf, "%-*s  %7s  %14s  %14s  %14s  %s\n", static_cast<int>(name_width), name.c_str(),
+                  present.c_str(), us_text(l.min).c_str(), us_text(l.median).c_str(), us_text(l.max).c_str(),
                   l.max > l.min ? who(l.slowest).c_str() : "-");
     out += buf;
+  }
+  return out;
+}
+
+std::string numeric_csv(const proftrace::event_averages& averages) {
+  bool cuda_time = false, cpu_mem = false, cuda_mem = false, flops = false, shapes = averages.grouped_by_input_shape;
+  for (const auto& r : averages.rows) {
+    cuda_time |= r.cuda_time_total_ns != 0 || r.self_cuda_time_total_ns != 0;
+    cpu_mem |= r.cpu_memory_usage != 0 || r.self_cpu_memory_usage != 0;
+    cuda_mem |= r.cuda_memory_usage != 0 || r.self_cuda_memory_usage != 0;
+    flops |= r.flops != 0;
+  }
+  const auto quoted = [](const std::string& s) {
+    std::string q = "\"";
+    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  };
+  const auto avg_us = [](std::int64_t total_ns, std::int64_t count) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", count ? static_cast<double>(total_ns) / 1e3 / static_cast<double>(count) : 0.0);
+    return std::string(buf);
+  };
+  std::string out = "name";
+  if (shapes) out += ",input_shapes";
+  out += ",count,cpu_total_us,self_cpu_us,cpu_avg_us";
+  if (cuda_time) out += ",cuda_total_us,self_cuda_us,cuda_avg_us";
+  if (cpu_mem) out += ",cpu_memory_bytes,self_cpu_memory_bytes";
+  if (cuda_mem) out += ",cuda_memory_bytes,self_cuda_memory_bytes";
+  if (flops) out += ",flops";
+  out += "\n";
+  for (const auto& r : averages.rows) {
+    out += quoted(r.key);
+    if (shapes) out += "," + quoted(r.input_shapes);
+    out += "," + std::to_string(r.count) + "," + us_text(r.cpu_time_total_ns) + "," + us_text(r.self_cpu_time_total_ns) +
+           "," + avg_us(r.cpu_time_total_ns, r.count);
+    if (cuda_time)
+      out += "," + us_text(r.cuda_time_total_ns) + "," + us_text(r.self_cuda_time_total_ns) + "," +
+             avg_us(r.cuda_time_total_ns, r.count);
+    if (cpu_mem) out += "," + std::to_string(r.cpu_memory_usage) + "," + std::to_string(r.self_cpu_memory_usage);
+    if (cuda_mem) out += "," + std::to_string(r.cuda_memory_usage) + "," + std::to_string(r.self_cuda_memory_usage);
+    if (flops) out += "," + std::to_string(r.flops);
+    out += "\n";
   }
   return out;
 }

@@ -67,6 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (!small_enough(input)) return -1;  // not added to the corpus
 
+  (void)pt::probe_trace(input);  // never throws: a directory's file is a trace or is skipped
   pt::read_result validated;
   (void)pt::validate(input, [](const pt::problem&) {}, &validated);
   for (bool by_shape : {false, true}) {
