@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <proftrace/cuda.hpp>
+#include <proftrace/profileit.hpp>
 
 #include <fstream>
 #include <string>
@@ -104,6 +105,15 @@ TEST_CASE("tables without their library: every call fails, nothing crashes, the 
     test_support::warning_capture warnings;
     { proftrace::cuda::profiler_scope scope; }  // PROF_CUDA_PROFILE: never throws, one warning
     CHECK(warnings.contains("libcudart.so.13 not found"));
+  }
+  {
+    test_support::warning_capture warnings;
+    const auto run = proftrace::profileit("cuda", [] { return 5; });  // the CPU figures, every GPU figure absent
+    CHECK(run.result == 5);
+    CHECK(run.stats.cpu_time.has_value());
+    CHECK_FALSE(run.stats.has_gpu_figures());
+    CHECK(run.stats.gpu_absent_reason.find("libcudart.so.13 not found") != std::string::npos);
+    CHECK(warnings.contains("profileit: CUDA is not available"));
   }
   proftrace::cuda::detail::use_apis(nullptr, nullptr);
 }

@@ -8,7 +8,8 @@ symbol). Then the programs run with PROFTRACE_CUDA_LIBRARY_DIRS naming an
 empty directory, so the libraries cannot be found: with default activities
 the run is silent (empty stderr), writes a valid trace and reports no CUDA
 activity; naming activity::cuda is exactly one warning that says which
-library is missing, and the CPU profile is complete. Last, with the
+library is missing, and the CPU profile is complete; timeit times the host
+only, silently. Last, with the
 libraries where they are (this machine has no driver), default activities
 stay silent too.
 
@@ -63,6 +64,10 @@ def run_program(program, trace, env):
     if not m:
         return r, t, f"{program} printed no activities: {r.stdout!r}"
     r.activities = int(m.group(1), 16)
+    m = re.search(r"timeit synchronized ([01])", r.stdout)
+    if not m:
+        return r, t, f"{program} printed no timeit line: {r.stdout!r}"
+    r.synchronized = m.group(1) == "1"
     return r, t, None
 
 
@@ -88,6 +93,8 @@ def main():
             errors.append("no CUDA libraries, default activities: activities() still names CUDA")
         if t.get("deviceProperties"):
             errors.append("no CUDA libraries: the trace has deviceProperties")
+        if r.synchronized:
+            errors.append("no CUDA libraries: timeit says it waited for a device")
 
     r, t, e = run_program(named, trace, absent)
     if e:

@@ -2,7 +2,8 @@
 // CUDA API; built with PROFTRACE_TEST_NAME_CUDA=0 it never mentions CUDA,
 // with 1 its session names activity::cuda (torch's explicit activities).
 // check.py runs both where the CUDA libraries cannot be found.
-//   program TRACE   -> writes TRACE, prints "activities 0x<bits>" (what the session used)
+//   program TRACE   -> writes TRACE, prints "activities 0x<bits>" (what the
+//                      session used) and "timeit synchronized 0|1"
 #include <proftrace/proftrace.hpp>
 
 #include <cstdio>
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
 #if PROFTRACE_TEST_NAME_CUDA
   options.activities = {proftrace::activity::cpu, proftrace::activity::cuda};
 #endif
+  proftrace::timeit timer({.log = false});  // waits for a device only where one is visible
   proftrace::profile p(options);
   p.start();
   for (int i = 0; i < 3; ++i) {
@@ -25,6 +27,8 @@ int main(int argc, char** argv) {
   }
   p.stop();
   p.export_chrome_trace(argv[1]);
-  std::printf("activities 0x%x\n", static_cast<unsigned>(p.activities().bits()));
+  timer.stop();
+  std::printf("activities 0x%x\ntimeit synchronized %d\n", static_cast<unsigned>(p.activities().bits()),
+              timer.synchronized() ? 1 : 0);
   return 0;
 }
