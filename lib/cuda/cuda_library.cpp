@@ -41,11 +41,12 @@ std::string env_dirs() {
 
 shared_library open_cuda_library(std::string_view stem, std::string_view fallback_dirs) {
   const std::string env = env_dirs();
-  const std::string soname = std::string(stem) + ".so" + (*PROFTRACE_CUDA_MAJOR ? "." PROFTRACE_CUDA_MAJOR : "");
-  std::string searched = !env.empty() ? "searched PROFTRACE_CUDA_LIBRARY_DIRS=" + env
-                                      : "searched the dynamic loader's path" +
-                                            (fallback_dirs.empty() ? std::string() : " and " + std::string(fallback_dirs));
-  return shared_library::open(soname, cuda_library_candidates(stem, PROFTRACE_CUDA_MAJOR, env, fallback_dirs), searched);
+  const std::string_view major = PROFTRACE_CUDA_MAJOR;
+  const std::string soname = std::string(stem) + ".so" + (major.empty() ? "" : "." + std::string(major));
+  std::string searched = "searched ";
+  if (!env.empty()) searched += "PROFTRACE_CUDA_LIBRARY_DIRS=" + env;
+  else searched += "the dynamic loader's path" + (fallback_dirs.empty() ? "" : " and " + std::string(fallback_dirs));
+  return shared_library::open(soname, cuda_library_candidates(stem, major, env, fallback_dirs), searched);
 }
 
 }  // namespace

@@ -33,7 +33,8 @@ std::string cuda_error(const char* call, int error) {
   const runtime_api& rt = runtime();
   if (rt.unavailable) return std::string("proftrace: ") + call + " failed: " + rt.unavailable;
   const char* text = rt.error_string ? rt.error_string(error) : nullptr;
-  return std::string("proftrace: ") + call + " failed: " + (text ? text : "CUDA error") + " (" + std::to_string(error) + ")";
+  return std::string("proftrace: ") + call + " failed: " + (text ? text : "CUDA error") + " (" + std::to_string(error) +
+         ")";
 }
 
 struct cudart_functions {
