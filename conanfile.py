@@ -4,8 +4,9 @@
 
 The options map one to one onto the CMake switches and onto the definitions
 consumers get (package_info). Consumers use proftrace's own CMake package
-(find_package(proftrace) -> proftrace::proftrace), which finds Boost, Threads
-and, with CUDA, the CUDA toolkit itself.
+(find_package(proftrace) -> proftrace::proftrace), which finds Boost and
+Threads. with_cuda needs the CUDA toolkit to build the package, not to
+consume it: the library opens libcupti and libcudart at run time.
 """
 import os
 

@@ -49,7 +49,9 @@ proftrace_bool(PROFTRACE_WITH_FLOPS_01 PROFTRACE_WITH_FLOPS)
 proftrace_bool(PROFTRACE_WITH_MEMORY_01 PROFTRACE_WITH_MEMORY)
 
 # The CUDA collector (CUPTI), built when the toolkit is found (AUTO) or
-# required (ON). A binary built with it still starts without a driver.
+# required (ON). Only the toolkit's headers are used: libcupti and libcudart
+# are opened at run time, so a binary built with it starts without a driver
+# or any CUDA library.
 set(PROFTRACE_WITH_CUDA_01 0)
 set(PROFTRACE_CUDA_TOOLKIT_FOUND FALSE)
 if(NOT PROFTRACE_WITH_CUDA STREQUAL "OFF" AND PROFTRACE_ENABLED)

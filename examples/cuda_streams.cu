@@ -80,7 +80,9 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--out") == 0 && i + 1 < argc) out = argv[++i];
   std::filesystem::create_directories(out);
 
-  proftrace::profile p;
+  // CUDA named, as torch's examples do: where it cannot be had, one warning
+  // says why (default activities would leave it out silently).
+  proftrace::profile p({.activities = {proftrace::activity::cpu, proftrace::activity::cuda}});
   p.start();
   bool gpu = false;
   cudaStream_t s1 = nullptr, s2 = nullptr;

@@ -13,8 +13,7 @@
 #include "proftrace/profile.hpp"
 #include "warn.hpp"
 #if PROFTRACE_WITH_CUDA
-#include <cuda_runtime_api.h>
-
+#include "cuda/cuda_runtime.hpp"
 #include "proftrace/cuda.hpp"
 #endif
 
@@ -100,8 +99,8 @@ profileit_probe::profileit_probe(std::string_view device) : state_(std::make_uni
       s.stats.gpu_absent_reason = "CUDA is not available (" + m.unavailable + ")";
       warn_once_no_gpu(s.stats.gpu_absent_reason);
     } else {
-      if (s.device.index < 0) cudaGetDevice(&s.device.index);
-      else cudaSetDevice(s.device.index);
+      if (s.device.index < 0) cuda::detail::runtime().get_device(&s.device.index);
+      else cuda::detail::runtime().set_device(s.device.index);
       s.gpu = true;
       if (session_state.load(std::memory_order_relaxed) != 0) {
         s.stats.gpu_absent_reason =
@@ -121,7 +120,7 @@ profileit_probe::profileit_probe(std::string_view device) : state_(std::make_uni
   }
   s.stats.peak_resident_is_process_peak = !reset_peak_resident();
 #if PROFTRACE_WITH_CUDA
-  if (s.gpu) cudaDeviceSynchronize();
+  if (s.gpu) cuda::detail::runtime().device_synchronize();
 #endif
   s.cpu_start = cpu_seconds();
   s.start = std::chrono::steady_clock::now();
@@ -139,7 +138,7 @@ profileit_probe::~profileit_probe() {
 run_stats profileit_probe::finish() {
   state& s = *state_;
 #if PROFTRACE_WITH_CUDA
-  if (s.gpu) cudaDeviceSynchronize();
+  if (s.gpu) cuda::detail::runtime().device_synchronize();
 #endif
   const auto end = std::chrono::steady_clock::now();
   const double cpu_end = cpu_seconds();

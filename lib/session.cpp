@@ -132,7 +132,9 @@ std::string clock_alignment_json([[maybe_unused]] const std::optional<distribute
 
 struct session::impl {
   profile_options opts;
-  activity_set activities;
+  activity_set activities;  // from start() on, what the session really has (activities())
+  activity_set requested;   // the compiled-in subset of what it asked for
+  activity_set fallback;    // CPU, where compiled in: recorded when CUDA was named and is missing
   schedule_fn sched;
   bool record_steps = false;
   std::int64_t step_num = 0;
@@ -143,7 +145,7 @@ struct session::impl {
   std::thread::id api_step_thread;
   bool trace_open = false;
   bool cuda_on = false;  // CUPTI collects for this session
-  bool cpu_fallback = false;  // CUDA was asked for and is unavailable: record the CPU profile
+  bool cpu_fallback = false;  // CUDA was named and is unavailable: record the CPU profile
   std::vector<std::pair<std::string, std::string>> preset;
   std::shared_ptr<detail::finished_trace> last;
   std::string last_note;  // why `last` is partial, for the reports
@@ -441,6 +443,8 @@ session::session(profile_options options, activity_set compiled) : impl_(std::ma
   // run and write valid traces with nothing in them, so a program need not
   // change to build without profiling.
   if (s.activities.empty() && PROFTRACE_ENABLED) throw std::invalid_argument("No valid profiler activities found");
+  s.requested = s.activities;
+  s.fallback = compiled & activity_set{activity::cpu};
 #if !PROFTRACE_WITH_CUDA
   if (s.opts.cuda_profiler_gating) detail::warn("cuda_profiler_gating needs a build with CUDA; ignored");
 #endif
@@ -477,11 +481,22 @@ void session::start() {
   s.generation = ++session_generation;
   s.scoped_steps = false;
   s.session_memory.clear();
+  // As torch: default activities take CUDA only where it is really there,
+  // silently; CUDA named in `activities` and missing is one warning per
+  // process (cuda_collection_start), and the CPU profile is recorded instead.
+  const bool cuda_named = s.opts.activities.contains(activity::cuda);
+  s.activities = s.requested;
 #if PROFTRACE_WITH_CUDA
-  s.cuda_on = s.activities.contains(activity::cuda) && !in_forked_child && detail::cuda_collection_start();
+  s.cuda_on = s.requested.contains(activity::cuda) && !in_forked_child && detail::cuda_collection_start(cuda_named);
 #endif
-  // cuda_collection_start warned (once per process) unless the user switched CUDA off.
-  s.cpu_fallback = s.activities.contains(activity::cuda) && !s.cuda_on;
+  s.cpu_fallback = s.requested.contains(activity::cuda) && !s.cuda_on;
+  if (!s.cuda_on) s.activities = activity_set::from_bits(s.activities.bits() & ~activity_set{activity::cuda}.bits());
+  if (s.cpu_fallback) s.activities = s.activities | s.fallback;
+#if PROFTRACE_WITH_NVTX
+  // NVTX ranges need a tool (Nsight), attached when the process starts.
+  if (!detail::nvtx_tool_attached())
+    s.activities = activity_set::from_bits(s.activities.bits() & ~activity_set{activity::nvtx}.bits());
+#endif
   s.dist = distributed();
   s.clock_alignment = clock_alignment_json(s.dist, "at_start");
   active_session = this;

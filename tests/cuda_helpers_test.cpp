@@ -47,6 +47,7 @@ const proftrace::cuda::detail::runtime_api runtime{
       return 0;
     },
     [](int e) { return e == 35 ? "CUDA driver version is insufficient for CUDA runtime version" : "other"; },
+    [] { return 0; },
 };
 const proftrace::cuda::detail::nvml_api nvml{
     [] { return 0; },

@@ -404,8 +404,37 @@ TEST_CASE("the kill switch: no warning, no CUDA") {
   CHECK(rows_of(p)["cpu only"].count == 1);
 }
 
+TEST_CASE("CUDA libraries missing: default activities leave CUDA out silently, naming it is one warning") {
+  const cupti_api missing = unavailable_cupti_api("libcupti.so.13 not found (dlopen: test)");
+  cupti_collector::instance().use_api(&missing);
+  test_support::warning_capture warnings;
+  {
+    proftrace::profile p;
+    p.start();
+    { PROF_SCOPE("default"); }
+    p.stop();
+    CHECK(rows_of(p)["default"].count == 1);
+    CHECK_FALSE(p.activities().contains(proftrace::activity::cuda));
+    CHECK(p.activities().contains(proftrace::activity::cpu));
+  }
+  CHECK(warnings.seen.empty());
+  for (int run = 0; run < 2; ++run) {
+    proftrace::profile p({.activities = {proftrace::activity::cuda}});
+    CHECK(p.activities() == proftrace::activity_set{proftrace::activity::cuda});  // before start(): what it asks for
+    p.start();
+    { PROF_SCOPE("named"); }
+    p.stop();
+    CHECK(rows_of(p)["named"].count == 1);  // the CPU profile instead
+    CHECK(p.activities() == proftrace::activity_set{proftrace::activity::cpu});
+  }
+  std::lock_guard lock(warnings.mutex);
+  REQUIRE(warnings.seen.size() == 1);  // once per process
+  CHECK(warnings.seen[0].find("libcupti.so.13 not found (dlopen: test)") != std::string::npos);
+  cupti_collector::instance().use_api(nullptr);
+}
+
 #if !PROFTRACE_TEST_SANITIZED
-TEST_CASE("the real CUDA libraries: without a driver one warning and a complete CPU trace") {
+TEST_CASE("the real CUDA libraries: without a driver, default activities are silent and a complete CPU trace") {
   cupti_collector::instance().use_api(nullptr);
   test_support::warning_capture warnings;
   test_support::temp_dir out("cuda_real");
@@ -417,12 +446,37 @@ TEST_CASE("the real CUDA libraries: without a driver one warning and a complete 
   CHECK(rows_of(p)["host"].count == 1);
   const auto trace = test_support::read_trace(out.path / "t.json");
   if (!proftrace::cuda::available()) {
-    std::lock_guard lock(warnings.mutex);
-    REQUIRE(warnings.seen.size() == 1);
-    CHECK(warnings.seen[0].find("CUDA collection is off") != std::string::npos);
+    CHECK(warnings.seen.empty());
+    CHECK_FALSE(p.activities().contains(proftrace::activity::cuda));
     CHECK(trace.at("deviceProperties").as_array().empty());
   } else {
+    CHECK(p.activities().contains(proftrace::activity::cuda));
     CHECK_FALSE(trace.at("deviceProperties").as_array().empty());
+  }
+}
+
+TEST_CASE("the real CUDA libraries: without a driver, naming CUDA is one warning with the reason") {
+  cupti_collector::instance().use_api(nullptr);
+  test_support::warning_capture warnings;
+  for (int run = 0; run < 2; ++run) {
+    proftrace::profile p({.activities = {proftrace::activity::cpu, proftrace::activity::cuda}});
+    p.start();
+    { PROF_SCOPE("host"); }
+    p.stop();
+    CHECK(rows_of(p)["host"].count == 1);
+    if (proftrace::cuda::available()) CHECK(p.activities().contains(proftrace::activity::cuda));
+    else CHECK(p.activities() == proftrace::activity_set{proftrace::activity::cpu});
+  }
+  std::lock_guard lock(warnings.mutex);
+  if (!proftrace::cuda::available()) {
+    REQUIRE(warnings.seen.size() == 1);
+    const std::string& w = warnings.seen[0];
+    CHECK_MESSAGE((w.find("no usable CUDA driver (cudaGetDeviceCount returned") != std::string::npos ||
+                   w.find("no CUDA device") != std::string::npos),
+                  w);
+    CHECK(w.find("the CPU profile goes on") != std::string::npos);
+  } else {
+    CHECK(warnings.seen.empty());
   }
 }
 #endif

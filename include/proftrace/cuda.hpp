@@ -19,7 +19,9 @@
 // range's end only warns, and PROF_CUDA_PROFILE's scope only warns (once
 // per process) at either end. memory_info() reports what the CUDA runtime sees
 // (cudaMemGetInfo) and, where the driver's NVML library loads, what
-// nvidia-smi shows; absent figures are empty, never zeros.
+// nvidia-smi shows; absent figures are empty, never zeros. libcudart is
+// opened at run time: where it cannot be found every call behaves as with
+// no driver, and the error names the missing library.
 #pragma once
 
 #include <cstdint>

@@ -66,7 +66,10 @@ using trace_ready_fn = std::function<void(session&)>;
 enum class fork_child : std::uint8_t { profiling_off, fresh_session };
 
 struct profile_options {
-  activity_set activities{};  // empty: everything this build compiled in
+  // Empty: everything this build compiled in, CUDA only where it is really
+  // there (library, driver, device), silently as torch. Naming
+  // activity::cuda where it is missing warns once per process.
+  activity_set activities{};
   schedule_fn schedule{};     // empty: record from start() to stop(), no step annotations
   trace_ready_fn on_trace_ready{};
   bool record_shapes = false;
@@ -107,8 +110,9 @@ class session {
 
   // Throws std::logic_error if any session is already running (this one:
   // "not reentrant"), and std::runtime_error if the first trace's spool file
-  // cannot be created. Asking for CUDA where no driver or device is found
-  // warns once per process and records the CPU profile.
+  // cannot be created. Naming CUDA in `activities` where it cannot be had
+  // (no library, driver or device) warns once per process and records the
+  // CPU profile; default activities leave it out silently.
   void start();
   // Ends the session (closing a trace in progress, which runs on_trace_ready).
   void stop();
@@ -122,6 +126,9 @@ class session {
   bool running() const;
   std::int64_t step_num() const;
   profiler_action current_action() const;
+  // Before start(): the compiled-in subset of what the session asked for.
+  // From start() on: what it really records (CUDA only where collection
+  // started, NVTX only where a tool is attached).
   activity_set activities() const;
 
   // A finished trace is there for the reports below. Without one (never

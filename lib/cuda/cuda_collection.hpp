@@ -39,10 +39,11 @@ inline constexpr std::uint64_t cuda_external_id_marker = std::uint64_t{1} << 52;
 constexpr bool is_cuda_external_id(std::uint64_t id) noexcept { return (id & cuda_external_id_marker) != 0; }
 
 #if PROFTRACE_WITH_CUDA
-// Starts CUPTI collection for a session. False, after one warning per
-// reason and process, when it stays off (no driver, no device, another
-// CUPTI client, PROFTRACE_DISABLE_CUDA).
-bool cuda_collection_start();
+// Starts CUPTI collection for a session. False when it stays off: with one
+// warning per reason and process where CUDA is there and fails (another
+// CUPTI client, a CUPTI error), or is missing (no library, driver or device)
+// and the session `named` activity::cuda; silently for PROFTRACE_DISABLE_CUDA.
+bool cuda_collection_start(bool named);
 void cuda_collection_stop();
 // Waits for the device, flushes CUPTI's buffers and returns what they held.
 gpu_batch cuda_collection_take();

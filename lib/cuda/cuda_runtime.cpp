@@ -10,46 +10,110 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "../warn.hpp"
+#include "cuda_library.hpp"
 #include "proftrace/cuda.hpp"
 
 namespace proftrace::cuda {
 namespace detail {
+
+using proftrace::detail::cudart_library;
+using proftrace::detail::library_function;
 
 namespace {
 const runtime_api* runtime_override = nullptr;
 const nvml_api* nvml_override = nullptr;
 bool nvml_forced_absent = false;
 
-const runtime_api& runtime() { return runtime_override ? *runtime_override : real_runtime_api(); }
 const nvml_api* nvml() { return nvml_forced_absent ? nullptr : nvml_override ? nvml_override : real_nvml_api(); }
 
 std::string cuda_error(const char* call, int error) {
-  const char* text = runtime().error_string ? runtime().error_string(error) : nullptr;
-  return std::string("proftrace: ") + call + " failed: " + (text ? text : "CUDA error") + " (" + std::to_string(error) + ")";
+  const runtime_api& rt = runtime();
+  if (rt.unavailable) return std::string("proftrace: ") + call + " failed: " + rt.unavailable;
+  const char* text = rt.error_string ? rt.error_string(error) : nullptr;
+  return std::string("proftrace: ") + call + " failed: " + (text ? text : "CUDA error") + " (" + std::to_string(error) +
+         ")";
 }
-}  // namespace
 
-const runtime_api& real_runtime_api() {
-  static const runtime_api api{
-      [](int* n) { return static_cast<int>(cudaGetDeviceCount(n)); },
-      [] { return static_cast<int>(cudaProfilerStart()); },
-      [] { return static_cast<int>(cudaProfilerStop()); },
-      [](int* d) { return static_cast<int>(cudaGetDevice(d)); },
-      [](int d) { return static_cast<int>(cudaSetDevice(d)); },
-      [](std::size_t* free, std::size_t* total) { return static_cast<int>(cudaMemGetInfo(free, total)); },
+struct cudart_functions {
+  decltype(&cudaGetDeviceCount) get_device_count = nullptr;
+  decltype(&cudaProfilerStart) profiler_start = nullptr;
+  decltype(&cudaProfilerStop) profiler_stop = nullptr;
+  decltype(&cudaGetDevice) get_device = nullptr;
+  decltype(&cudaSetDevice) set_device = nullptr;
+  decltype(&cudaMemGetInfo) mem_get_info = nullptr;
+  decltype(&cudaGetDeviceProperties) get_device_properties = nullptr;
+  decltype(&cudaGetErrorString) get_error_string = nullptr;
+  decltype(&cudaDeviceSynchronize) device_synchronize = nullptr;
+};
+cudart_functions cudart;  // written once, by real_runtime_api()'s first call
+
+// Binds `field` to `symbol`, checked against the header's declaration
+// (Declared comes from decltype: nothing here references the symbol).
+template <class Declared, class Field>
+bool bind(Field& field, const char* symbol, std::string& why) {
+  static_assert(std::is_same_v<Declared, Field>, "the table's type differs from the header's declaration");
+  field = library_function<Field>(cudart_library(), symbol, why);
+  return field != nullptr;
+}
+#define PROFTRACE_BIND(fn, field) bind<decltype(&fn)>(cudart.field, PROFTRACE_DETAIL_LINKED_NAME(fn), why)
+
+runtime_api load_real_runtime_api() {
+  static std::string why;  // the reason `unavailable` points at
+  const bool bound = PROFTRACE_BIND(cudaGetDeviceCount, get_device_count) &&
+                     PROFTRACE_BIND(cudaProfilerStart, profiler_start) &&
+                     PROFTRACE_BIND(cudaProfilerStop, profiler_stop) && PROFTRACE_BIND(cudaGetDevice, get_device) &&
+                     PROFTRACE_BIND(cudaSetDevice, set_device) && PROFTRACE_BIND(cudaMemGetInfo, mem_get_info) &&
+                     PROFTRACE_BIND(cudaGetDeviceProperties, get_device_properties) &&
+                     PROFTRACE_BIND(cudaGetErrorString, get_error_string) &&
+                     PROFTRACE_BIND(cudaDeviceSynchronize, device_synchronize);
+  if (!bound) return unavailable_runtime_api(why.c_str());
+  return {
+      [](int* n) { return static_cast<int>(cudart.get_device_count(n)); },
+      [] { return static_cast<int>(cudart.profiler_start()); },
+      [] { return static_cast<int>(cudart.profiler_stop()); },
+      [](int* d) { return static_cast<int>(cudart.get_device(d)); },
+      [](int d) { return static_cast<int>(cudart.set_device(d)); },
+      [](std::size_t* free, std::size_t* total) { return static_cast<int>(cudart.mem_get_info(free, total)); },
       [](int device, unsigned char uuid[16]) {
         cudaDeviceProp prop{};
-        const cudaError_t e = cudaGetDeviceProperties(&prop, device);
+        const cudaError_t e = cudart.get_device_properties(&prop, device);
         if (e == cudaSuccess)
           for (int i = 0; i < 16; ++i) uuid[i] = static_cast<unsigned char>(prop.uuid.bytes[i]);
         return static_cast<int>(e);
       },
-      [](int e) { return cudaGetErrorString(static_cast<cudaError_t>(e)); },
+      [](int e) { return cudart.get_error_string(static_cast<cudaError_t>(e)); },
+      [] { return static_cast<int>(cudart.device_synchronize()); },
   };
+}
+}  // namespace
+
+const runtime_api& real_runtime_api() {
+  static const runtime_api api = load_real_runtime_api();
   return api;
 }
+
+runtime_api unavailable_runtime_api(const char* reason) {
+  return {
+      [](int* n) {
+        *n = 0;
+        return -1;
+      },
+      [] { return -1; },
+      [] { return -1; },
+      [](int*) { return -1; },
+      [](int) { return -1; },
+      [](std::size_t*, std::size_t*) { return -1; },
+      [](int, unsigned char*) { return -1; },
+      [](int) { return static_cast<const char*>(nullptr); },
+      [] { return -1; },
+      reason,
+  };
+}
+
+const runtime_api& runtime() { return runtime_override ? *runtime_override : real_runtime_api(); }
 
 const nvml_api* real_nvml_api() {
   static const nvml_api* loaded = []() -> const nvml_api* {

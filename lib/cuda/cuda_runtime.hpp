@@ -1,5 +1,6 @@
-// Internal: the CUDA runtime and NVML calls behind <proftrace/cuda.hpp>, as
-// injectable tables (tests drive the error paths on machines without a GPU).
+// Internal: the CUDA runtime and NVML calls behind <proftrace/cuda.hpp>,
+// timeit and profileit, as injectable tables (tests drive the error paths on
+// machines without a GPU). Both libraries are opened with dlopen at first use.
 #pragma once
 
 #include <cstddef>
@@ -17,6 +18,9 @@ struct runtime_api {
   int (*mem_get_info)(std::size_t* free, std::size_t* total);
   int (*device_uuid)(int device, unsigned char uuid[16]);
   const char* (*error_string)(int error);
+  int (*device_synchronize)();
+  // Set where libcudart could not be had: why; every call above then fails.
+  const char* unavailable = nullptr;
 };
 
 // NVML as loaded with dlopen from the driver's libnvidia-ml.so.1.
@@ -29,7 +33,12 @@ struct nvml_api {
   int (*memory_info)(void* device, nvml_memory* memory);
 };
 
+// Loaded on the first call (once, thread-safe).
 const runtime_api& real_runtime_api();
+// Every call fails; `reason` (kept by the caller) becomes `unavailable`.
+runtime_api unavailable_runtime_api(const char* reason);
+// The table in use: the injected one, else the real one.
+const runtime_api& runtime();
 // Null when libnvidia-ml.so.1 is absent or lacks a symbol (quietly off).
 const nvml_api* real_nvml_api();
 

@@ -1,8 +1,9 @@
 // Internal: every CUPTI and CUDA runtime call the CUDA collector makes, as a
-// table of function pointers. real_cupti_api() binds the toolkit's
-// libraries; tests build their own table to drive the paths no CI machine
-// can reach (records from hand-built buffers, error codes 999 and 39,
-// dropped records). Only this header and its users need CUDA headers.
+// table of function pointers. real_cupti_api() binds libcupti and libcudart,
+// opened with dlopen at its first call (cuda_library.hpp); tests build their
+// own table to drive the paths no CI machine can reach (records from
+// hand-built buffers, error codes 999 and 39, dropped records). Only this
+// header and its users need CUDA headers.
 #pragma once
 
 #include <cupti.h>
@@ -37,11 +38,17 @@ struct cupti_api {
   int (*synchronize)();
   // cudaGetDeviceProperties into Kineto's fields (0: success).
   int (*get_device_properties)(int device, gpu_device_properties* out);
+  // Set where the libraries could not be had: why ("libcupti.so.13 not
+  // found (dlopen: ...)"); every call above then fails.
+  const char* unavailable = nullptr;
 };
 
-// The toolkit's CUPTI and CUDA runtime (libcupti and libcudart load the
-// driver at run time, so a program built with them starts without one).
+// The toolkit's CUPTI and CUDA runtime, loaded on the first call (once,
+// thread-safe); a table of failing calls with `unavailable` set where a
+// library or a symbol is missing. Never call it during static initialisation.
 const cupti_api& real_cupti_api();
+// Every call fails; `reason` (kept by the caller) becomes `unavailable`.
+cupti_api unavailable_cupti_api(const char* reason);
 
 // "CUPTI_ERROR_UNKNOWN (999)"-style text for a result, through the table.
 std::string describe(const cupti_api& api, CUptiResult result);

@@ -48,13 +48,18 @@ cupti_collector& cupti_collector::instance() {
   return *c;
 }
 
+const cupti_api& cupti_collector::not_started() {
+  static const cupti_api none = unavailable_cupti_api("CUDA collection has not started");
+  return none;
+}
+
 void cupti_collector::use_api(const cupti_api* api, std::size_t buffer_cap) {
-  api_ = api ? api : &real_cupti_api();
+  injected_ = api;
   buffer_cap_ = buffer_cap;
   callbacks_registered_ = false;
   reported_ = 0;
   std::lock_guard lock(mutex_);
-  decoder_ = activity_decoder(*api_);
+  decoder_ = activity_decoder(api ? *api : not_started());
   outstanding_ = 0;
   refused_ = 0;
 }
@@ -64,8 +69,13 @@ cuda_start cupti_collector::start() {
   if (env_set("PROFTRACE_DISABLE_CUDA"))
     return {cuda_collection::disabled, "CUDA collection disabled by PROFTRACE_DISABLE_CUDA; the CPU profile goes on"};
 
+  const cupti_api& a = api();
+  if (a.unavailable)
+    return {cuda_collection::no_library,
+            std::string(a.unavailable) + "; CUDA collection is off, the CPU profile goes on"};
+
   int devices = 0;
-  const int status = api_->get_device_count(&devices);
+  const int status = a.get_device_count(&devices);
   if (status != 0 || devices <= 0)
     return {cuda_collection::no_device,
             status != 0 ? "no usable CUDA driver (cudaGetDeviceCount returned " + std::to_string(status) +
@@ -73,23 +83,23 @@ cuda_start cupti_collector::start() {
                         : "no CUDA device; CUDA collection is off, the CPU profile goes on"};
 
   if (!callbacks_registered_) {
-    const CUptiResult r = api_->activity_register_callbacks(on_buffer_requested, on_buffer_completed);
+    const CUptiResult r = a.activity_register_callbacks(on_buffer_requested, on_buffer_completed);
     if (r != CUPTI_SUCCESS)
       return {cuda_collection::cupti_error,
-              "CUPTI refused its buffer callbacks: " + describe(*api_, r) + "; CUDA collection is off"};
+              "CUPTI refused its buffer callbacks: " + describe(a, r) + "; CUDA collection is off"};
     callbacks_registered_ = true;
   }
   {
     std::lock_guard lock(mutex_);
     std::uint64_t now = 0;
-    api_->get_timestamp(&now);
+    a.get_timestamp(&now);
     const auto host = std::chrono::duration_cast<std::chrono::nanoseconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
-    decoder_ = activity_decoder(*api_, now ? host - static_cast<std::int64_t>(now) : 0);
+    decoder_ = activity_decoder(a, now ? host - static_cast<std::int64_t>(now) : 0);
   }
   for (const kind_entry& k : kinds) {
-    const CUptiResult r = api_->activity_enable(k.kind);
+    const CUptiResult r = a.activity_enable(k.kind);
     if (r == CUPTI_SUCCESS || !k.required) continue;
     disable_all();
     if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
@@ -97,15 +107,15 @@ cuda_start cupti_collector::start() {
               "another CUPTI client (Nsight Systems or Nsight Compute?) holds CUPTI: proftrace's CUDA collection is "
               "off; NVTX ranges and profiler gating still work"};
     return {cuda_collection::cupti_error,
-            "CUPTI could not enable activity collection: " + describe(*api_, r) + "; CUDA collection is off"};
+            "CUPTI could not enable activity collection: " + describe(a, r) + "; CUDA collection is off"};
   }
   // Runtime and driver records then carry the system thread id, the "tid"
   // of the thread's events in the trace.
-  api_->set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+  a.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
   devices_.clear();
   for (int d = 0; d < devices; ++d) {
     gpu_device_properties p;
-    if (api_->get_device_properties(d, &p) == 0) devices_.push_back(std::move(p));
+    if (a.get_device_properties(d, &p) == 0) devices_.push_back(std::move(p));
   }
   running_.store(true, std::memory_order_release);
   return {cuda_collection::on, {}};
@@ -119,14 +129,14 @@ bool cupti_collector::first_report(const cuda_start& s) {
 }
 
 void cupti_collector::disable_all() {
-  for (const kind_entry& k : kinds) api_->activity_disable(k.kind);
+  for (const kind_entry& k : kinds) api().activity_disable(k.kind);
 }
 
 void cupti_collector::flush() {
   if (!running()) return;
-  api_->activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // not under mutex_: it calls back
+  api().activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // not under mutex_: it calls back
   std::size_t dropped = 0;
-  if (api_->activity_get_num_dropped_records(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped > 0) {
+  if (api().activity_get_num_dropped_records(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped > 0) {
     std::lock_guard lock(mutex_);
     decoder_.add_dropped(dropped);
   }
@@ -134,7 +144,7 @@ void cupti_collector::flush() {
 
 void cupti_collector::stop() {
   if (!running()) return;
-  api_->synchronize();
+  api().synchronize();
   flush();
   disable_all();
   running_.store(false, std::memory_order_release);
@@ -218,11 +228,17 @@ void pop_cuda_correlation() noexcept {
   cupti_collector::instance().api().pop_external_correlation_id(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
 }
 
-bool cuda_collection_start() {
+bool cuda_collection_start(bool named) {
   cupti_collector& c = cupti_collector::instance();
   const cuda_start s = c.start();
-  // The kill switch is the user's own choice: no warning for it.
-  if (s.state != cuda_collection::on && s.state != cuda_collection::disabled && c.first_report(s)) warn(s.message);
+  // As torch: CUDA that is simply not there (no library, driver or device)
+  // is worth a warning only to a session that named it. CUDA that is there
+  // and fails (another CUPTI client, a CUPTI error) always is. The kill
+  // switch is the user's own choice: never.
+  const bool absent = s.state == cuda_collection::no_library || s.state == cuda_collection::no_device;
+  if (s.state != cuda_collection::on && s.state != cuda_collection::disabled && (named || !absent) &&
+      c.first_report(s))
+    warn(s.message);
   return s.state == cuda_collection::on;
 }
 

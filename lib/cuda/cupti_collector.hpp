@@ -5,6 +5,7 @@
 //
 // Start-up never throws and never stops the program: each reason to stay off
 // comes back as one message for a warning, and the CPU profile goes on.
+// Whether that warning is given is the session's call (cuda_collection_start).
 #pragma once
 
 #include <atomic>
@@ -24,6 +25,7 @@ namespace detail {
 enum class cuda_collection {
   on,
   disabled,     // PROFTRACE_DISABLE_CUDA is set
+  no_library,   // libcupti or libcudart cannot be loaded (or lacks a symbol)
   no_device,    // no driver, or no device
   cupti_busy,   // another CUPTI client (Nsight Systems, ...) holds CUPTI: NVTX and gating still work
   cupti_error,  // CUPTI refused to enable collection
@@ -44,7 +46,9 @@ class cupti_collector {
 
   // Tests swap in their own table (and cap); null restores the real one.
   void use_api(const cupti_api* api, std::size_t buffer_cap = default_buffer_cap);
-  const cupti_api& api() const { return *api_; }
+  // The table in use (the real one is loaded by the first start() past the
+  // kill switch: a session that never asks for CUDA loads no library).
+  const cupti_api& api() const { return injected_ ? *injected_ : real_cupti_api(); }
 
   cuda_start start();
   // Flushes every buffer and disables the kinds; idempotent.
@@ -74,12 +78,14 @@ class cupti_collector {
                                            std::size_t size, std::size_t valid_bytes);
   void disable_all();
 
-  const cupti_api* api_ = &real_cupti_api();
+  static const cupti_api& not_started();
+
+  const cupti_api* injected_ = nullptr;
   std::size_t buffer_cap_ = default_buffer_cap;
   bool callbacks_registered_ = false;
   std::atomic<bool> running_{false};
   mutable std::mutex mutex_;  // guards the decoder and the counters; never held around CUPTI calls
-  activity_decoder decoder_{real_cupti_api()};
+  activity_decoder decoder_{not_started()};
   std::size_t outstanding_ = 0;
   std::uint64_t refused_ = 0;
   std::vector<gpu_device_properties> devices_;

@@ -1,6 +1,6 @@
-// timeit's device synchronisation (builds with the CUDA collector).
-#include <cuda_runtime_api.h>
-
+// timeit's device synchronisation (builds with the CUDA collector), through
+// the dlopen'd runtime: without libcudart it is simply never visible.
+#include "cuda_runtime.hpp"
 #include "proftrace/cuda.hpp"
 #include "proftrace/timeit.hpp"
 
@@ -10,7 +10,7 @@ namespace detail {
 
 bool synchronize_cuda_for_timing() noexcept {
   static const bool device_visible = cuda::available();  // asked once: the answer does not change in a run
-  return device_visible && cudaDeviceSynchronize() == cudaSuccess;
+  return device_visible && cuda::detail::runtime().device_synchronize() == 0;
 }
 
 }  // namespace detail

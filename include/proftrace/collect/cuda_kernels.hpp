@@ -7,10 +7,13 @@
 //   p.stop();
 //   std::cout << p.key_averages().table({.sort_by = "self_cuda_time_total"});
 //
-// Compiled in when the build found the CUDA toolkit (PROFTRACE_WITH_CUDA).
-// Without a driver or device, or with another CUPTI client attached, a
-// session warns once, leaves CUDA collection off and records the CPU
-// profile as usual; PROFTRACE_DISABLE_CUDA=1 turns collection off by hand.
+// Compiled in when the build found the CUDA toolkit (PROFTRACE_WITH_CUDA);
+// libcupti and libcudart are opened at run time, so the program needs
+// neither to start. Without them, a driver or a device, a session leaves
+// CUDA collection off and records the CPU profile as usual: silently with
+// default activities, with one warning per process where it named
+// activity::cuda. Another CUPTI client attached is one warning either way;
+// PROFTRACE_DISABLE_CUDA=1 turns collection off by hand, silently.
 #pragma once
 
 #include "../collectors.hpp"
