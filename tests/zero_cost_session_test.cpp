@@ -5,6 +5,7 @@
 // one-line note instead of a table.
 #include <doctest/doctest.h>
 
+#include <proftrace/cuda.hpp>
 #include <proftrace/proftrace.hpp>
 
 #include <filesystem>
@@ -65,4 +66,15 @@ TEST_CASE("PROFTRACE_ENABLED=0: the execution trace observer writes a valid empt
   std::filesystem::remove(path);
   proftrace::execution_trace_observer bad;
   CHECK_THROWS_AS(bad.register_callback("/nonexistent-dir/et.json"), std::runtime_error);
+}
+
+TEST_CASE("PROFTRACE_ENABLED=0: <proftrace/cuda.hpp> is inline stand-ins: nothing available, calls do nothing") {
+  CHECK_FALSE(proftrace::cuda::available());
+  proftrace::cuda::profiler_start();
+  { proftrace::cuda::profiler_range capture; }
+  { PROF_CUDA_PROFILE(); }
+  proftrace::cuda::profiler_stop();
+  const auto m = proftrace::cuda::memory_info(0);
+  CHECK_FALSE(m.free_bytes.has_value());
+  CHECK(m.unavailable == "proftrace was compiled out (PROFTRACE_ENABLED=0)");
 }

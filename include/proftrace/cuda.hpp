@@ -22,14 +22,33 @@
 // nvidia-smi shows; absent figures are empty, never zeros. libcudart is
 // opened at run time: where it cannot be found every call behaves as with
 // no driver, and the error names the missing library.
+//
+// With PROFTRACE_ENABLED=0 these are inline stand-ins that touch no CUDA
+// library: nothing is available, the profiler calls do nothing and
+// memory_info() says the profiler was compiled out.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "config.hpp"
+
 namespace proftrace::cuda {
 
+struct device_memory {
+  int device = 0;
+  // cudaMemGetInfo on the device.
+  std::optional<std::uint64_t> free_bytes;
+  std::optional<std::uint64_t> total_bytes;
+  // NVML (nvidia-smi's view: used includes every process and the driver's reserve).
+  std::optional<std::uint64_t> nvml_used_bytes;
+  std::optional<std::uint64_t> nvml_free_bytes;
+  std::optional<std::uint64_t> nvml_total_bytes;
+  std::string unavailable;  // why a figure is missing (no driver, no NVML, ...)
+};
+
+#if PROFTRACE_ENABLED
 // A driver is loaded and at least one device is visible.
 bool available() noexcept;
 // Nsight Systems (or another CUDA injection) is attached to this process,
@@ -59,20 +78,34 @@ class profiler_scope {
   bool started_ = false;
 };
 
-struct device_memory {
-  int device = 0;
-  // cudaMemGetInfo on the device.
-  std::optional<std::uint64_t> free_bytes;
-  std::optional<std::uint64_t> total_bytes;
-  // NVML (nvidia-smi's view: used includes every process and the driver's reserve).
-  std::optional<std::uint64_t> nvml_used_bytes;
-  std::optional<std::uint64_t> nvml_free_bytes;
-  std::optional<std::uint64_t> nvml_total_bytes;
-  std::string unavailable;  // why a figure is missing (no driver, no NVML, ...)
-};
-
 // Never throws: without a driver or with a bad device index, every figure is
 // empty and `unavailable` says why.
 device_memory memory_info(int device) noexcept;
+#else
+inline namespace compiled_out {
+inline bool available() noexcept { return false; }
+inline bool nsight_attached() noexcept { return false; }
+inline void profiler_start() noexcept {}
+inline void profiler_stop() noexcept {}
+class profiler_range {
+ public:
+  profiler_range() noexcept {}
+  profiler_range(const profiler_range&) = delete;
+  profiler_range& operator=(const profiler_range&) = delete;
+};
+class profiler_scope {
+ public:
+  profiler_scope() noexcept {}
+  profiler_scope(const profiler_scope&) = delete;
+  profiler_scope& operator=(const profiler_scope&) = delete;
+};
+inline device_memory memory_info(int device) noexcept {
+  device_memory m;
+  m.device = device;
+  m.unavailable = "proftrace was compiled out (PROFTRACE_ENABLED=0)";
+  return m;
+}
+}  // namespace compiled_out
+#endif
 
 }  // namespace proftrace::cuda
