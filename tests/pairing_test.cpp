@@ -80,6 +80,26 @@ struct complete_event {
   double ts, dur;
 };
 
+// Runs `scenario` on its own thread; if it does not finish in time (a
+// deadlock), fails and ends the process, which could not go on.
+template <class Fn>
+void run_with_deadline(const char* what, Fn&& scenario) {
+  std::atomic<bool> finished{false};
+  std::thread t([&] {
+    scenario();
+    finished = true;
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(under_tsan ? 180 : 60);
+  while (!finished && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (!finished) {
+    FAIL_CHECK("did not finish in time (a deadlock): " << what);
+    std::fflush(nullptr);
+    std::_Exit(1);
+  }
+  t.join();
+}
+
 }  // namespace
 
 TEST_CASE("overflow never invents a scope: 8 threads, a small ring, nested scopes, every policy") {
@@ -207,7 +227,7 @@ TEST_CASE("a free whose allocation was lost is a counted loss, not an unknown fr
     proftrace::profile p({.profile_memory = true,
                           .overflow = policy,
                           .ring_events = 64,
-                          .flush_period = std::chrono::milliseconds(200)});
+                          .flush_period = std::chrono::milliseconds(1)});
     constexpr int threads = 4;
     const int iterations = under_tsan ? 5000 : 20000;
     p.start();
@@ -218,7 +238,9 @@ TEST_CASE("a free whose allocation was lost is a counted loss, not an unknown fr
           for (int i = 0; i < iterations; ++i) {
             const auto* address = reinterpret_cast<const void*>(std::uintptr_t{0x100000} * (t + 1) + 64 * std::uintptr_t(i));
             PROF_ALLOC(address, 64);
+            spin_for(std::chrono::nanoseconds(300));  // the flusher drains between an allocation and its free
             PROF_FREE(address);
+            spin_for(std::chrono::nanoseconds(300));
           }
         });
     }
@@ -328,7 +350,7 @@ TEST_CASE("a coroutine's scope that ends on a pool thread: an async range, nothi
   std::atomic<int> done{0};
   p.start();
   std::int64_t creator_tid = 0;
-  {
+  run_with_deadline("coroutines under block", [&] {
     resume_pool pool;
     std::jthread creator([&] {
       for (int i = 0; i < coroutines; ++i) {
@@ -338,7 +360,7 @@ TEST_CASE("a coroutine's scope that ends on a pool thread: an async range, nothi
     });
     creator.join();
     while (done.load(std::memory_order_acquire) < coroutines) std::this_thread::yield();
-  }
+  });
   p.stop();
   p.export_chrome_trace(out.path / "t.json");
   const auto trace = read_trace(out.path / "t.json");
@@ -469,14 +491,11 @@ TEST_CASE("a fiber moved between threads: its scope ends on the second thread as
 }
 
 TEST_CASE("block, and a warning handler that records scopes on the flusher's thread: no deadlock") {
-  // The scenario runs on its own thread; a deadlock fails the test (and ends
-  // the process, which could not go on).
-  std::atomic<bool> finished{false};
   std::atomic<bool> handler_on_other_thread{false};
   std::atomic<int> handler_calls{0};
   std::uint64_t lost = 0, in_handler_rows = 0;
   temp_dir spool("handler");
-  std::thread scenario([&] {
+  run_with_deadline("a warning handler recording scopes under block", [&] {
     const auto main_id = std::this_thread::get_id();
     const auto previous = proftrace::set_warning_handler([&](std::string_view) {
       // Only the flusher warns here: the producer never does.
@@ -519,17 +538,7 @@ TEST_CASE("block, and a warning handler that records scopes on the flusher's thr
     ::setrlimit(RLIMIT_FSIZE, &saved);
     std::signal(SIGXFSZ, saved_signal);
     proftrace::set_warning_handler(previous);
-    finished = true;
   });
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(under_tsan ? 120 : 30);
-  while (!finished && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  if (!finished) {
-    FAIL_CHECK("deadlock: the scenario did not finish (the flusher waits on its own ring)");
-    std::fflush(nullptr);
-    std::_Exit(1);
-  }
-  scenario.join();
   CHECK(handler_calls.load() > 0);
   CHECK(handler_on_other_thread.load());  // the flusher's thread ran it
   MESSAGE("lost events (the handler's, on the flusher's full ring): " << lost << "; its scopes in the table: "
