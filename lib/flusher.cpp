@@ -899,9 +899,10 @@ struct flusher::impl {
     while (k > 0 && ts.stack[k - 1].index > begin) --k;
     const bool found = k > 0 && ts.stack[k - 1].index == begin;
     // Whatever began after it and is still open ended unseen.
-    unwind_to(ts, k, w);
+    std::vector<open_scope> kept = unwind_to(ts, k, w);
     if (found) close_top(ts, w, ns, false);
     else ++w->losses.unpaired;  // its begin was lost (and counted), or preceded this trace
+    for (auto it = kept.rbegin(); it != kept.rend(); ++it) ts.stack.push_back(std::move(*it));
   }
 
   // Drops after the last record taken have no gap record yet (it comes
@@ -925,21 +926,21 @@ struct flusher::impl {
     }
     std::vector<open_scope> kept;
     if (where == &api_step_site) {
-      kept.assign(std::make_move_iterator(ts.stack.begin() + static_cast<std::ptrdiff_t>(k)),
-                  std::make_move_iterator(ts.stack.end()));
+      for (std::size_t i = ts.stack.size(); i-- > k;) kept.push_back(std::move(ts.stack[i]));
       ts.stack.resize(k);
       if (ts.frozen > k) ts.frozen = k;
     } else {
-      unwind_to(ts, k, w);
+      kept = unwind_to(ts, k, w);
     }
     close_top(ts, w, ns, cancelled);
-    for (auto& s : kept) ts.stack.push_back(std::move(s));
+    for (auto it = kept.rbegin(); it != kept.rend(); ++it) ts.stack.push_back(std::move(*it));
   }
 
   // Takes every entry at `k` and above off the stack: their ends will not
-  // come on this thread. Step annotations of profile::step() stay.
-  void unwind_to(thread_state& ts, std::size_t k, window* w) {
-    if (ts.stack.size() <= k) return;
+  // come on this thread. Step annotations of profile::step() are stepped
+  // over: returned, innermost first, for the caller to put back once it
+  // closed what it closes.
+  std::vector<open_scope> unwind_to(thread_state& ts, std::size_t k, window* w) {
     std::vector<open_scope> kept;
     while (ts.stack.size() > k) {
       if (ts.stack.back().where == &api_step_site) {
@@ -950,7 +951,7 @@ struct flusher::impl {
       }
       give_up_top(ts, w);
     }
-    for (auto it = kept.rbegin(); it != kept.rend(); ++it) ts.stack.push_back(std::move(*it));
+    return kept;
   }
 
   // The top entry's end will not come on this thread. After a gap it was

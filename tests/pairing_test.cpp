@@ -544,3 +544,41 @@ TEST_CASE("block, and a warning handler that records scopes on the flusher's thr
   MESSAGE("lost events (the handler's, on the flusher's full ring): " << lost << "; its scopes in the table: "
                                                                      << in_handler_rows);
 }
+
+TEST_CASE("a scope open across profile::step(): the step annotations close in place, the scope closes whole") {
+  temp_dir out("steps");
+  std::vector<std::pair<double, double>> outer;  // ts, dur
+  std::vector<std::pair<double, double>> steps;
+  proftrace::profile p({.schedule = proftrace::schedule({.wait = 0, .warmup = 0, .active = 4, .repeat = 1}),
+                        .on_trace_ready = [&](proftrace::session& s) {
+                          const auto trace = read_trace(s.trace_path());
+                          for (auto& v : trace.at("traceEvents").as_array()) {
+                            const auto& e = v.as_object();
+                            if (e.at("ph").as_string() != "X") continue;
+                            const auto name = e.at("name").as_string();
+                            const std::pair<double, double> td{e.at("ts").to_number<double>(), e.at("dur").to_number<double>()};
+                            if (name == "across steps") outer.push_back(td);
+                            else if (name.starts_with("ProfilerStep#")) steps.push_back(td);
+                          }
+                        }});
+  p.start();
+  {
+    PROF_SCOPE("across steps");
+    spin_for(std::chrono::microseconds(200));
+    p.step();
+    spin_for(std::chrono::microseconds(200));
+    p.step();
+    spin_for(std::chrono::microseconds(200));
+  }  // ends with step 2's annotation still open above it
+  spin_for(std::chrono::microseconds(200));
+  p.step();
+  p.step();
+  p.stop();
+  REQUIRE(outer.size() == 1);
+  CHECK(outer[0].second >= 600.0);
+  REQUIRE(steps.size() >= 3);
+  std::sort(steps.begin(), steps.end());
+  // Step 2 began inside the scope and went on after it ended.
+  CHECK(steps[2].first < outer[0].first + outer[0].second);
+  CHECK(steps[2].first + steps[2].second > outer[0].first + outer[0].second + 150.0);
+}
