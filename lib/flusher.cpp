@@ -19,6 +19,7 @@
 
 #include "cuda/gpu_trace_writer.hpp"
 #include "json_text.hpp"
+#include "proftrace/async_range.hpp"
 #include "proftrace/detail/clock.hpp"
 #include "proftrace/detail/recorder.hpp"
 #include "registry.hpp"
@@ -78,6 +79,16 @@ struct open_scope {
   std::int64_t comm_bytes = -1;        // a communication call's bytes and peer (-1: none)
   std::int32_t comm_peer = -1;
   std::string shapes;
+  std::uint64_t index = 0;  // the begin's index in its ring, which its end names
+  // Once a gap (lost events) followed the begin, its end may have been lost
+  // there: it is "frozen" at the last event seen before that gap, where it
+  // closes, marked truncated, if its end never comes. Children that end
+  // after that point count toward it only if its end does come.
+  bool frozen = false;
+  bool truncated = false;
+  std::uint64_t frozen_ticks = 0;
+  std::int64_t late_child_ns = 0;
+  std::int64_t late_mem_child[2] = {0, 0};
 };
 
 // An allocation, free or reserve report as resolved in time order across
@@ -122,6 +133,11 @@ struct early_async_end {
 
 struct thread_state {
   std::int64_t tid = 0;
+  std::uint64_t uid = 0;         // its ring's uid: an end naming another uid began on another thread
+  std::uint64_t next_index = 0;  // the index of the next record its ring hands out
+  std::uint64_t last_ticks = 0;  // the time of the last record taken from its ring
+  std::size_t frozen = 0;        // the stack's entries below this are frozen (entries above may be too)
+  std::uint64_t marked_drops = 0;  // drops its ring's gap records reported
   std::vector<open_scope> stack;
   std::vector<event> batch;    // what the current drain took from the ring
   std::vector<event> pending;  // during a switch: events after the switch point
@@ -300,6 +316,7 @@ class window {
     append_us3(buffer, dur);
     buffer += ", \"args\": {\"External id\": ";
     append_int(buffer, s.external_id);
+    if (s.truncated) buffer += ", \"truncated\": true";
     if (!s.shapes.empty()) {
       buffer += ", \"Input Dims\": ";
       buffer += s.shapes;
@@ -478,6 +495,8 @@ class window {
     f.invalid_flop_estimates = invalid_flop_estimates;
     f.unscoped_flop_estimates = unscoped_flop_estimates;
     f.unknown_frees = unknown_frees;
+    f.truncated_scopes = truncated_scopes;
+    f.moved_scopes = moved_scopes;
     f.gpu_losses = gpu_losses;
     f.retained_events = opts.retain_events;
     return f;
@@ -620,6 +639,8 @@ class window {
   std::uint64_t invalid_flop_estimates = 0;
   std::uint64_t unscoped_flop_estimates = 0;  // no scope was open to carry them
   std::uint64_t unknown_frees = 0;            // frees of addresses never seen allocated
+  std::uint64_t truncated_scopes = 0;         // written with "truncated": their end was lost
+  std::uint64_t moved_scopes = 0;             // scopes that ended on another thread: written as async ranges
   std::uint64_t instant_events = 0;
   std::uint64_t counter_events = 0;
   gpu_loss_counts gpu_losses;
@@ -653,6 +674,8 @@ std::string finished_trace::tail(const std::string& trace_name) const {
   count("invalid_flop_estimates", invalid_flop_estimates);
   count("unscoped_flop_estimates", unscoped_flop_estimates);
   count("unknown_frees", unknown_frees);
+  count("truncated_scopes", truncated_scopes);
+  count("scopes_ended_on_another_thread", moved_scopes);
   count("instant_events", instant_events);
   count("counter_events", counter_events);
   count("cuda_dropped_records", gpu_losses.dropped_records);
@@ -725,6 +748,16 @@ struct flusher::impl {
   // Async ranges by id, across threads: open ones, and ends seen first.
   std::unordered_map<std::uint64_t, open_async> open_asyncs;
   std::unordered_map<std::uint64_t, early_async_end> early_async_ends;
+  // Scopes that end on another thread than their begin's, by begin index:
+  // those whose begin's thread gave them up (now async ranges in
+  // open_asyncs, under the id given here), and ends seen before their begin.
+  std::unordered_map<std::uint64_t, std::uint64_t> moved_async_ids;
+  std::unordered_map<std::uint64_t, early_async_end> early_moved_ends;
+  // Threads by their ring's uid.
+  std::unordered_map<std::uint64_t, thread_record*> by_uid;
+  // Some event was lost since the live allocations were last reset: a free
+  // of an unknown address may be one whose allocation was lost.
+  bool memory_lost = false;
 
   // ---- event processing (mutex held) ----
 
@@ -737,6 +770,13 @@ struct flusher::impl {
   // 0.5 more units per drained scope of bench/README's measure).
   PROFTRACE_ALWAYS_INLINE void process(thread_state& ts, thread_record* rec, const event* e, window* w) {
     const auto kind = static_cast<event_kind>(e->kind);
+    if (PROFTRACE_UNLIKELY(kind == event_kind::gap)) {
+      on_gap(ts, *e);
+      return;
+    }
+    const std::uint64_t index = ts.next_index;
+    ts.next_index += record_length(*e);
+    ts.last_ticks = e->ticks;
     if (kind == event_kind::extension) return;  // its head was lost
     if (is_memory(kind)) {
       resolved_memory m;
@@ -774,32 +814,12 @@ struct flusher::impl {
           s.comm_bytes = static_cast<std::int64_t>(e[1].ticks);
           s.comm_peer = static_cast<std::int32_t>(e[1].where) - 1;
         }
+        s.index = index;
+        if (PROFTRACE_UNLIKELY(!early_moved_ends.empty()) && begin_of_moved_scope(ts, s, w)) break;
         ts.stack.push_back(std::move(s));
         break;
       }
-      case event_kind::end: {
-        std::size_t k = ts.stack.size();
-        while (k > 0 && ts.stack[k - 1].where != where) --k;
-        if (k == 0) break;  // its begin preceded the window (or was lost): nothing to close
-        // profile::step()'s annotations need not nest with user scopes (as
-        // torch's record_function): they close in place and are stepped
-        // over. Any other scope still open above the match lost its end.
-        std::vector<open_scope> kept;
-        if (where != &api_step_site) {
-          for (std::size_t i = k; i < ts.stack.size(); ++i) {
-            if (ts.stack[i].where == &api_step_site) kept.push_back(std::move(ts.stack[i]));
-            else ++w->losses.unpaired;
-          }
-          ts.stack.resize(k);
-        } else {
-          kept.assign(std::make_move_iterator(ts.stack.begin() + static_cast<std::ptrdiff_t>(k)),
-                      std::make_move_iterator(ts.stack.end()));
-          ts.stack.resize(k);
-        }
-        close_top(ts, w, ns, e->payload == cancel_end);
-        for (auto& s : kept) ts.stack.push_back(std::move(s));
-        break;
-      }
+      case event_kind::end: end_scope(ts, *e, where, ns, w); break;
       case event_kind::async_begin: {
         const open_async a{where, ns, ts.tid, w->next_external_id++};
         if (const auto early = early_async_ends.find(e->payload); early != early_async_ends.end()) {
@@ -836,6 +856,188 @@ struct flusher::impl {
     }
   }
 
+  // ---- pairing (mutex held): begins and ends into scopes ----
+  //
+  // An end names its begin by index, so pairing is exact: a lost event never
+  // makes a later end close an earlier instance. Gap records say where
+  // events were lost; a scope open across a gap may have lost its end
+  // there. When something shows that such a scope is over (an end of a
+  // scope around it, or the trace closing), it is written up to the last
+  // event seen before the gap, with "truncated": true. A scope open with no
+  // gap whose end does not come on its thread ended on another one: it
+  // becomes an async range, closed by the end that thread recorded.
+
+  // A gap: every scope open now is frozen at the last event seen before it.
+  void on_gap(thread_state& ts, const event& e) {
+    if (e.payload != 0) {
+      ts.next_index = e.payload;  // handed out by consume(): the survivors start there
+    } else {
+      ts.next_index += 1;  // written by the producer: it took a slot
+      ts.marked_drops += e.where;
+    }
+    freeze(ts);
+  }
+
+  void freeze(thread_state& ts) {
+    for (std::size_t i = ts.frozen; i < ts.stack.size(); ++i) {
+      open_scope& s = ts.stack[i];
+      if (s.frozen) continue;
+      s.frozen = true;
+      s.frozen_ticks = ts.last_ticks;
+    }
+    ts.frozen = ts.stack.size();
+    memory_lost = true;
+  }
+
+  void end_scope(thread_state& ts, const event& e, const site* where, std::int64_t ns, window* w) {
+    const std::uint64_t begin = e.payload;
+    if (!names_a_begin(begin)) {
+      if (begin == no_begin) ++w->losses.unpaired;  // its begin was dropped (and counted there)
+      else end_by_site(ts, where, ns, w, begin == cancel_end);
+      return;
+    }
+    if (ring_uid_of(begin) != ts.uid) {
+      end_moved(ts, begin, ns, w);
+      return;
+    }
+    // Indices grow up the stack: the match is at or near the top.
+    std::size_t k = ts.stack.size();
+    while (k > 0 && ts.stack[k - 1].index > begin) --k;
+    const bool found = k > 0 && ts.stack[k - 1].index == begin;
+    // Whatever began after it and is still open ended unseen.
+    std::vector<open_scope> kept = unwind_to(ts, k, w);
+    if (found) close_top(ts, w, ns, false);
+    else ++w->losses.unpaired;  // its begin was lost (and counted), or preceded this trace
+    for (auto it = kept.rbegin(); it != kept.rend(); ++it) ts.stack.push_back(std::move(*it));
+  }
+
+  // Drops after the last record taken have no gap record yet (it comes
+  // with the next record, if any): when a decision cannot wait for it (the
+  // thread exited, the trace closes), they freeze what is open.
+  void freeze_if_unmarked_drops(thread_state& ts, const ring& r) {
+    if (r.dropped() > ts.marked_drops) freeze(ts);
+  }
+
+  // An end with no begin index: the innermost open scope of its site closes.
+  // profile::step()'s annotations need not nest with user scopes (as torch's
+  // record_function): they close in place and are stepped over.
+  void end_by_site(thread_state& ts, const site* where, std::int64_t ns, window* w, bool cancelled) {
+    std::size_t k = ts.stack.size();
+    while (k > 0 && ts.stack[k - 1].where != where) --k;
+    if (k == 0) {
+      // Its begin preceded the window or was lost. A step annotation's
+      // begin is also dropped on purpose when PROF_STEP annotates steps.
+      if (where != &api_step_site) ++w->losses.unpaired;
+      return;
+    }
+    std::vector<open_scope> kept;
+    if (where == &api_step_site) {
+      for (std::size_t i = ts.stack.size(); i-- > k;) kept.push_back(std::move(ts.stack[i]));
+      ts.stack.resize(k);
+      if (ts.frozen > k) ts.frozen = k;
+    } else {
+      kept = unwind_to(ts, k, w);
+    }
+    close_top(ts, w, ns, cancelled);
+    for (auto it = kept.rbegin(); it != kept.rend(); ++it) ts.stack.push_back(std::move(*it));
+  }
+
+  // Takes every entry at `k` and above off the stack: their ends will not
+  // come on this thread. Step annotations of profile::step() are stepped
+  // over: returned, innermost first, for the caller to put back once it
+  // closed what it closes.
+  std::vector<open_scope> unwind_to(thread_state& ts, std::size_t k, window* w) {
+    std::vector<open_scope> kept;
+    while (ts.stack.size() > k) {
+      if (ts.stack.back().where == &api_step_site) {
+        kept.push_back(std::move(ts.stack.back()));
+        ts.stack.pop_back();
+        if (ts.frozen > ts.stack.size()) ts.frozen = ts.stack.size();
+        continue;
+      }
+      give_up_top(ts, w);
+    }
+    return kept;
+  }
+
+  // The top entry's end will not come on this thread. After a gap it was
+  // lost: written truncated. Without one, it ended (or will end) on another
+  // thread: an async range from here to that end.
+  void give_up_top(thread_state& ts, window* w) {
+    open_scope& top = ts.stack.back();
+    if (top.frozen || w == nullptr) {
+      close_truncated_top(ts, w);
+      return;
+    }
+    open_scope s = std::move(top);
+    ts.stack.pop_back();
+    if (ts.frozen > ts.stack.size()) ts.frozen = ts.stack.size();
+    const open_async a{s.where, s.begin_ns, ts.tid, s.external_id};
+    if (const auto early = early_moved_ends.find(s.index); early != early_moved_ends.end()) {
+      write_moved(*w, a, early->second.end_ns, early->second.tid);
+      early_moved_ends.erase(early);
+      return;
+    }
+    const std::uint64_t id = next_async_id.fetch_add(1, std::memory_order_relaxed);
+    open_asyncs[id] = a;
+    moved_async_ids[s.index] = id;
+  }
+
+  void close_truncated_top(thread_state& ts, window* w) {
+    if (w == nullptr) {
+      ts.stack.pop_back();
+      if (ts.frozen > ts.stack.size()) ts.frozen = ts.stack.size();
+      return;
+    }
+    const open_scope& top = ts.stack.back();
+    const std::int64_t at = top.frozen ? std::max(w->to_ns(top.frozen_ticks), top.begin_ns) : w->to_ns(ts.last_ticks);
+    close_top(ts, w, std::max(at, top.begin_ns), false, true);
+  }
+
+  void write_moved(window& w, const open_async& a, std::int64_t end_ns, std::int64_t end_tid) {
+    ++w.moved_scopes;
+    w.write_async(a, next_async_id.fetch_add(1, std::memory_order_relaxed), end_ns, end_tid);
+  }
+
+  // An end recorded on this thread for a scope that began on another.
+  void end_moved(thread_state& ts, std::uint64_t begin, std::int64_t ns, window* w) {
+    if (const auto parked = moved_async_ids.find(begin); parked != moved_async_ids.end()) {
+      if (const auto a = open_asyncs.find(parked->second); a != open_asyncs.end()) {
+        ++w->moved_scopes;
+        w->write_async(a->second, a->first, ns, ts.tid);
+        open_asyncs.erase(a);
+      }
+      moved_async_ids.erase(parked);
+      return;
+    }
+    if (const auto owner = by_uid.find(ring_uid_of(begin)); owner != by_uid.end()) {
+      const auto found = threads.find(owner->second);
+      if (found != threads.end()) {
+        thread_state& o = found->second;
+        const auto it = std::lower_bound(o.stack.begin(), o.stack.end(), begin,
+                                         [](const open_scope& s, std::uint64_t i) { return s.index < i; });
+        if (it != o.stack.end() && it->index == begin) {
+          const open_async a{it->where, it->begin_ns, o.tid, it->external_id};
+          const auto at = static_cast<std::size_t>(it - o.stack.begin());
+          o.stack.erase(it);
+          if (o.frozen > at) --o.frozen;
+          write_moved(*w, a, ns, ts.tid);
+          return;
+        }
+      }
+    }
+    early_moved_ends[begin] = {ns, ts.tid};  // its begin is still to come (or was lost)
+  }
+
+  // A begin whose end, recorded on another thread, came first.
+  bool begin_of_moved_scope(thread_state& ts, const open_scope& s, window* w) {
+    const auto early = early_moved_ends.find(s.index);
+    if (early == early_moved_ends.end()) return false;
+    write_moved(*w, open_async{s.where, s.begin_ns, ts.tid, s.external_id}, early->second.end_ns, early->second.tid);
+    early_moved_ends.erase(early);
+    return true;
+  }
+
   // Attributes an allocation or free to the innermost open scope and writes
   // its "[memory]" event; remembers it for the memory timeline.
   void record_memory(thread_state& ts, thread_record* rec, const event& e, const resolved_memory& m, window& w) {
@@ -843,7 +1045,10 @@ struct flusher::impl {
     const int device = payload_device(e.payload);
     const std::int64_t ns = w.to_ns(e.ticks);
     if (kind == event_kind::free && !m.known) {
-      ++w.unknown_frees;
+      // After a loss, its allocation was most likely lost (and counted):
+      // this free is counted once more as a lost pair, not as a user's error.
+      if (memory_lost) ++w.losses.unpaired;
+      else ++w.unknown_frees;
       return;
     }
     w.memory_records.push_back(record_of(ns, m, device, kind));
@@ -936,6 +1141,7 @@ struct flusher::impl {
     if (next_start->after_gap) {
       live.clear();
       totals.clear();
+      memory_lost = false;
       current_step = next_start->first_step;
       return;
     }
@@ -951,23 +1157,38 @@ struct flusher::impl {
                                         memory_category::unknown, memory_action::reserve});
   }
 
-  void close_top(thread_state& ts, window* w, std::int64_t end_ns, bool cancelled) {
+  // `truncated`: its end was lost; end_ns is the last moment it was seen open.
+  void close_top(thread_state& ts, window* w, std::int64_t end_ns, bool cancelled, bool truncated = false) {
     open_scope s = std::move(ts.stack.back());
     ts.stack.pop_back();
+    if (ts.frozen > ts.stack.size()) ts.frozen = ts.stack.size();
     const bool api_step = s.where == &api_step_site;
     if (cancelled || (api_step && discard_api_steps)) return;
+    if (!truncated) {  // its end came: what ended inside it after its freeze was its child after all
+      s.child_ns += s.late_child_ns;
+      for (int i = 0; i < 2; ++i) s.mem_child[i] += s.late_mem_child[i];
+    }
+    s.truncated = truncated;
+    if (truncated) ++w->truncated_scopes;
     const std::int64_t dur = end_ns > s.begin_ns ? end_ns - s.begin_ns : 0;
     if (!ts.stack.empty()) {
       open_scope& parent = ts.stack.back();
-      parent.child_ns += dur;
-      for (int i = 0; i < 2; ++i) parent.mem_child[i] += s.mem_self[i] + s.mem_child[i];
+      const bool late = parent.frozen && end_ns > w->to_ns(parent.frozen_ticks);
+      (late ? parent.late_child_ns : parent.child_ns) += dur;
+      for (int i = 0; i < 2; ++i) (late ? parent.late_mem_child : parent.mem_child)[i] += s.mem_self[i] + s.mem_child[i];
     }
     w->write_complete(ts, s, end_ns, ts.stack.size());
   }
 
   thread_state& state_of(thread_record* rec) {
     auto [it, fresh] = threads.try_emplace(rec);
-    if (fresh) it->second.tid = rec->tid;
+    if (fresh) {
+      thread_state& ts = it->second;
+      ts.tid = rec->tid;
+      ts.uid = rec->events->uid();
+      ts.next_index = ts.uid << ring_uid_shift;
+      by_uid[ts.uid] = rec;
+    }
     return it->second;
   }
 
@@ -1006,6 +1227,7 @@ struct flusher::impl {
     if ((current && current->opts.profile_memory) || next_profile_memory) drain_batched(split, split_ticks);
     else drain_streamed(split, split_ticks);
     const std::uint64_t unattached = registry::instance().unattached_drops.load(std::memory_order_relaxed);
+    if (unattached != unattached_seen) memory_lost = true;
     if (current) current->losses.unattached += unattached - unattached_seen;
     unattached_seen = unattached;
   }
@@ -1020,6 +1242,11 @@ struct flusher::impl {
 
   void reap_if_done(thread_state& ts, thread_record* rec) {
     if (ts.exited && rec->events->empty() && ts.pending.empty()) {
+      // What is still open will not end on this thread (a coroutine it
+      // began, resumed elsewhere), or lost its end.
+      freeze_if_unmarked_drops(ts, *rec->events);
+      while (!ts.stack.empty()) give_up_top(ts, current.get());
+      by_uid.erase(ts.uid);
       threads.erase(rec);
       registry::instance().reap(rec);
     }
@@ -1065,6 +1292,7 @@ struct flusher::impl {
 
   void account_losses(thread_state& ts, ring& r) {
     const std::uint64_t d = r.dropped(), o = r.overwritten();
+    if (d != ts.dropped_seen || o != ts.overwritten_seen) memory_lost = true;
     if (current) {
       current->losses.dropped += d - ts.dropped_seen;
       current->losses.overwritten += o - ts.overwritten_seen;
@@ -1091,6 +1319,7 @@ struct flusher::impl {
 
   void run() {
     const in_profiler_guard own_thread;
+    mark_flusher_thread();
     std::unique_lock lock(mutex);
     while (!quit) {
       if (callers_waiting.load(std::memory_order_acquire) > 0) {
@@ -1184,18 +1413,27 @@ std::shared_ptr<finished_trace> flusher::switch_window(std::uint64_t at_ticks, s
   const std::int64_t next_at = next ? next->to_ns(at_ticks) : 0;
   for (auto& [rec, ts] : s.threads) {
     // Clip the open scopes at the switch point, outermost last so that
-    // children's time reaches their parents; carry them into `next`.
+    // children's time reaches their parents; carry them into `next`. A
+    // scope frozen by a gap closes truncated and is not carried: its end
+    // was most likely lost (if it comes, it is counted as unpaired).
+    s.freeze_if_unmarked_drops(ts, *rec->events);
     std::vector<open_scope> carried = ts.stack;
     if (old) {
-      while (!ts.stack.empty()) s.close_top(ts, old, old_at, false);
+      while (!ts.stack.empty()) {
+        if (ts.stack.back().frozen) s.close_truncated_top(ts, old);
+        else s.close_top(ts, old, old_at, false);
+      }
     }
     ts.stack.clear();
+    ts.frozen = 0;
     if (next) {
       for (auto& c : carried) {
         const bool api_step = c.where == &api_step_site;
-        if (api_step && discard_api_steps) continue;
+        if ((api_step && discard_api_steps) || c.frozen) continue;
         c.begin_ns = next_at;
         c.child_ns = 0;
+        c.late_child_ns = 0;
+        for (int i = 0; i < 2; ++i) c.late_mem_child[i] = 0;
         if (!is_cuda_external_id(c.external_id)) c.external_id = next->next_external_id++;
         ts.stack.push_back(std::move(c));
       }
@@ -1210,9 +1448,13 @@ std::shared_ptr<finished_trace> flusher::switch_window(std::uint64_t at_ticks, s
       a.external_id = next->next_external_id++;
     }
   }
-  if (!next) s.open_asyncs.clear();
-  if (old) old->losses.unpaired += s.early_async_ends.size();
+  if (!next) {
+    s.open_asyncs.clear();
+    s.moved_async_ids.clear();
+  }
+  if (old) old->losses.unpaired += s.early_async_ends.size() + s.early_moved_ends.size();
   s.early_async_ends.clear();
+  s.early_moved_ends.clear();
   if (old) {
     old->write_gpu(gpu);
     old->write_gpu_memory(s.gpu_memory, gpu);
@@ -1290,6 +1532,9 @@ void flusher::child_after_fork() noexcept {
   s.quit = false;
   s.current.reset();  // the parent goes on writing it; this only closes our descriptor
   s.threads.clear();
+  s.by_uid.clear();
+  s.moved_async_ids.clear();
+  s.early_moved_ends.clear();
   s.timeline.clear();
   s.next_start.reset();
   s.next_profile_memory = false;

@@ -52,7 +52,9 @@ struct finished_trace {
   bool retained_events = false;
   std::uint64_t invalid_flop_estimates = 0;   // negative dimensions or counts, impossible shapes, overflow: counted, not added (a zero estimate is valid)
   std::uint64_t unscoped_flop_estimates = 0;  // recorded with no scope open on the thread
-  std::uint64_t unknown_frees = 0;            // frees of addresses never seen allocated
+  std::uint64_t unknown_frees = 0;            // frees of addresses never seen allocated (no event was lost)
+  std::uint64_t truncated_scopes = 0;         // scopes whose end was lost: written up to the loss, marked
+  std::uint64_t moved_scopes = 0;             // scopes that ended on another thread: written as async ranges
   gpu_loss_counts gpu_losses;
   std::vector<function_event> events;  // only with retain_events
   std::vector<memory_record> memory;   // every allocation, free and reserve report, with running totals

@@ -32,11 +32,11 @@ class call_scope {
     if (PROFTRACE_LIKELY(!(state & d::state_recording))) return;
     site_ = s;
     gpu_.open(state, [s] { d::push_nvtx_range(s); });
-    d::record_comm_begin(s, bytes, peer, gpu_.correlation);
+    begin_ = d::record_comm_begin(s, bytes, peer, gpu_.correlation);
   }
   ~call_scope() {
     if (!site_) return;
-    d::record_end(site_);
+    d::record_end(site_, begin_);
     gpu_.close();
   }
   call_scope(const call_scope&) = delete;
@@ -44,6 +44,7 @@ class call_scope {
 
  private:
   const d::site* site_ = nullptr;
+  std::uint64_t begin_ = d::no_begin;
   d::gpu_marks gpu_;
 };
 

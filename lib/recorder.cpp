@@ -15,13 +15,19 @@ const site api_step_site{"ProfilerStep", "", __FILE__, 0, category::step};
 overflow_policy current_overflow_policy() noexcept { return overflow.load(std::memory_order_relaxed); }
 void set_overflow_policy(overflow_policy p) noexcept { overflow.store(p, std::memory_order_relaxed); }
 
-void record_begin_with_shapes(const site* s, shape_list shapes, std::uint64_t correlation) noexcept {
+void record_end_elsewhere(const site* s, std::uint64_t begin) noexcept {
+  // The begin's ring belongs to another thread (or to an earlier life of
+  // this thread's ring): never touch it. This end goes to our own ring; the
+  // flusher sees that `begin` names another ring and pairs the two as an
+  // async range.
+  record_end(s, begin);
+}
+
+std::uint64_t record_begin_with_shapes(const site* s, shape_list shapes, std::uint64_t correlation) noexcept {
   ring* r = thread_ring();
-  if (!r) return;
-  if (!(session_state.load(std::memory_order_relaxed) & state_record_shapes)) {
-    r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), correlation, event_kind::begin);
-    return;
-  }
+  if (!r) return no_begin;
+  if (!(session_state.load(std::memory_order_relaxed) & state_record_shapes))
+    return r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), correlation, event_kind::begin);
   // Pack [count, ndim, dims..., ...] into words 0..2 of each extension slot
   // (word 3 holds the slot's kind). Shapes that do not fit are cut off.
   std::uint64_t words[max_shape_words] = {};
@@ -46,24 +52,26 @@ void record_begin_with_shapes(const site* s, shape_list shapes, std::uint64_t co
   }
   words[0] = static_cast<std::uint64_t>(count);
   const std::uint32_t slots = (used + words_per_event - 1) / words_per_event;
-  r->push_record(r->now(), reinterpret_cast<std::uintptr_t>(s), correlation, event_kind::shapes, words, slots);
+  return r->push_record(r->now(), reinterpret_cast<std::uintptr_t>(s), correlation, event_kind::shapes, words, slots);
 }
 
-void record_comm_begin(const site* s, std::int64_t bytes, int peer, std::uint64_t correlation) noexcept {
+std::uint64_t record_comm_begin(const site* s, std::int64_t bytes, int peer, std::uint64_t correlation) noexcept {
   if (ring* r = thread_ring()) {
     const std::uint64_t words[words_per_event] = {static_cast<std::uint64_t>(bytes < 0 ? 0 : bytes),
                                                   static_cast<std::uint64_t>(peer < 0 ? 0 : peer + 1)};
-    r->push_record(r->now(), reinterpret_cast<std::uintptr_t>(s), correlation, event_kind::comm, words, 1);
+    return r->push_record(r->now(), reinterpret_cast<std::uintptr_t>(s), correlation, event_kind::comm, words, 1);
   }
+  return no_begin;
 }
 
 #if PROFTRACE_WITH_CUDA
-void record_step_begin(std::int64_t step, std::uint64_t correlation) noexcept {
+std::uint64_t record_step_begin(std::int64_t step, std::uint64_t correlation) noexcept {
   if (ring* r = thread_ring()) {
     const std::uint64_t words[words_per_event] = {correlation};
-    r->push_record(r->now(), reinterpret_cast<std::uintptr_t>(&step_site), static_cast<std::uint64_t>(step),
-                   event_kind::begin, words, 1);
+    return r->push_record(r->now(), reinterpret_cast<std::uintptr_t>(&step_site), static_cast<std::uint64_t>(step),
+                          event_kind::begin, words, 1);
   }
+  return no_begin;
 }
 #endif
 

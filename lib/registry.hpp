@@ -64,6 +64,10 @@ overflow_policy current_overflow_policy() noexcept;
 void set_overflow_policy(overflow_policy p) noexcept;
 void wake_flusher() noexcept;
 bool flusher_running() noexcept;
+// The flusher's thread marks itself: a full ring there never waits under
+// `block` (only the flusher could make room), it drops and counts instead.
+void mark_flusher_thread() noexcept;
+bool on_flusher_thread() noexcept;
 
 }  // namespace detail
 }  // namespace PROFTRACE_ABI_NAMESPACE

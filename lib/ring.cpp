@@ -13,6 +13,23 @@ namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
 
+namespace {
+// Ring uids start at 1 (an index is never 0 or cancel_end) and wrap below
+// ring_uid_limit - 1 (no index has all bits set: no_begin).
+std::atomic<std::uint64_t> next_uid{0};
+std::uint64_t fresh_base() noexcept {
+  const std::uint64_t n = next_uid.fetch_add(1, std::memory_order_relaxed);
+  return (1 + n % (ring_uid_limit - 2)) << ring_uid_shift;
+}
+// Set on the flusher's thread: what it records itself never waits for it.
+constinit thread_local bool flusher_thread = false;
+
+std::uint32_t extra_of(std::uint64_t word3) noexcept { return static_cast<std::uint32_t>(word3 >> 32); }
+}  // namespace
+
+void mark_flusher_thread() noexcept { flusher_thread = true; }
+bool on_flusher_thread() noexcept { return flusher_thread; }
+
 ring::ring(std::uint32_t capacity) {
   if (capacity < 64 || (capacity & (capacity - 1)) != 0) throw std::invalid_argument("proftrace: ring capacity must be a power of two >= 64");
   constexpr std::size_t page = 4096;
@@ -22,69 +39,105 @@ ring::ring(std::uint32_t capacity) {
   std::memset(words_, 0, bytes);  // touch every page now, not on the hot path
   mask_ = capacity - 1;
   watermark_ = capacity / 2;
-  limit_ = watermark_;
   tsc_ = choose_clock_source();
+  reset();
 }
 
 ring::~ring() { std::free(words_); }
 
 void ring::reset() noexcept {
-  head_.store(0, std::memory_order_relaxed);
-  tail_.store(0, std::memory_order_relaxed);
-  floor_.store(0, std::memory_order_relaxed);
+  base_ = fresh_base();
+  head_.store(base_, std::memory_order_relaxed);
+  tail_.store(base_, std::memory_order_relaxed);
   dropped_.store(0, std::memory_order_relaxed);
   overwritten_.store(0, std::memory_order_relaxed);
-  tail_cache_ = floor_local_ = next_wake_ = 0;
-  limit_ = watermark_;
+  tail_cache_ = next_wake_ = consumed_ = base_;
+  unmarked_drops_ = 0;
+  gap_owed_ = false;
+  limit_ = base_ + watermark_;
 }
 
-bool ring::make_room(std::uint64_t h, std::uint32_t n) noexcept {
+void ring::overwrite_oldest(std::uint64_t h, std::uint32_t n) noexcept {
   const std::uint64_t cap = mask_ + 1;
-  tail_cache_ = std::max(tail_.load(std::memory_order_acquire), floor_local_);
+  std::uint64_t t = tail_cache_;
+  while (h + n - t > cap) {
+    // Walk whole records from the tail (always a record boundary): the
+    // producer reads back only slots it wrote itself.
+    std::uint64_t f = t;
+    std::uint64_t records = 0;
+    while (h + n - f > cap) {
+      const std::uint64_t* s = words_ + (f & mask_) * words_per_event;
+      f += 1 + extra_of(std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(s[3])).load(std::memory_order_relaxed));
+      ++records;
+    }
+    // Success: the consumer had not freed them; it now cannot hand them out.
+    if (tail_.compare_exchange_strong(t, f, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      overwritten_.store(overwritten_.load(std::memory_order_relaxed) + records, std::memory_order_relaxed);
+      t = f;
+      break;
+    }
+    // The consumer moved the tail meanwhile (t now holds it): look again.
+  }
+  tail_cache_ = t;
+}
+
+std::uint64_t ring::make_room(std::uint64_t h, std::uint32_t n, std::uint64_t ticks) noexcept {
+  const std::uint64_t cap = mask_ + 1;
+  const std::uint32_t need = n + (unmarked_drops_ != 0 ? 1 : 0);  // a gap record is owed first
+  tail_cache_ = tail_.load(std::memory_order_acquire);
   limit_ = tail_cache_ + watermark_;
-  if (h + n - tail_cache_ >= watermark_ && h >= next_wake_) {
+  if (h + need - tail_cache_ >= watermark_ && h >= next_wake_) {
     next_wake_ = h + watermark_ / 4;
     wake_flusher();
   }
-  if (h + n - tail_cache_ <= cap) return true;
-
-  switch (current_overflow_policy()) {
-    case overflow_policy::block: {
-      for (unsigned spins = 0; h + n - tail_cache_ > cap; ++spins) {
-        if (!flusher_running()) {  // nobody will ever make room: behave as drop
-          dropped_.store(dropped_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-          return false;
+  const auto drop = [&] {
+    dropped_.store(dropped_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    ++unmarked_drops_;
+    limit_ = h;  // the next record comes back here, to write the gap record first
+    return no_begin;
+  };
+  if (h + need - tail_cache_ > cap) {
+    switch (current_overflow_policy()) {
+      case overflow_policy::block: {
+        // Nobody will make room when no flusher runs, nor when this is the
+        // flusher's own thread (a warning handler it runs records scopes):
+        // behave as drop.
+        if (flusher_thread) return drop();
+        for (unsigned spins = 0; h + need - tail_cache_ > cap; ++spins) {
+          if (!flusher_running()) return drop();
+          wake_flusher();
+          if (spins < 64) std::this_thread::yield();
+          else std::this_thread::sleep_for(std::chrono::microseconds(50));
+          tail_cache_ = tail_.load(std::memory_order_acquire);
         }
-        wake_flusher();
-        if (spins < 64) std::this_thread::yield();
-        else std::this_thread::sleep_for(std::chrono::microseconds(50));
-        tail_cache_ = tail_.load(std::memory_order_acquire);
+        limit_ = tail_cache_ + watermark_;
+        break;
       }
-      limit_ = tail_cache_ + watermark_;
-      return true;
+      case overflow_policy::drop_oldest:
+        overwrite_oldest(h, need);
+        limit_ = tail_cache_ + watermark_;
+        break;
+      case overflow_policy::drop:
+      default:
+        return drop();
     }
-    case overflow_policy::drop_oldest: {
-      // Raise the floor past the slots about to be overwritten, then fence so
-      // a consumer that reads our new data also sees the new floor.
-      floor_local_ = h + n - cap;
-      floor_.store(floor_local_, std::memory_order_relaxed);
-      std::atomic_thread_fence(std::memory_order_release);
-      tail_cache_ = floor_local_;
-      limit_ = tail_cache_ + watermark_;
-      return true;
-    }
-    case overflow_policy::drop:
-    default:
-      dropped_.store(dropped_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-      return false;
   }
+  if (unmarked_drops_ != 0) {
+    store_slot(h, ticks, unmarked_drops_, 0, static_cast<std::uint64_t>(event_kind::gap));
+    unmarked_drops_ = 0;
+    ++h;
+  }
+  return h;
 }
 
-void ring::push_record(std::uint64_t ticks, std::uint64_t where, std::uint64_t payload, event_kind kind,
-                       const std::uint64_t* ext_words, std::uint32_t n_ext) noexcept {
-  const std::uint64_t h = head_.load(std::memory_order_relaxed);
+std::uint64_t ring::push_record(std::uint64_t ticks, std::uint64_t where, std::uint64_t payload, event_kind kind,
+                                const std::uint64_t* ext_words, std::uint32_t n_ext) noexcept {
+  std::uint64_t h = head_.load(std::memory_order_relaxed);
   const std::uint32_t n = 1 + n_ext;
-  if (h + n > limit_ && !make_room(h, n)) return;
+  if (h + n > limit_) {
+    h = make_room(h, n, ticks);
+    if (h == no_begin) return no_begin;
+  }
   store_slot(h, ticks, where, payload, static_cast<std::uint64_t>(kind) | (std::uint64_t{n_ext} << 32));
   for (std::uint32_t i = 0; i < n_ext; ++i) {
     const std::uint64_t* w = ext_words + i * words_per_event;
@@ -94,45 +147,52 @@ void ring::push_record(std::uint64_t ticks, std::uint64_t where, std::uint64_t p
                                                  std::memory_order_relaxed);
   }
   head_.store(h + n, std::memory_order_release);
+  return h;
 }
 
 std::size_t ring::consume(event* out, std::size_t max, std::size_t* first) noexcept {
   *first = 0;
-  std::uint64_t t = tail_.load(std::memory_order_relaxed);
-  const std::uint64_t f = floor_.load(std::memory_order_acquire);
-  if (f > t) {
-    overwritten_.store(overwritten_.load(std::memory_order_relaxed) + (f - t), std::memory_order_relaxed);
-    t = f;
-  }
-  const std::uint64_t h = head_.load(std::memory_order_acquire);
-  std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(h - t, max));
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint64_t* s = words_ + ((t + i) & mask_) * words_per_event;
-    std::uint64_t w[words_per_event];
-    for (std::uint32_t k = 0; k < words_per_event; ++k) w[k] = std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(s[k])).load(std::memory_order_relaxed);
-    std::memcpy(&out[i], w, sizeof(event));
-  }
-  std::atomic_thread_fence(std::memory_order_acquire);
-  const std::uint64_t f2 = floor_.load(std::memory_order_relaxed);
-  std::size_t skip = 0;
-  if (f2 > t) {
-    skip = static_cast<std::size_t>(std::min<std::uint64_t>(f2 - t, n));
-    overwritten_.store(overwritten_.load(std::memory_order_relaxed) + skip, std::memory_order_relaxed);
-  }
-  // Keep records whole: a record cut by `max` stays for the next call.
-  std::size_t end = n;
-  for (std::size_t i = skip; i < n;) {
-    const auto kind = static_cast<event_kind>(out[i].kind);
-    const std::size_t len = kind == event_kind::extension ? 1 : 1 + out[i].extra;
-    if (i + len > n) {
-      end = i;
-      break;
+  if (max < 2) return 0;
+  // A producer overwriting as fast as this copies could make it retry for
+  // ever: a few rounds, then the next call goes on.
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    std::uint64_t t = tail_.load(std::memory_order_acquire);
+    if (t != consumed_) {  // the producer freed records we had not read: they were overwritten
+      gap_owed_ = true;
+      consumed_ = t;
     }
-    i += len;
+    const std::size_t at = gap_owed_ ? 1 : 0;
+    const std::uint64_t h = head_.load(std::memory_order_acquire);
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(h - t, max - at));
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint64_t* s = words_ + ((t + i) & mask_) * words_per_event;
+      std::uint64_t w[words_per_event];
+      for (std::uint32_t k = 0; k < words_per_event; ++k)
+        w[k] = std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(s[k])).load(std::memory_order_relaxed);
+      std::memcpy(&out[at + i], w, sizeof(event));
+    }
+    // Keep records whole: a record cut by `max` stays for the next call.
+    std::size_t end = n;
+    for (std::size_t i = 0; i < n;) {
+      const auto kind = static_cast<event_kind>(out[at + i].kind);
+      const std::size_t len = kind == event_kind::extension ? 1 : 1 + out[at + i].extra;
+      if (i + len > n) {
+        end = i;
+        break;
+      }
+      i += len;
+    }
+    if (end == 0) return 0;
+    // Fails only when the producer overwrote records below t + end meanwhile:
+    // what was copied may be torn, so copy again from the new tail.
+    if (!tail_.compare_exchange_strong(t, t + end, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    consumed_ = t + end;
+    if (!gap_owed_) return end;
+    gap_owed_ = false;
+    out[0] = event{out[1].ticks, 0, t, static_cast<std::uint32_t>(event_kind::gap), 0};  // payload: where the survivors start
+    return end + 1;
   }
-  tail_.store(t + end, std::memory_order_release);
-  *first = skip;
-  return end > skip ? end - skip : 0;
+  return 0;
 }
 
 }  // namespace detail

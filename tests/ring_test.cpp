@@ -30,7 +30,8 @@ std::vector<std::uint64_t> run_ring(pd::ring& r, std::uint64_t count, bool slow_
     const bool finished = done.load(std::memory_order_acquire);
     std::size_t first = 0;
     const std::size_t n = r.consume(buf.data(), buf.size(), &first);
-    for (std::size_t i = 0; i < n; ++i) seen.push_back(buf[first + i].payload);
+    for (std::size_t i = 0; i < n; ++i)
+      if (static_cast<pd::event_kind>(buf[first + i].kind) != pd::event_kind::gap) seen.push_back(buf[first + i].payload);
     if (slow_consumer) std::this_thread::sleep_for(std::chrono::microseconds(200));
     if (finished && n == 0 && first == 0 && r.empty()) break;
   }

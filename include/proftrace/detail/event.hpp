@@ -12,7 +12,7 @@ namespace detail {
 
 enum class event_kind : std::uint32_t {
   begin = 1,     // payload: step number for category::step, else a CUDA external id or 0
-  end = 2,       // `where` repeats the begin's site so the flusher can re-pair after a loss
+  end = 2,       // `where` repeats the begin's site; payload: the begin's index (see begin_index)
   complete = 3,  // payload: begin ticks; `ticks` is the end
   instant = 4,
   counter = 5,   // payload: the value's bits (double)
@@ -25,7 +25,9 @@ enum class event_kind : std::uint32_t {
   comm = 12,     // a begin of a communication call (payload as begin's); one extension
                  // slot: word 0 the bytes, word 1 the peer rank + 1 (0: none)
   async_begin = 13,  // a range that may end on another thread; payload: its id
-  async_end = 14     // payload: the id of the async_begin it closes
+  async_end = 14,    // payload: the id of the async_begin it closes
+  gap = 15           // not recorded by a macro: events were lost right before the next record.
+                     // where: how many (0 when the ring counted them elsewhere: drop_oldest)
 };
 
 // Four 64-bit words so that slots can be written and read word by word with
@@ -64,6 +66,22 @@ constexpr std::int64_t payload_bytes(std::uint64_t payload) noexcept {
 
 // An end whose payload is cancel_end closes its begin without writing it.
 inline constexpr std::uint64_t cancel_end = 1;
+
+// Every record has an index in its ring, returned by ring::push: the ring's
+// uid (fresh each time a thread attaches a ring) in the top bits, the slot
+// count since then below. An end carries its begin's index, so the flusher
+// pairs them exactly whatever was lost between, and an end pushed on another
+// thread's ring (a coroutine resumed elsewhere) still names its begin.
+// Payloads 0 and cancel_end name no begin: such an end closes the innermost
+// open begin of its site (profile::step()'s annotations).
+inline constexpr int ring_uid_shift = 44;
+inline constexpr std::uint64_t ring_uid_limit = std::uint64_t{1} << (63 - ring_uid_shift);
+// The index of a begin that was not recorded (a full ring under `drop`).
+inline constexpr std::uint64_t no_begin = ~std::uint64_t{0};
+constexpr bool names_a_begin(std::uint64_t end_payload) noexcept {
+  return end_payload > cancel_end && end_payload != no_begin;
+}
+constexpr std::uint64_t ring_uid_of(std::uint64_t index) noexcept { return index >> ring_uid_shift; }
 
 }  // namespace detail
 }  // namespace PROFTRACE_ABI_NAMESPACE

@@ -3,7 +3,11 @@
 // Off at run time, a macro costs one relaxed load of `session_state` and a
 // predicted branch. Recording, a scope costs two clock reads and two 32-byte
 // ring writes; no lock, no allocation, no string work after the thread's
-// first event (which attaches its ring).
+// first event (which attaches its ring). Every event goes to the ring of the
+// thread that records it: an end names its begin by the begin's index (which
+// holds the begin's ring), so a scope that ends on another thread (a
+// coroutine resumed elsewhere, a fiber moved) is paired by the flusher
+// without touching the other thread's ring.
 #pragma once
 
 #include <atomic>
@@ -57,12 +61,19 @@ PROFTRACE_ALWAYS_INLINE ring* thread_ring() noexcept {
 
 // The clock is read after the ring is found on the way in and before the
 // write on the way out, so attaching a thread never inflates a measured scope.
-PROFTRACE_ALWAYS_INLINE void record_begin(const site* s, std::uint64_t payload = 0) noexcept {
-  if (ring* r = thread_ring()) r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), payload, event_kind::begin);
+// Returns the begin's index for its end (no_begin: not recorded).
+PROFTRACE_ALWAYS_INLINE std::uint64_t record_begin(const site* s, std::uint64_t payload = 0) noexcept {
+  if (ring* r = thread_ring()) return r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), payload, event_kind::begin);
+  return no_begin;
 }
-PROFTRACE_ALWAYS_INLINE void record_end(const site* s) noexcept {
-  if (ring* r = thread_ring()) r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), 0, event_kind::end);
+// On the calling thread's ring, wherever the begin was. `begin`: the index
+// record_begin returned (0: none, the innermost open begin of `s` closes).
+PROFTRACE_ALWAYS_INLINE void record_end(const site* s, std::uint64_t begin = 0) noexcept {
+  if (ring* r = thread_ring()) r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), begin, event_kind::end);
 }
+// A scope's end on another thread than its begin's: out of line, off the
+// common path.
+PROFTRACE_NOINLINE void record_end_elsewhere(const site* s, std::uint64_t begin) noexcept;
 
 #if PROFTRACE_WITH_CUDA
 // While CUPTI collects, a scope pushes a fresh external id (its "External
@@ -115,8 +126,11 @@ struct gpu_marks {
   }
 };
 
-// Keeps the ring it began in, so the way out needs no thread-local lookup.
-// The NVTX and correlation pushes come before the begin's clock read and the
+// Keeps the ring it began in and its begin's index. The end goes to the
+// ring of the thread that ends the scope: the same ring (one thread-local
+// load and a compare) on the common path; another thread's own ring, out of
+// line, when the scope moved (a coroutine resumed on a pool thread). The
+// NVTX and correlation pushes come before the begin's clock read and the
 // pops after the end's, so their cost stays outside the measured scope.
 class scope_guard {
  public:
@@ -127,13 +141,16 @@ class scope_guard {
       site_ = s;
       if (ring_) {
         gpu_.open(state, [s] { push_nvtx_range(s); });
-        ring_->push(ring_->now(), reinterpret_cast<std::uintptr_t>(s), gpu_.correlation, event_kind::begin);
+        begin_ = ring_->push(ring_->now(), reinterpret_cast<std::uintptr_t>(s), gpu_.correlation, event_kind::begin);
       }
     }
   }
   PROFTRACE_ALWAYS_INLINE ~scope_guard() {
     if (ring_) {
-      ring_->push(ring_->now(), reinterpret_cast<std::uintptr_t>(site_), 0, event_kind::end);
+      if (PROFTRACE_LIKELY(this_thread_ring == ring_))
+        ring_->push(ring_->now(), reinterpret_cast<std::uintptr_t>(site_), begin_, event_kind::end);
+      else
+        record_end_elsewhere(site_, begin_);
       gpu_.close();
     }
   }
@@ -145,6 +162,7 @@ class scope_guard {
   // read, only once a ring was found.
   ring* ring_ = nullptr;
   const site* site_;
+  std::uint64_t begin_;  // the begin's index, which the end carries
   gpu_marks gpu_;
 };
 
@@ -163,11 +181,12 @@ using shape_list = std::initializer_list<std::initializer_list<shape_dim>>;
 inline constexpr std::uint32_t max_shape_slots = 15;
 inline constexpr std::uint32_t max_shape_words = max_shape_slots * words_per_event;
 
-// `correlation`: the begin's payload (a CUDA external id, or 0).
-void record_begin_with_shapes(const site* s, shape_list shapes, std::uint64_t correlation = 0) noexcept;
+// `correlation`: the begin's payload (a CUDA external id, or 0). Both return
+// the begin's index, for record_end.
+std::uint64_t record_begin_with_shapes(const site* s, shape_list shapes, std::uint64_t correlation = 0) noexcept;
 // The begin of a communication call (proftrace::mpi_calls): its bytes and
 // peer rank (-1: none) become the event's args.
-void record_comm_begin(const site* s, std::int64_t bytes, int peer, std::uint64_t correlation = 0) noexcept;
+std::uint64_t record_comm_begin(const site* s, std::int64_t bytes, int peer, std::uint64_t correlation = 0) noexcept;
 
 class shapes_scope_guard {
  public:
@@ -176,11 +195,11 @@ class shapes_scope_guard {
     if (!(state & state_recording)) return;
     site_ = s;
     gpu_.open(state, [s] { push_nvtx_range(s); });
-    record_begin_with_shapes(site_, shapes, gpu_.correlation);
+    begin_ = record_begin_with_shapes(site_, shapes, gpu_.correlation);
   }
   ~shapes_scope_guard() {
     if (!site_) return;
-    record_end(site_);
+    record_end(site_, begin_);
     gpu_.close();
   }
   shapes_scope_guard(const shapes_scope_guard&) = delete;
@@ -188,6 +207,7 @@ class shapes_scope_guard {
 
  private:
   const site* site_ = nullptr;
+  std::uint64_t begin_ = no_begin;
   gpu_marks gpu_;
 };
 
@@ -198,8 +218,8 @@ std::int64_t enter_step() noexcept;
 extern const site step_site;
 #if PROFTRACE_WITH_CUDA
 // A step's begin whose payload is its number carries the CUDA external id
-// it pushed in an extension slot.
-void record_step_begin(std::int64_t step, std::uint64_t correlation) noexcept;
+// it pushed in an extension slot. Returns its index.
+std::uint64_t record_step_begin(std::int64_t step, std::uint64_t correlation) noexcept;
 #endif
 
 class step_guard {
@@ -212,17 +232,17 @@ class step_guard {
         gpu_.open(session_state.load(std::memory_order_relaxed), [n] { push_nvtx_step(n); });
 #if PROFTRACE_WITH_CUDA
         if (gpu_.correlation != 0) {
-          record_step_begin(n, gpu_.correlation);
+          begin_ = record_step_begin(n, gpu_.correlation);
           return;
         }
 #endif
-        record_begin(&step_site, static_cast<std::uint64_t>(n));
+        begin_ = record_begin(&step_site, static_cast<std::uint64_t>(n));
       }
     }
   }
   ~step_guard() {
     if (!active_) return;
-    record_end(&step_site);
+    record_end(&step_site, begin_);
     gpu_.close();
   }
   step_guard(const step_guard&) = delete;
@@ -230,6 +250,7 @@ class step_guard {
 
  private:
   bool active_ = false;
+  std::uint64_t begin_ = no_begin;
   gpu_marks gpu_;
 };
 

@@ -1,15 +1,23 @@
 // proftrace/detail/ring.hpp — one thread's single-producer single-consumer
 // event ring. Not API.
 //
-// The producer (the instrumented thread) writes whole records and publishes
-// them with a store-release of `head_`; the consumer (whoever holds the
-// flusher's lock) copies them out, validates the copy, and frees the slots
-// with a store-release of `tail_`. Head and tail live on separate cache lines.
-// Slots are written and read word by word with relaxed atomics: on x86 these
-// are plain moves, and they keep the drop_oldest overwrite race-free. Under
-// drop_oldest the producer raises `floor_` (release fence) before it
-// overwrites unread slots, and the consumer discards, after an acquire fence,
-// any copied slot below the floor — the seqlock argument, per ring.
+// The producer (the instrumented thread, and only it) writes whole records
+// and publishes them with a store-release of `head_`; the consumer (whoever
+// holds the flusher's lock) copies them out and frees their slots by moving
+// `tail_` with a compare-and-swap. Head and tail live on separate cache
+// lines. Slots are written and read word by word with relaxed atomics: on
+// x86 these are plain moves, and they keep the drop_oldest overwrite
+// race-free. Under drop_oldest the producer frees the oldest unread records
+// itself, whole records at a time, by moving `tail_` with a compare-and-swap
+// before it overwrites them, and counts them; a consumer whose own
+// compare-and-swap then fails discards what it copied and copies again. So
+// every record is either consumed or counted as overwritten, exactly once.
+//
+// Losses are marked where they happened: after `drop` refused records, the
+// next record that fits is preceded by a `gap` record; after drop_oldest
+// overwrote records, the consumer hands out a `gap` record before the first
+// survivor. The flusher uses them to close, as truncated, the scopes whose
+// end a loss may have taken.
 #pragma once
 
 #include <atomic>
@@ -36,9 +44,12 @@ class ring {
 
   std::uint32_t capacity() const noexcept { return static_cast<std::uint32_t>(mask_ + 1); }
 
-  // Back to empty with zeroed counters, for reuse by another thread. Only
-  // while no producer is attached and nobody consumes.
+  // Back to empty with zeroed counters and a fresh uid, for reuse by another
+  // thread. Only while no producer is attached and nobody consumes.
   void reset() noexcept;
+
+  // This ring's uid since its last reset (see begin_index in event.hpp).
+  std::uint64_t uid() const noexcept { return ring_uid_of(base_); }
 
   // ---- producer side (the owning thread only) ----
 
@@ -51,28 +62,38 @@ class ring {
     return fallback_clock_ns();
   }
 
-  PROFTRACE_ALWAYS_INLINE void push(std::uint64_t ticks, std::uint64_t where, std::uint64_t payload,
-                                    event_kind kind) noexcept {
-    const std::uint64_t h = head_.load(std::memory_order_relaxed);
-    if (PROFTRACE_UNLIKELY(h >= limit_) && !make_room(h, 1)) return;
+  // Returns the record's index (what an end names its begin by), or no_begin
+  // when the record was dropped.
+  PROFTRACE_ALWAYS_INLINE std::uint64_t push(std::uint64_t ticks, std::uint64_t where, std::uint64_t payload,
+                                             event_kind kind) noexcept {
+    std::uint64_t h = head_.load(std::memory_order_relaxed);
+    if (PROFTRACE_UNLIKELY(h >= limit_)) {
+      h = make_room(h, 1, ticks);
+      if (h == no_begin) return no_begin;
+    }
     store_slot(h, ticks, where, payload, static_cast<std::uint64_t>(kind));
     head_.store(h + 1, std::memory_order_release);
+    return h;
   }
 
   // A record of 1 + n_ext slots: the head event, then `ext_words` (n_ext * 4
-  // words) in extension slots. Published all at once.
-  void push_record(std::uint64_t ticks, std::uint64_t where, std::uint64_t payload, event_kind kind,
-                   const std::uint64_t* ext_words, std::uint32_t n_ext) noexcept;
+  // words) in extension slots. Published all at once. Returns its index, or
+  // no_begin.
+  std::uint64_t push_record(std::uint64_t ticks, std::uint64_t where, std::uint64_t payload, event_kind kind,
+                            const std::uint64_t* ext_words, std::uint32_t n_ext) noexcept;
 
-  // Events this producer discarded (drop policy, or block without a flusher).
+  // Events this producer discarded (drop policy, or block without a flusher,
+  // or block on the flusher's own thread).
   std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
 
   // ---- consumer side (the flusher lock holder only) ----
 
   // Copies the unread records (at most `max` slots, whole records only) into
   // `out`, frees their slots and returns how many valid slots start at
-  // `out + *first`. Slots overwritten under drop_oldest are counted in
-  // overwritten().
+  // `out + *first` (*first is always 0 now; kept for callers). When records
+  // were overwritten under drop_oldest since the last call, the first slot
+  // handed out is a `gap` record. Records overwritten are counted, in
+  // records, in overwritten().
   std::size_t consume(event* out, std::size_t max, std::size_t* first) noexcept;
   std::uint64_t overwritten() const noexcept { return overwritten_.load(std::memory_order_relaxed); }
   bool empty() const noexcept {
@@ -91,26 +112,32 @@ class ring {
 
   // Slow path, taken past the watermark: refreshes the cached tail, wakes the
   // flusher, and when there is no room for `n` slots applies the overflow
-  // policy. False: the record is dropped (and counted).
-  PROFTRACE_NOINLINE bool make_room(std::uint64_t h, std::uint32_t n) noexcept;
+  // policy. Writes the gap record owed after a drop (with `ticks`, the next
+  // record's). Returns where the record goes, or no_begin: the record is
+  // dropped (and counted).
+  PROFTRACE_NOINLINE std::uint64_t make_room(std::uint64_t h, std::uint32_t n, std::uint64_t ticks) noexcept;
+  // drop_oldest: frees the oldest whole records until `n` slots fit at `h`.
+  void overwrite_oldest(std::uint64_t h, std::uint32_t n) noexcept;
 
   // Producer cache line.
   alignas(64) std::atomic<std::uint64_t> head_{0};
   std::uint64_t limit_ = 0;  // tail_cache_ + watermark_: past it, make_room() looks again
   std::uint64_t tail_cache_ = 0;
-  std::uint64_t floor_local_ = 0;
   std::uint64_t next_wake_ = 0;
+  std::uint64_t unmarked_drops_ = 0;  // dropped since the last gap record
   std::atomic<std::uint64_t> dropped_{0};
-  std::atomic<std::uint64_t> floor_{0};
+  std::atomic<std::uint64_t> overwritten_{0};  // records, counted by the producer that overwrote them
 
   // Consumer cache line.
   alignas(64) std::atomic<std::uint64_t> tail_{0};
-  std::atomic<std::uint64_t> overwritten_{0};
+  std::uint64_t consumed_ = 0;  // the tail this consumer last set: a tail moved past it was overwritten
+  bool gap_owed_ = false;       // a gap record goes before the next record handed out
 
-  // Read-only after construction.
+  // Read-only while a producer is attached.
   alignas(64) std::uint64_t* words_ = nullptr;
   std::uint64_t mask_ = 0;
   std::uint64_t watermark_ = 0;
+  std::uint64_t base_ = 0;  // uid << ring_uid_shift: the first index
   bool tsc_ = false;
 };
 
