@@ -207,6 +207,28 @@ void write_through_compressor(output_file& out, const std::filesystem::path& des
   if (!error.empty()) throw std::runtime_error(error);
 }
 
+// What follows every closing part in the spool (never in an export): JSON
+// white space after the top-level object, so every reader ignores it, that
+// names the byte offset where that closing part begins, which is where the
+// events of the last complete commit end. A commit writes its events over
+// the old closing part: a kill partway through leaves the old part's
+// leftovers after the new bytes, and with them this trailer, which no longer
+// matches the text. `proftrace validate --repair` reads it from the end of
+// the file and then keeps only the events before that offset, never an
+// "event" pieced together from new bytes and old leftovers. A file cut short
+// (no leftovers) ends without it, and repair keeps every complete event.
+//
+// Layout (67 bytes): '\t', then the offset's 64 bits, least significant
+// first, ' ' for 0 and '\t' for 1, then "\t\n". The writer never puts a tab
+// anywhere else in the spool (names are escaped). tools/trace_repair.cpp
+// reads the same layout.
+std::string commit_trailer(std::uint64_t events_end) {
+  std::string t(1, '\t');
+  for (int bit = 0; bit < 64; ++bit) t += (events_end >> bit & 1) != 0 ? '\t' : ' ';
+  t += "\t\n";
+  return t;
+}
+
 }  // namespace
 
 trace_file::trace_file(std::filesystem::path path, std::string_view head, std::string_view tail)
@@ -215,13 +237,16 @@ trace_file::trace_file(std::filesystem::path path, std::string_view head, std::s
   // O_EXCL: never truncate another run's spool (a crashed run's is all that is left of it).
   fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::runtime_error(describe(path_, "write trace", errno));
-  if (!write_at(0, head) || !write_at(head.size(), tail)) {
+  std::string closing(tail);
+  closing += commit_trailer(head.size());
+  if (!write_at(0, head) || !write_at(head.size(), closing)) {
     const std::string message = error_;
     close();
     throw std::runtime_error(message);
   }
   events_end_ = head.size();
   tail_ = tail;
+  closing_size_ = closing.size();
 }
 
 trace_file::~trace_file() { close(); }
@@ -256,15 +281,18 @@ bool trace_file::commit(std::string_view events, std::string_view tail) noexcept
   // Nothing new: leave the file alone, so an idle program's spool is never
   // caught mid-write by a kill.
   if (events.empty() && tail == tail_) return true;
-  const std::uint64_t old_end = events_end_ + tail_.size();
+  const std::uint64_t old_end = events_end_ + closing_size_;
   if (!write_at(events_end_, events)) return false;
   events_end_ += events.size();
-  if (!write_at(events_end_, tail)) return false;
-  if (events_end_ + tail.size() < old_end && ::ftruncate(fd_, static_cast<off_t>(events_end_ + tail.size())) != 0) {
+  std::string closing(tail);
+  closing += commit_trailer(events_end_);
+  if (!write_at(events_end_, closing)) return false;
+  if (events_end_ + closing.size() < old_end && ::ftruncate(fd_, static_cast<off_t>(events_end_ + closing.size())) != 0) {
     error_ = describe(path_, "truncate trace", errno);
     return false;
   }
   tail_ = tail;
+  closing_size_ = closing.size();
   return true;
 }
 

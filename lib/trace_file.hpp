@@ -1,7 +1,9 @@
 // Internal: the trace file a window streams into, and its export.
 //
 // The file is plain JSON and valid at every commit: events are written where
-// the previous tail began, then a fresh tail closes the array and the object.
+// the previous tail began, then a fresh tail closes the array and the object,
+// followed by a white-space trailer naming the offset where that tail begins
+// (so a repair can tell a commit cut short from a file cut short).
 // A crash or SIGKILL therefore loses at most what was not yet committed (one
 // flush period), and the file left behind still parses.
 //
@@ -55,6 +57,7 @@ class trace_file {
   int fd_ = -1;
   std::uint64_t events_end_ = 0;
   std::string tail_;  // as last written
+  std::uint64_t closing_size_ = 0;  // the tail and its trailer, as last written (see trace_file.cpp)
   std::string error_;
 };
 

@@ -90,7 +90,9 @@ const char* const merge_help =
     "rank (distributedInfo), a rank's schedule cycles one after another on its\n"
     "process (named \"rank N (host) steps 10-14, 20-24\"), times moved onto rank\n"
     "0's clock by each trace's clockAlignment offset, flow ids kept apart per\n"
-    "rank. Streaming: memory stays small whatever the number and size of traces.\n"
+    "rank. Streaming: memory stays small whatever the number and size of traces;\n"
+    "one event at a time, an event over 16 MiB of JSON text is refused (exit 1).\n"
+    "MERGED is written aside and renamed: a failed merge leaves it as it was.\n"
     "\n"
     "options:\n"
     "  -o, --output MERGED  the merged trace (required)\n"
@@ -258,6 +260,20 @@ double parse_pct(const std::string& option, const std::string& s) {
   return v;
 }
 
+// Whether `path` names a directory (through symbolic links). A path whose
+// status cannot be read for another reason than not existing (a symbolic
+// link loop, no permission) is a clear error, not a raw filesystem one; a
+// missing path is left to the reader, which names it.
+bool is_directory(const std::string& path) {
+  std::error_code ec;
+  const bool dir = std::filesystem::is_directory(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+    throw pt::trace_error(path + ": cannot be read: " +
+                          (ec == std::errc::too_many_symbolic_link_levels ? "a symbolic link loop (" + ec.message() + ")"
+                                                                          : ec.message()));
+  return dir;
+}
+
 bool show_progress(const std::string& path) {
   std::error_code ec;
   return ::isatty(2) && std::filesystem::file_size(path, ec) > (std::uintmax_t{64} << 20);
@@ -312,7 +328,7 @@ int cmd_summary(const std::vector<std::string>& args) {
                       (valid == std::string::npos ? std::string() : why.substr(valid, why.size() - valid - 1) + ", none)")};
   }
   std::vector<std::string> warnings;
-  if (std::filesystem::is_directory(a.positional[0])) {
+  if (is_directory(a.positional[0])) {
     // Cycle by cycle: every rank's table, then the view across ranks.
     const auto ranks = pt::summarize_ranks(a.positional[0], a.group_by_shape, warnings);
     print_skipped(ranks.skipped);
@@ -446,7 +462,7 @@ int cmd_merge(const std::vector<std::string>& args) {
   std::vector<std::filesystem::path> files;
   std::vector<pt::skipped_file> skipped;
   for (const auto& p : a.positional) {
-    if (std::filesystem::is_directory(p)) {
+    if (is_directory(p)) {
       // Decided by content: the directory's other files are skipped, named on stderr.
       for (auto& f : pt::list_traces(p, skipped, {*a.output})) files.push_back(std::move(f));
       continue;

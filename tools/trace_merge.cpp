@@ -3,7 +3,10 @@
 // Each input is read twice, streaming: once up to its first event for its
 // metadata (distributedInfo, clockAlignment, baseTimeNanoseconds), then
 // event by event, each event cut out of the text of traceEvents, parsed
-// alone, rewritten and written out. Memory holds one event at a time.
+// alone, rewritten and written out. Memory holds one event at a time, and
+// an event longer than max_event_bytes is refused rather than held (a gzip
+// bomb or a corrupt trace would otherwise take all memory). The output is
+// written beside MERGED and renamed over it only once complete.
 #include <boost/iostreams/filter/gzip.hpp>
 #include <boost/iostreams/filter/zstd.hpp>
 #include <boost/iostreams/filtering_stream.hpp>
@@ -18,6 +21,8 @@
 #include <fstream>
 #include <map>
 
+#include <unistd.h>
+
 #include "trace_reader.hpp"
 
 namespace proftrace::tools {
@@ -28,6 +33,9 @@ namespace io = boost::iostreams;
 namespace json = boost::json;
 
 bool has_suffix(const std::string& s, std::string_view suffix) { return s.ends_with(suffix); }
+
+// The longest event text merge holds (see tools/README.md).
+constexpr std::size_t max_event_bytes = std::size_t{16} << 20;
 
 struct input {
   std::filesystem::path file;
@@ -55,21 +63,34 @@ input read_header(const std::filesystem::path& file) {
   return in;
 }
 
-// Calls fn(text) for each element of the top-level "traceEvents" array of
-// the JSON read from `in`, tracking only strings and nesting.
+// Calls fn(index, text) for each element of the top-level "traceEvents"
+// array of the JSON read from `in`, tracking only strings and nesting. An
+// element that is not an object, or whose text is longer than `max_bytes`,
+// is an error naming its index: nothing longer is ever held.
 template <class Fn>
-void for_each_event_text(std::istream& in, const std::string& name, Fn&& fn) {
+void for_each_event_text(std::istream& in, const std::string& name, std::size_t max_bytes, Fn&& fn) {
   std::vector<char> buf(1 << 20);
   int depth = 0;
   bool in_string = false, escaped = false, in_events = false, after_events_key = false;
   std::string token, element;
   std::string last_key;  // the last string completed at depth 1
+  std::uint64_t index = 0;
+  const auto not_object = [&](const char* what) {
+    throw trace_error(name + ": event " + std::to_string(index) + " is " + what + ", not an object");
+  };
   while (in) {
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
     const auto n = in.gcount();
     for (std::streamsize i = 0; i < n; ++i) {
       const char c = buf[static_cast<std::size_t>(i)];
-      if (in_events && depth >= 3) element += c;
+      if (in_events && depth >= 3) {
+        if (element.size() >= max_bytes)
+          throw trace_error(name + ": event " + std::to_string(index) + " is longer than " +
+                            std::to_string(max_bytes >> 20) +
+                            " MiB of JSON text; merge holds one event at a time and refuses larger ones "
+                            "(a corrupt trace, or a decompression bomb?)");
+        element += c;
+      }
       if (in_string) {
         if (escaped) escaped = false;
         else if (c == '\\') escaped = true;
@@ -77,6 +98,17 @@ void for_each_event_text(std::istream& in, const std::string& name, Fn&& fn) {
         else if (depth == 1 && token.size() < 64) token += c;
         if (!in_string && depth == 1) last_key = token;
         continue;
+      }
+      // A value straight inside traceEvents that opens no container: a
+      // scalar element (every other command refuses it too).
+      if (in_events && depth == 2) {
+        const char* what = c == '"'               ? "a string"
+                           : c == 't' || c == 'f' ? "a boolean"
+                           : c == 'n'             ? "null"
+                           : c == '['             ? "an array"
+                           : c == '-' || (c >= '0' && c <= '9') ? "a number"
+                                                                : nullptr;
+        if (what) not_object(what);
       }
       switch (c) {
         case '"':
@@ -94,7 +126,10 @@ void for_each_event_text(std::istream& in, const std::string& name, Fn&& fn) {
           break;
         case '}':
         case ']':
-          if (in_events && depth == 3) fn(element);
+          if (in_events && depth == 3) {
+            fn(index++, element);
+            if (element.capacity() > (std::size_t{1} << 20)) std::string().swap(element);  // give a large event's memory back
+          }
           if (in_events && depth == 2) in_events = false;
           --depth;
           break;
@@ -134,9 +169,18 @@ void append_json(std::string& out, const json::value& v) {
       break;
     }
     case json::kind::double_: {
+      const double d = v.get_double();
+      // JSON has no infinity: a number beyond a double's range (1e400)
+      // parses as one and cannot be written back.
+      if (!std::isfinite(d)) throw std::range_error("a number beyond the range of a double");
       char buf[64];
-      std::snprintf(buf, sizeof buf, "%.3f", v.get_double());
-      out += buf;
+      if (std::fabs(d) < 1e15) {
+        std::snprintf(buf, sizeof buf, "%.3f", d);
+        out += buf;
+      } else {  // past the nanosecond's precision: the shortest exact text (1e+308, not 309 digits)
+        const auto r = std::to_chars(buf, buf + sizeof buf, d);
+        out.append(buf, r.ptr);
+      }
       break;
     }
     default: out += json::serialize(v);
@@ -168,7 +212,19 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
     for (const auto& in : inputs) result.ranks += in.rank < 0;
   }
 
-  std::ofstream file(output, std::ios::binary | std::ios::trunc);
+  // Written beside MERGED and renamed over it at the end: a merge that fails
+  // (a bad input, a full disk) leaves an existing MERGED as it was.
+  std::filesystem::path temp = output;
+  temp += ".merging-" + std::to_string(::getpid());
+  struct remove_on_failure {
+    const std::filesystem::path& path;
+    bool armed = true;
+    ~remove_on_failure() {
+      std::error_code ec;
+      if (armed) std::filesystem::remove(path, ec);
+    }
+  } cleanup{temp};
+  std::ofstream file(temp, std::ios::binary | std::ios::trunc);
   if (!file) throw trace_error(output.string() + ": cannot write: " + std::strerror(errno ? errno : EIO));
   io::filtering_ostream out;
   const std::string out_name = output.filename().string();
@@ -228,10 +284,12 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
     if (has_suffix(name, ".gz")) text.push(io::gzip_decompressor());
     else if (has_suffix(name, ".zst")) text.push(io::zstd_decompressor());
     text.push(source);
-    for_each_event_text(text, in.file.string(), [&](const std::string& element) {
+    for_each_event_text(text, in.file.string(), max_event_bytes, [&](std::uint64_t index, const std::string& element) {
+      const auto where = [&] { return in.file.string() + ": event " + std::to_string(index); };
       json::error_code ec;
       json::value v = json::parse(element, ec);
-      if (ec || !v.is_object()) throw trace_error(in.file.string() + ": an event that is not a JSON object");
+      if (ec) throw trace_error(where() + ": invalid JSON: " + ec.message());
+      if (!v.is_object()) throw trace_error(where() + " is not an object");
       json::object& e = v.as_object();
       const auto* ph = e.if_contains("ph");
       const bool is_ph = ph && ph->is_string();
@@ -257,15 +315,28 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
       if (auto* pid = e.if_contains("pid")) *pid = merged_pid(*pid);
       if (auto* ts = e.if_contains("ts"); ts && ts->is_number()) {
         const double us = ts->to_number<double>() + static_cast<double>(shift_ns) / 1000.0;
-        *ts = std::round(us * 1000.0) / 1000.0;
+        if (!std::isfinite(us))
+          throw trace_error(where() + ": \"ts\" is beyond the range of a double (JSON cannot hold the merged value)");
+        // To the nanosecond; a time too large for that (1e308) stays as it is.
+        *ts = std::fabs(us) < 1e15 ? std::round(us * 1000.0) / 1000.0 : us;
       }
-      // Flow ids and CUPTI correlations are per process: keep them apart per rank.
-      if (auto* id = e.if_contains("id"); id && id->is_number())
-        *id = (rank_key << 40) + id->to_number<std::int64_t>();
+      // Flow ids and CUPTI correlations are per process: keep them apart per
+      // rank. Only integers are moved (a fractional or huge id stays as it is).
+      const std::int64_t rank_bits = rank_key << 40;
+      const auto offset_id = [&](json::value& id) {
+        std::int64_t moved = 0;
+        if (id.is_int64() && !__builtin_add_overflow(id.get_int64(), rank_bits, &moved)) id = moved;
+        else if (id.is_uint64() && id.get_uint64() <= static_cast<std::uint64_t>(INT64_MAX - rank_bits))
+          id = static_cast<std::int64_t>(id.get_uint64()) + rank_bits;
+      };
+      if (auto* id = e.if_contains("id"); id && id->is_number()) offset_id(*id);
       if (auto* args = e.if_contains("args"); args && args->is_object())
-        if (auto* c = args->as_object().if_contains("correlation"); c && c->is_number())
-          *c = (rank_key << 40) + c->to_number<std::int64_t>();
-      write(v);
+        if (auto* c = args->as_object().if_contains("correlation"); c && c->is_number()) offset_id(*c);
+      try {
+        write(v);
+      } catch (const std::range_error& r) {
+        throw trace_error(where() + ": " + r.what() + " (JSON cannot hold it)");
+      }
       ++result.events;
     });
     if (host_process != SIZE_MAX && first_step <= last_step) processes[host_process].steps.emplace_back(first_step, last_step);
@@ -301,6 +372,12 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
   out.reset();
   file.flush();
   if (!file) throw trace_error(output.string() + ": write failed: " + std::strerror(errno ? errno : EIO));
+  file.close();
+  if (!file) throw trace_error(output.string() + ": write failed: " + std::strerror(errno ? errno : EIO));
+  std::error_code ec;
+  std::filesystem::rename(temp, output, ec);
+  if (ec) throw trace_error(output.string() + ": cannot write: " + ec.message());
+  cleanup.armed = false;
   return result;
 }
 

@@ -509,13 +509,24 @@ trace_probe probe_trace(const std::filesystem::path& path) {
 std::vector<std::filesystem::path> list_traces(const std::filesystem::path& dir, std::vector<skipped_file>& skipped,
                                                const std::vector<std::filesystem::path>& exclude) {
   std::vector<std::filesystem::path> candidates;
+  std::vector<skipped_file> unreadable;
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+  // Incremented through the error_code overload: a failure while listing is
+  // this function's trace_error, never a raw filesystem_error.
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const auto& entry = *it;
     const std::string name = entry.path().filename().string();
+    if (!(name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".json.zst"))) continue;
     std::error_code type_ec;
-    if (!entry.is_regular_file(type_ec) ||
-        !(name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".json.zst")))
+    const bool regular = entry.is_regular_file(type_ec);
+    if (type_ec) {  // a symbolic link loop, a dangling link, no permission: named, not fatal
+      std::string why = type_ec.message();
+      if (type_ec == std::errc::too_many_symbolic_link_levels) why = "a symbolic link loop (" + why + ")";
+      else if (type_ec == std::errc::no_such_file_or_directory) why = "a dangling symbolic link";
+      unreadable.push_back({entry.path(), "cannot be read: " + why});
       continue;
+    }
+    if (!regular) continue;
     bool excluded = false;
     for (const auto& x : exclude) {
       std::error_code eq_ec;
@@ -525,6 +536,8 @@ std::vector<std::filesystem::path> list_traces(const std::filesystem::path& dir,
   }
   if (ec) throw trace_error(dir.string() + ": cannot read the directory: " + ec.message());
   std::sort(candidates.begin(), candidates.end());
+  std::sort(unreadable.begin(), unreadable.end(), [](const skipped_file& a, const skipped_file& b) { return a.file < b.file; });
+  for (auto& u : unreadable) skipped.push_back(std::move(u));
   std::vector<std::filesystem::path> traces;
   for (auto& c : candidates) {
     auto p = probe_trace(c);

@@ -177,6 +177,7 @@ class aggregator {
     struct stack_data {
       std::string path;
       std::vector<std::pair<std::string, std::int64_t>> below;
+      std::unique_ptr<std::unordered_map<std::string, std::size_t>> index;  // into below, once it is long
     };
     std::unique_ptr<stack_data> stacks;
   };
@@ -192,7 +193,7 @@ class aggregator {
   static void claim_memory(interval& parent, const interval& child) noexcept;
   void finalize(const interval& x, bool has_parent);
   void emit_stacks(const interval& x);
-  static void add_weight(std::vector<std::pair<std::string, std::int64_t>>& to, std::string path, std::int64_t ns);
+  static void add_weight(interval::stack_data& to, std::string path, std::int64_t ns);
 
   bool by_shape_;
   std::size_t max_pending_;

@@ -16,6 +16,7 @@
 #include <boost/json/parse_options.hpp>
 #include <cerrno>
 #include <cstring>
+#include <cstdio>
 #include <fstream>
 #include <vector>
 
@@ -61,6 +62,23 @@ class json_prefix_scanner {
   }
   std::uint64_t members() const noexcept { return members_; }
 
+  // Also remember the complete events that end at or before byte `limit`.
+  void limit_events_to(std::uint64_t limit) noexcept { limit_ = limit; }
+  std::uint64_t limited_events() const noexcept { return limited_events_; }
+  std::uint64_t limited_end() const noexcept { return limited_events_ ? limited_end_ : events_open_end_; }
+  // The offset named by a spool trailer in the white space right after the
+  // top-level object, if one is there.
+  bool has_trailer_after_end() const noexcept { return trailer_state_ == trailer_found; }
+  std::uint64_t trailer_after_end() const noexcept { return trailer_value_; }
+  // Whether a closing part written at byte `at` is the one this text has:
+  // traceEvents closed, with nothing but white space between its last
+  // element (or its opening) and `at`, and between `at` and its ']'.
+  bool events_close_at(std::uint64_t at) const noexcept {
+    if (!events_closed_) return false;
+    const std::uint64_t last = events_ ? last_event_end_ : events_open_end_;
+    return last <= at && at <= events_close_;
+  }
+
  private:
   enum class expect : std::uint8_t { value, value_or_close, key_or_close, key, colon, comma_or_close, nothing };
   enum class lexeme : std::uint8_t { none, string, escape, hex, number, literal };
@@ -95,7 +113,10 @@ class json_prefix_scanner {
   }
 
   bool structure_byte(unsigned char c) {
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') return true;
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      if (finished_) trailer_byte(c);
+      return true;
+    }
     const bool value_expected = expect_ == expect::value || expect_ == expect::value_or_close;
     switch (c) {
       case '{':
@@ -177,6 +198,27 @@ class json_prefix_scanner {
     return true;
   }
 
+  // White space after the top-level object: a spool trailer (see
+  // spool_trailer below) is '\t', 64 bits as ' '/'\t', "\t\n".
+  void trailer_byte(unsigned char c) {
+    if (trailer_state_ == trailer_none) {
+      if (c != '\t') return;
+      trailer_state_ = trailer_reading;
+      trailer_length_ = 0;
+      trailer_value_ = 0;
+    }
+    if (trailer_state_ != trailer_reading) return;
+    const unsigned i = trailer_length_++;
+    bool ok = true;
+    if (i == 0 || i == 65) ok = c == '\t';
+    else if (i <= 64) {
+      ok = c == ' ' || c == '\t';
+      if (c == '\t') trailer_value_ |= std::uint64_t{1} << (i - 1);
+    } else ok = c == '\n';
+    if (!ok) trailer_state_ = trailer_bad;
+    else if (trailer_length_ == 67) trailer_state_ = trailer_found;
+  }
+
   // The value that began at depth stack_.size() ends before byte `end`.
   void value_end(std::uint64_t end) {
     const std::size_t depth = stack_.size();
@@ -190,12 +232,20 @@ class json_prefix_scanner {
     if (depth == 1) {
       ++members_;
       last_member_end_ = end;
-      if (phase_ == phase::in_events) phase_ = phase::after_events;
+      if (phase_ == phase::in_events) {
+        phase_ = phase::after_events;
+        events_closed_ = true;
+        events_close_ = end - 1;  // the ']'
+      }
       key_is_trace_events_ = false;
     } else if (depth == 2 && phase_ == phase::in_events) {
       ++events_;
       last_event_end_ = end;
       element_open_ = false;
+      if (end <= limit_) {
+        limited_events_ = events_;
+        limited_end_ = end;
+      }
     }
   }
 
@@ -329,7 +379,37 @@ class json_prefix_scanner {
   std::uint64_t object_open_end_ = 0, events_open_end_ = 0;
   std::uint64_t members_ = 0, last_member_end_ = 0;
   std::uint64_t events_ = 0, last_event_end_ = 0;
+  bool events_closed_ = false;
+  std::uint64_t events_close_ = 0;
+  std::uint64_t limit_ = UINT64_MAX, limited_events_ = 0, limited_end_ = 0;
+  enum : std::uint8_t { trailer_none, trailer_reading, trailer_bad, trailer_found } trailer_state_ = trailer_none;
+  unsigned trailer_length_ = 0;
+  std::uint64_t trailer_value_ = 0;
 };
+
+// proftrace's spool (lib/trace_file.cpp) ends every closing part with 67
+// bytes of white space naming the offset where that closing part begins:
+// '\t', the offset's 64 bits least significant first (' ' 0, '\t' 1),
+// "\t\n". Sets `at` to that offset and returns true when the plain file
+// `path` ends with such a trailer. A commit writes its events over the previous closing part, so a
+// spool cut during a commit still ends with the previous part's trailer,
+// after leftovers of that part; a file merely cut short does not.
+bool spool_trailer(const std::filesystem::path& path, std::uint64_t& at) {
+  constexpr std::size_t size = 67;
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return false;
+  char buf[size];
+  const bool read = ::fseeko(f, -static_cast<off_t>(size), SEEK_END) == 0 && std::fread(buf, 1, size, f) == size;
+  std::fclose(f);
+  if (!read || buf[0] != '\t' || buf[65] != '\t' || buf[66] != '\n') return false;
+  at = 0;
+  for (int bit = 0; bit < 64; ++bit) {
+    const char c = buf[1 + bit];
+    if (c != ' ' && c != '\t') return false;
+    if (c == '\t') at |= std::uint64_t{1} << bit;
+  }
+  return true;
+}
 
 std::string where_text(const json_prefix_scanner& s) {
   using phase = json_prefix_scanner::phase;
@@ -349,6 +429,9 @@ repair_plan plan_repair(const std::filesystem::path& path) {
   const std::string file_name = path.string();
   trace_input in(path);
   json_prefix_scanner scanner;
+  std::uint64_t trailer_at = 0;
+  const bool trailer = !in.codec() && spool_trailer(path, trailer_at);
+  if (trailer) scanner.limit_events_to(trailer_at);
   std::vector<char> buf(in.buffer_size(std::size_t{1} << 20));
   bool json_ok = true;
   for (;;) {
@@ -378,6 +461,25 @@ repair_plan plan_repair(const std::filesystem::path& path) {
   repair_plan plan;
   plan.bytes = scanner.offset();
   plan.events_kept = scanner.events();
+  using phase = json_prefix_scanner::phase;
+  // A spool whose last commit was cut short: it ends with the trailer of a
+  // closing part that its text no longer has (the new events overwrote the
+  // start of that part, the rest is left over). Everything before the
+  // offset the trailer names was written by complete commits; what follows
+  // mixes the cut commit's bytes with the old part's, and may even parse as
+  // "events". Keep only the events before that offset. (A whole spool's
+  // text closes exactly where its own trailer says.)
+  const bool closes_as_its_trailer_says =
+      scanner.finished() && scanner.has_trailer_after_end() && scanner.events_close_at(scanner.trailer_after_end());
+  if (trailer && !closes_as_its_trailer_says && scanner.where() != phase::before_events && trailer_at <= scanner.offset() &&
+      !(scanner.finished() && scanner.events_close_at(trailer_at))) {
+    plan.keep_bytes = scanner.limited_end();
+    plan.events_kept = scanner.limited_events();
+    plan.closing = "]}";
+    plan.cut = "a commit cut short: the spool ends with leftovers of the closing part written at byte " +
+               std::to_string(trailer_at) + "; kept the events of the commits before it";
+    return plan;
+  }
   if (scanner.finished()) {
     plan.complete = json_ok && in.status() == trace_input::state::complete;
     plan.keep_bytes = plan.complete ? scanner.offset() : scanner.top_end();  // a copy keeps the final newline
@@ -388,7 +490,6 @@ repair_plan plan_repair(const std::filesystem::path& path) {
     plan.cut = reason + " " + where_text(scanner) + byte_at;
     return plan;
   }
-  using phase = json_prefix_scanner::phase;
   // Before traceEvents only the end of the data is a cut; damage there
   // leaves nothing that is recognisably a trace.
   if (scanner.where() == phase::before_events && (!json_ok || in.status() == trace_input::state::corrupt))

@@ -80,13 +80,28 @@ std::size_t aggregator::row_for(const trace_event& e) {
   return it->second;
 }
 
-void aggregator::add_weight(std::vector<std::pair<std::string, std::int64_t>>& to, std::string path, std::int64_t ns) {
-  for (auto& [p, v] : to)
-    if (p == path) {
-      add_saturating(v, ns);
+void aggregator::add_weight(interval::stack_data& to, std::string path, std::int64_t ns) {
+  // A short list is searched; a long one (a parent with many distinct
+  // subtrees) through an index, so claiming n children stays linear.
+  constexpr std::size_t indexed_from = 16;
+  if (to.below.size() < indexed_from) {
+    for (auto& [p, v] : to.below)
+      if (p == path) {
+        add_saturating(v, ns);
+        return;
+      }
+  } else {
+    if (!to.index) {
+      to.index = std::make_unique<std::unordered_map<std::string, std::size_t>>();
+      for (std::size_t i = 0; i < to.below.size(); ++i) to.index->emplace(to.below[i].first, i);
+    }
+    if (const auto it = to.index->find(path); it != to.index->end()) {
+      add_saturating(to.below[it->second].second, ns);
       return;
     }
-  to.emplace_back(std::move(path), ns);
+    to.index->emplace(path, to.below.size());
+  }
+  to.below.emplace_back(std::move(path), ns);
 }
 
 // An interval nobody will claim any more: its own stack and its subtree's go
@@ -222,8 +237,8 @@ void aggregator::place(interval E, const trace_event& e) {
       // X and what hangs below it now hang below E.
       const std::string& name = rows_[X.row].key;
       const std::int64_t xdur = X.end - X.start;
-      add_weight(E.stacks->below, name, xdur > X.child_ns ? xdur - X.child_ns : 0);
-      for (const auto& [p, v] : X.stacks->below) add_weight(E.stacks->below, name + '\x1f' + p, v);
+      add_weight(*E.stacks, name, xdur > X.child_ns ? xdur - X.child_ns : 0);
+      for (const auto& [p, v] : X.stacks->below) add_weight(*E.stacks, name + '\x1f' + p, v);
     }
     finalize(X, true);
     T.stack.pop_back();
@@ -255,13 +270,22 @@ void aggregator::place(interval E, const trace_event& e) {
       if (T.mode == order::unknown && !E.memory && !(X.start == E.start && X.end == E.end)) T.mode = order::by_start;
     }
   }
-  if (stacks_on_ && !E.memory) {
-    std::string& path = E.stacks->path;
-    for (const auto& X : T.stack)
-      if (!X.memory && X.start <= E.start && E.end <= X.end && !(X.start == E.start && X.end == E.end && T.mode == order::by_end)) {
-        if (!path.empty()) path += '\x1f';
-        path += rows_[X.row].key;
+  if (stacks_on_) {
+    // E's enclosing names: its parent's (the interval it nests in, found
+    // above) and the parent's own name. Taken from the parent alone, never by
+    // a walk over the thread's pending intervals: that walk made `stacks`
+    // quadratic in a thread's top-level events (end-order traces keep up to
+    // max_pending_ of them waiting). A memory event passes its parent's
+    // names on unchanged (it is no frame).
+    if (!E.stacks) E.stacks = std::make_unique<interval::stack_data>();
+    if (E.nested) {
+      const interval& P = T.stack.back();
+      E.stacks->path = P.stacks->path;
+      if (!P.memory) {
+        if (!E.stacks->path.empty()) E.stacks->path += '\x1f';
+        E.stacks->path += rows_[P.row].key;
       }
+    }
   }
   T.stack.push_back(std::move(E));
   if (T.stack.size() > max_pending_) {
