@@ -10,6 +10,7 @@ std::atomic<overflow_policy> overflow{static_cast<overflow_policy>(PROFTRACE_OVE
 }
 
 const site step_site{"ProfilerStep", "", __FILE__, 0, category::step};
+const site thread_step_site{"thread step", "", __FILE__, 0, category::step};
 const site api_step_site{"ProfilerStep", "", __FILE__, 0, category::step};
 
 overflow_policy current_overflow_policy() noexcept { return overflow.load(std::memory_order_relaxed); }
@@ -58,10 +59,10 @@ void record_comm_begin(const site* s, std::int64_t bytes, int peer, std::uint64_
 }
 
 #if PROFTRACE_WITH_CUDA
-void record_step_begin(std::int64_t step, std::uint64_t correlation) noexcept {
+void record_step_begin(const site* s, std::int64_t step, std::uint64_t correlation) noexcept {
   if (ring* r = thread_ring()) {
     const std::uint64_t words[words_per_event] = {correlation};
-    r->push_record(r->now(), reinterpret_cast<std::uintptr_t>(&step_site), static_cast<std::uint64_t>(step),
+    r->push_record(r->now(), reinterpret_cast<std::uintptr_t>(s), static_cast<std::uint64_t>(step),
                    event_kind::begin, words, 1);
   }
 }
