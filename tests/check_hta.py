@@ -3,7 +3,8 @@
 
 Two ranks of the demo (RANK/WORLD_SIZE, 4 threads each) start about 300 ms
 apart. HTA must find both ranks, the steps 2..4 once each (one ProfilerStep#N
-per step) on every rank, and keep the ranks' real offset: HTA aligns ranks on
+per step; HTA keeps 2 and 3, cutting at the last step's start) on every
+rank, and keep the ranks' real offset: HTA aligns ranks on
 `ts` alone (it ignores baseTimeNanoseconds), so rank 1's steps must start,
 in HTA's frame, as much later as they did in Unix time.
 
@@ -23,6 +24,7 @@ import time
 
 SKIP = 77
 PACKAGE = "HolisticTraceAnalysis"
+RUNTIME_DEPS = ["pandas", "numpy", "networkx", "plotly", "psutil", "pyyaml", "pydot"]
 
 
 def venv_python(venv: str) -> str:
@@ -39,8 +41,17 @@ def ensure_venv(venv: str) -> bool:
     if made.returncode != 0:
         print("SKIP: cannot create a virtualenv:", made.stderr.strip()[-400:])
         return False
-    pip = subprocess.run([venv_python(venv), "-m", "pip", "install", "--disable-pip-version-check", "-q",
-                          "--timeout", "20", PACKAGE], capture_output=True, text=True, timeout=240)
+    # HTA's own requirements pull in JupyterLab and pytest (about 100
+    # packages, 500 MB); its trace loader needs only these.
+    pip_install = [venv_python(venv), "-m", "pip", "install", "--disable-pip-version-check", "-q", "--timeout", "20"]
+    try:
+        pip = subprocess.run(pip_install + ["--no-deps", PACKAGE], capture_output=True, text=True, timeout=120)
+        if pip.returncode == 0:
+            pip = subprocess.run(pip_install + RUNTIME_DEPS, capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired as e:
+        shutil.rmtree(venv, ignore_errors=True)
+        print(f"SKIP: installing {PACKAGE} from PyPI timed out ({e.timeout} s)")
+        return False
     if pip.returncode != 0:
         shutil.rmtree(venv, ignore_errors=True)
         print(f"SKIP: {PACKAGE} could not be installed from PyPI (unreachable?):", pip.stderr.strip()[-400:])
@@ -115,28 +126,36 @@ def main() -> int:
         if seen["ranks"] != [0, 1]:
             print("HTA ranks:", seen["ranks"], "expected [0, 1]")
             return 1
-        expected_steps = ["ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"]
+        # Our files: exactly one ProfilerStep#N per step 2..4 on each rank.
+        for rank in (0, 1):
+            if sorted(n for r, n in absolute if r == rank) != ["ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"]:
+                print(f"rank {rank}: trace steps", sorted(absolute))
+                return 1
+        # HTA keeps the iterations that end before the last step begins (it
+        # cuts at the last ProfilerStep#N's start, as on torch's traces): with
+        # one ProfilerStep#N per step, that is steps 2 and 3 whole.
+        expected_steps = ["ProfilerStep#2", "ProfilerStep#3"]
         for rank in ("0", "1"):
             names = [n for n, _ in seen["steps"][rank]]
             if names != expected_steps:
                 print(f"rank {rank}: HTA sees steps {names}, expected one each of {expected_steps}")
                 return 1
-            if "iterations" in seen and seen["iterations"][rank] != [2, 3, 4]:
-                print(f"rank {rank}: HTA iterations {seen['iterations'][rank]}, expected [2, 3, 4]")
+            if "iterations" in seen and seen["iterations"][rank] != [2, 3]:
+                print(f"rank {rank}: HTA iterations {seen['iterations'][rank]}, expected [2, 3]")
                 return 1
         # Alignment: in HTA's frame, rank 1's step starts as much after rank 0's
-        # as in Unix time (HTA reads ts; it ignores the base).
+        # as in Unix time (HTA reads ts, to whole microseconds; it ignores the base).
         for i, name in enumerate(expected_steps):
             hta_gap_us = seen["steps"]["1"][i][1] - seen["steps"]["0"][i][1]
             real_gap_us = (absolute[(1, name)] - absolute[(0, name)]) / 1000
-            if abs(hta_gap_us - real_gap_us) > 1.0:
+            if abs(hta_gap_us - real_gap_us) > 2.0:
                 print(f"{name}: rank 1 - rank 0 is {hta_gap_us:.3f} us in HTA, {real_gap_us:.3f} us in Unix time")
                 return 1
         gap_ms = (absolute[(1, "ProfilerStep#2")] - absolute[(0, "ProfilerStep#2")]) / 1e6
         if gap_ms < 100:
             print(f"rank 1 started 300 ms after rank 0, its step 2 only {gap_ms:.1f} ms later")
             return 1
-    print("HTA: 2 ranks, steps 2..4 once each, rank offset kept")
+    print("HTA: 2 ranks, one ProfilerStep#N per step, rank offset kept")
     return 0
 
 
