@@ -153,7 +153,8 @@ class window {
   window(window_options options, std::uint64_t start_ticks, std::uint64_t id)
       : opts(std::move(options)), start_ticks(start_ticks), id(id) {
     cal = calibrate_clock();
-    base_ns = cal.to_unix_ns(start_ticks);
+    start_ns = cal.to_unix_ns(start_ticks);
+    base_ns = trace_base_ns(start_ns);
     pid = static_cast<std::int64_t>(::getpid());
     std::string head = "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": " + device_properties_json(opts.devices) + ",\n";
     for (auto& [k, v] : opts.head_metadata) {
@@ -179,7 +180,7 @@ class window {
     const std::string name = process_name();
     const auto meta = [&](const char* what, const auto& write_args) {
       begin_event();
-      open_metadata_event(buffer, what, pid, 0);
+      open_metadata_event(buffer, what, pid, 0, start_ns - base_ns);
       write_args();
       buffer += "}}";
     };
@@ -192,12 +193,12 @@ class window {
     if (ts.window_seen == id) return;
     ts.window_seen = id;
     begin_event();
-    open_metadata_event(buffer, "thread_name", pid, ts.tid);
+    open_metadata_event(buffer, "thread_name", pid, ts.tid, start_ns - base_ns);
     buffer += "\"name\": ";
     append_json_string(buffer, name.empty() ? "thread " + std::to_string(ts.tid) : name);
     buffer += "}}";
     begin_event();
-    open_metadata_event(buffer, "thread_sort_index", pid, ts.tid);
+    open_metadata_event(buffer, "thread_sort_index", pid, ts.tid, start_ns - base_ns);
     buffer += "\"sort_index\": ";
     append_int(buffer, ts.tid);
     buffer += "}}";
@@ -224,7 +225,9 @@ class window {
   // and per enclosing stack when with_stack is on.
   event_average& row_for(const open_scope& s, const thread_state& ts, std::size_t depth) {
     const bool is_step = s.where->cat == category::step;
-    const char* name = is_step ? "ProfilerStep*" : s.where->name;
+    // A thread's own step span is its own key ("thread step"), so that the
+    // table counts ProfilerStep* once per step, as torch's.
+    const char* name = is_step && s.where != &thread_step_site ? "ProfilerStep*" : s.where->name;
     std::vector<std::string> frames;
     if (opts.with_stack) {
       for (std::size_t i = depth; i-- > 0;) {
@@ -284,7 +287,8 @@ class window {
     row.self_cuda_memory_usage += s.mem_self[1];
     if (opts.retain_events) {
       function_event& e = retained.emplace_back();
-      e.name = where.cat == category::step ? "ProfilerStep#" + std::to_string(s.payload) : std::string(where.name);
+      e.name = where.cat == category::step && &where != &thread_step_site ? "ProfilerStep#" + std::to_string(s.payload)
+                                                                          : std::string(where.name);
       e.input_shapes = s.shapes;
       e.thread = ts.tid;
       e.start_unix_ns = s.begin_ns;
@@ -300,7 +304,13 @@ class window {
     }
 
     begin_event();
-    if (where.cat == category::step) {
+    if (&where == &thread_step_site) {
+      // Another thread's span of step N: named so that no reader takes it
+      // for a step (HTA and TensorBoard match "ProfilerStep#"), its number in args.
+      buffer += "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"thread step\", \"pid\": ";
+      append_int(buffer, pid);
+      buffer += ", \"tid\": ";
+    } else if (where.cat == category::step) {
       buffer += "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#";
       append_int(buffer, s.payload);
       buffer += "\", \"pid\": ";
@@ -317,6 +327,10 @@ class window {
     buffer += ", \"args\": {\"External id\": ";
     append_int(buffer, s.external_id);
     if (s.truncated) buffer += ", \"truncated\": true";
+    if (&where == &thread_step_site) {
+      buffer += ", \"step\": ";
+      append_int(buffer, s.payload);
+    }
     if (!s.shapes.empty()) {
       buffer += ", \"Input Dims\": ";
       buffer += s.shapes;
@@ -338,8 +352,9 @@ class window {
       const auto frame = [&](const open_scope& f) {
         if (!frames.empty()) frames += ';';
         if (f.where->cat == category::step) {
-          frames += "ProfilerStep#";
-          append_int(frames, f.payload);
+          // Every step frame is "ProfilerStep*", as in the table's stacks:
+          // identical call paths stay one group across steps.
+          frames += "ProfilerStep*";
           return;
         }
         frames += f.where->file;
@@ -490,7 +505,7 @@ class window {
     f.instant_events = instant_events;
     f.counter_events = counter_events;
     f.tail_metadata = tail_metadata;
-    f.start_unix_ns = base_ns;
+    f.start_unix_ns = start_ns;
     f.with_stack = opts.with_stack;
     f.invalid_flop_estimates = invalid_flop_estimates;
     f.unscoped_flop_estimates = unscoped_flop_estimates;
@@ -605,7 +620,8 @@ class window {
   clock_calibration cal;
   std::uint64_t start_ticks;
   std::uint64_t id;
-  std::int64_t base_ns = 0;
+  std::int64_t start_ns = 0;  // Unix ns when the window opened
+  std::int64_t base_ns = 0;   // "baseTimeNanoseconds": trace_base_ns(), shared by every process
   std::int64_t pid = 0;
   std::shared_ptr<trace_file> file;
   std::string buffer;

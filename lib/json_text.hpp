@@ -6,6 +6,7 @@
 
 #include <charconv>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 
@@ -108,16 +109,39 @@ inline void append_us3(std::string& out, std::int64_t ns) {
 // {"name": "<what>", "ph": "M", "ts": 0.000, "pid": P, "tid": T, "args": {
 // The caller writes the args and closes with "}}".
 template <class Pid, class Tid>
-inline void open_metadata_event(std::string& out, std::string_view what, Pid pid, Tid tid) {
+inline void open_metadata_event(std::string& out, std::string_view what, Pid pid, Tid tid, std::int64_t ts_ns = 0) {
   out += "{\"name\": \"";
   out += what;
   out += "\", \"ph\": \"M\", \"ts\": ";
-  append_us3(out, 0);
+  append_us3(out, ts_ns);
   out += ", \"pid\": ";
   append_int(out, pid);
   out += ", \"tid\": ";
   append_int(out, tid);
   out += ", \"args\": {";
+}
+
+// The time base of every trace ("baseTimeNanoseconds"), as Kineto's: one
+// fixed Unix time shared by every process, so that `ts` of traces from
+// different processes and hosts compare directly (HTA aligns ranks on `ts`
+// and ignores the base). It is the last multiple of trace_base_period_ns
+// (2^51 ns, about 26 days) before the process's first trace: every `ts` is
+// then below 2^53 ns for runs shorter than about 78 days, so a reader that
+// parses `ts` as a double keeps its nanoseconds exact. Processes that start
+// on either side of a period boundary (about 26 days apart) get bases one
+// period apart; PROFTRACE_TRACE_BASE_NS (Unix ns, an integer) pins the base
+// for every process that sees it. Chosen once per process.
+inline constexpr std::int64_t trace_base_period_ns = std::int64_t{1} << 51;
+inline std::int64_t trace_base_ns(std::int64_t first_unix_ns) {
+  static const std::int64_t base = [first_unix_ns] {
+    if (const char* v = std::getenv("PROFTRACE_TRACE_BASE_NS"); v && *v) {
+      std::int64_t pinned = 0;
+      const char* end = v + std::char_traits<char>::length(v);
+      if (auto [p, ec] = std::from_chars(v, end, pinned); ec == std::errc() && p == end && pinned >= 0) return pinned;
+    }
+    return first_unix_ns - first_unix_ns % trace_base_period_ns;
+  }();
+  return base;
 }
 
 // JSON has no NaN or infinity: those become null.

@@ -10,6 +10,7 @@ std::atomic<overflow_policy> overflow{static_cast<overflow_policy>(PROFTRACE_OVE
 }
 
 const site step_site{"ProfilerStep", "", __FILE__, 0, category::step};
+const site thread_step_site{"thread step", "", __FILE__, 0, category::step};
 const site api_step_site{"ProfilerStep", "", __FILE__, 0, category::step};
 
 overflow_policy current_overflow_policy() noexcept { return overflow.load(std::memory_order_relaxed); }
@@ -65,10 +66,10 @@ std::uint64_t record_comm_begin(const site* s, std::int64_t bytes, int peer, std
 }
 
 #if PROFTRACE_WITH_CUDA
-std::uint64_t record_step_begin(std::int64_t step, std::uint64_t correlation) noexcept {
+std::uint64_t record_step_begin(const site* s, std::int64_t step, std::uint64_t correlation) noexcept {
   if (ring* r = thread_ring()) {
     const std::uint64_t words[words_per_event] = {correlation};
-    return r->push_record(r->now(), reinterpret_cast<std::uintptr_t>(&step_site), static_cast<std::uint64_t>(step),
+    return r->push_record(r->now(), reinterpret_cast<std::uintptr_t>(s), static_cast<std::uint64_t>(step),
                           event_kind::begin, words, 1);
   }
   return no_begin;

@@ -39,6 +39,8 @@ schedule_fn schedule(schedule_args a) {
     if (step < 0) throw std::invalid_argument("profiler step must be >= 0");
     if (step < a.skip_first) return profiler_action::none;
     step -= a.skip_first;
+    // torch: shift by `wait` so the first cycle skips its wait phase.
+    if (a.skip_first_wait) step += a.wait;
     const std::int64_t cycle = a.wait + a.warmup + a.active;
     if (a.repeat > 0 && step / cycle >= a.repeat) return profiler_action::none;
     const std::int64_t mod = step % cycle;

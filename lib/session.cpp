@@ -13,6 +13,7 @@
 #include <random>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -141,6 +142,9 @@ struct session::impl {
   profiler_action current = profiler_action::none;
   std::uint64_t generation = 0;
   bool scoped_steps = false;  // PROF_STEP ran in this session
+  // The last step a PROF_STEP thread drove (entered first) in generation driven_generation.
+  std::int64_t driven_step = -1;
+  std::uint64_t driven_generation = 0;
   bool api_step_open = false;
   std::thread::id api_step_thread;
   bool trace_open = false;
@@ -262,6 +266,9 @@ struct session::impl {
 
   void finish(std::shared_ptr<detail::finished_trace> done) {
     if (!done) return;
+    // acc_events: the earlier cycles' figures, added below once the
+    // execution trace observer has seen this cycle's events alone.
+    const std::shared_ptr<const detail::finished_trace> earlier = opts.acc_events ? last : nullptr;
     discard_last();
     last_note.clear();
     last = std::move(done);
@@ -278,7 +285,37 @@ struct session::impl {
       last->events.shrink_to_fit();
       last->retained_events = false;
     }
+    if (earlier) accumulate_into(*last, *earlier);
     merge_memory_stats();
+  }
+
+  // acc_events (torch's profile(acc_events=True)): the reports of the trace
+  // that closes now hold every earlier cycle's events as well. Its file
+  // holds only its own cycle, as torch's exported trace does.
+  static void accumulate_into(detail::finished_trace& done, const detail::finished_trace& earlier) {
+    std::map<std::tuple<std::string, std::string, std::vector<std::string>>, std::size_t> index;
+    for (std::size_t i = 0; i < done.averages.size(); ++i)
+      index.try_emplace({done.averages[i].key, done.averages[i].input_shapes, done.averages[i].stack}, i);
+    std::vector<event_average> rows = earlier.averages;  // earlier keys first: their first appearance
+    std::vector<bool> taken(done.averages.size(), false);
+    for (auto& r : rows) {
+      const auto it = index.find({r.key, r.input_shapes, r.stack});
+      if (it == index.end()) continue;
+      r.merge(done.averages[it->second]);
+      taken[it->second] = true;
+    }
+    for (std::size_t i = 0; i < done.averages.size(); ++i)
+      if (!taken[i]) rows.push_back(std::move(done.averages[i]));
+    done.averages = std::move(rows);
+    done.losses.dropped += earlier.losses.dropped;
+    done.losses.overwritten += earlier.losses.overwritten;
+    done.losses.unattached += earlier.losses.unattached;
+    done.losses.late += earlier.losses.late;
+    done.losses.unpaired += earlier.losses.unpaired;
+    done.instant_events += earlier.instant_events;
+    done.counter_events += earlier.counter_events;
+    if (done.retained_events && earlier.retained_events)
+      done.events.insert(done.events.begin(), earlier.events.begin(), earlier.events.end());
   }
 
   void merge_memory_stats() {
@@ -793,7 +830,7 @@ void session_access::child_after_fork() noexcept {
   }
 }
 
-std::int64_t enter_step() noexcept {
+std::int64_t enter_step(bool& drives) noexcept {
   std::lock_guard lock(session_mutex);
   session* s = active_session;
   if (!s) return -1;
@@ -802,6 +839,12 @@ std::int64_t enter_step() noexcept {
   thread_steps& mine = this_thread_steps;
   if (mine.generation != im.generation) mine = {im.generation, im.step_num};
   else ++mine.step;
+  // The first thread to reach a step drives it: its span is ProfilerStep#N.
+  if (im.driven_generation != im.generation || mine.step > im.driven_step) {
+    im.driven_generation = im.generation;
+    im.driven_step = mine.step;
+    drives = true;
+  }
   try {
     while (im.step_num < mine.step) im.advance(*s);
   } catch (const std::exception& e) {

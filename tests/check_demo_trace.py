@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs the demo the way the README does and checks its trace with Python's
-standard json module: it parses, every worker thread has ProfilerStep#N
-events, scopes nest (gemm_block inside blocked_matmul inside a step), and the
+standard json module: it parses, the trace holds exactly one ProfilerStep#N
+per step (4 threads step; the others' spans are "thread step"), ts are
+written against the shared fixed base, scopes nest (gemm_block inside blocked_matmul inside a step), and the
 hooked allocations reach the trace, the table and the memory timeline."""
 import collections
 import glob
@@ -10,12 +11,14 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 
 def main() -> int:
     demo = sys.argv[1]
-    threads = 3
+    threads = 4
     with tempfile.TemporaryDirectory() as out:
+        started_ns = time.time_ns()
         run = subprocess.run([demo, "--steps", "6", "--threads", str(threads), "--out", out],
                              capture_output=True, text=True, timeout=300)
         if run.returncode != 0:
@@ -37,17 +40,48 @@ def main() -> int:
             trace = json.load(f)
         events = trace["traceEvents"]
         complete = [e for e in events if e.get("ph") == "X"]
+        # Exactly one ProfilerStep#N per step, as torch writes (HTA and
+        # TensorBoard take each one for a step); every worker still has one
+        # span per step: ProfilerStep#N on the thread that drove the step,
+        # "thread step" (args.step = N) on the others.
+        profiler_steps = collections.Counter(e["name"] for e in complete if e["name"].startswith("ProfilerStep"))
+        if profiler_steps != {"ProfilerStep#2": 1, "ProfilerStep#3": 1, "ProfilerStep#4": 1}:
+            print("expected one ProfilerStep#N per step 2..4, found", dict(profiler_steps))
+            return 1
         steps = collections.defaultdict(set)
         for e in complete:
             if e["name"].startswith("ProfilerStep#"):
-                steps[e["tid"]].add(e["name"])
+                steps[e["tid"]].add(int(e["name"][len("ProfilerStep#"):]))
+            elif e["name"] == "thread step":
+                if e["cat"] != "user_annotation":
+                    print("thread step with category", e["cat"])
+                    return 1
+                steps[e["tid"]].add(e["args"]["step"])
         if len(steps) != threads:
-            print(f"ProfilerStep events on {len(steps)} threads, expected {threads}")
+            print(f"step spans on {len(steps)} threads, expected {threads}")
             return 1
-        for tid, names in steps.items():
-            if names != {"ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"}:
-                print("thread", tid, "has steps", sorted(names))
+        for tid, numbers in steps.items():
+            if numbers != {2, 3, 4}:
+                print("thread", tid, "has steps", sorted(numbers))
                 return 1
+        # ts against one fixed base shared by every process (as Kineto's):
+        # absolute time = base + ts, so ranks compare on ts alone.
+        base = trace["baseTimeNanoseconds"]
+        first_ts = min(e["ts"] for e in complete)
+        if base % (1 << 51) != 0 and "PROFTRACE_TRACE_BASE_NS" not in os.environ:
+            print("baseTimeNanoseconds is not the shared fixed base:", base)
+            return 1
+        if not (started_ns - 5e9 <= base + first_ts * 1000 <= time.time_ns()):
+            print("base + ts is not the run's Unix time:", base, first_ts, started_ns)
+            return 1
+        # The table counts ProfilerStep* once per step (cells are right-aligned under their header).
+        lines = run.stdout.splitlines()
+        header = next((line for line in lines if "# of Calls" in line), "")
+        calls_end = header.find("# of Calls") + len("# of Calls")
+        table_steps = [line for line in lines if line.strip().startswith("ProfilerStep*")]
+        if not header or not table_steps or table_steps[0][:calls_end].split()[-1] != "3":
+            print("the table does not count ProfilerStep* once per step:", header, table_steps)
+            return 1
 
         def contains(outer, inner):
             return (outer["tid"] == inner["tid"] and outer["ts"] <= inner["ts"]
@@ -58,7 +92,8 @@ def main() -> int:
             by_name[e["name"]].append(e)
         for gemm in by_name["gemm_block"]:
             parents = [m for m in by_name["blocked_matmul"] if contains(m, gemm)]
-            steps_around = [s for s in complete if s["name"].startswith("ProfilerStep#") and parents and contains(s, parents[0])]
+            steps_around = [s for s in complete if (s["name"].startswith("ProfilerStep#") or s["name"] == "thread step")
+                            and parents and contains(s, parents[0])]
             if not parents or not steps_around:
                 print("gemm_block not nested in blocked_matmul inside a step:", gemm)
                 return 1

@@ -48,8 +48,43 @@ TEST_CASE("schedule({.skip_first, .wait, .warmup, .active, .repeat}) compiles in
   CHECK(actions(proftrace::schedule({.skip_first = 2, .wait = 1, .warmup = 1, .active = 2, .repeat = 2}), 20) ==
         "00012301230000000000");
   // The declaration order itself: positional aggregate initialization follows it.
-  constexpr proftrace::schedule_args a{1, 2, 3, 4, 5};
-  static_assert(a.skip_first == 1 && a.wait == 2 && a.warmup == 3 && a.active == 4 && a.repeat == 5);
+  constexpr proftrace::schedule_args a{1, true, 2, 3, 4, 5};
+  static_assert(a.skip_first == 1 && a.skip_first_wait && a.wait == 2 && a.warmup == 3 && a.active == 4 &&
+                a.repeat == 5);
+  CHECK(warnings.seen.empty());
+}
+
+// torch's schedule(..., skip_first_wait=1): after skip_first, the first
+// cycle has no wait phase; `repeat` counts that shorter cycle as one.
+TEST_CASE("schedule({.skip_first_wait = true}) skips the first wait phase after skip_first, as torch") {
+  warning_capture warnings;
+  // Expected strings from torch's schedule_fn (profiler.py, with skip_first_wait) for steps 0..23.
+  CHECK(actions(proftrace::schedule({.skip_first = 2, .skip_first_wait = true, .wait = 3, .warmup = 1, .active = 2,
+                                     .repeat = 2}),
+                24) == "001230001230000000000000");
+  CHECK(actions(proftrace::schedule({.skip_first_wait = true, .wait = 2, .warmup = 1, .active = 1}), 24) ==
+        "130013001300130013001300");
+  CHECK(actions(proftrace::schedule({.skip_first = 10, .skip_first_wait = true, .wait = 5, .warmup = 5, .active = 10}),
+                24) == "000000000011111222222222");
+  // Off (the default), the first cycle waits as every other one.
+  CHECK(actions(proftrace::schedule({.skip_first = 1, .skip_first_wait = false, .wait = 3, .warmup = 1, .active = 2,
+                                     .repeat = 2}),
+                24) == "000012300012300000000000");
+  // A session: steps 0 and 1 are skipped, 2 warms up, 3 and 4 record, and
+  // on_trace_ready runs once, at the end of step 4 (wait = 3 never runs).
+  int ready = 0;
+  std::int64_t ready_at = -1;
+  {
+    proftrace::profile p(
+        {.schedule = proftrace::schedule({.skip_first = 2, .skip_first_wait = true, .wait = 3, .warmup = 1,
+                                          .active = 2, .repeat = 1}),
+         .on_trace_ready = [&](proftrace::session& q) { ++ready, ready_at = q.step_num(); }});
+    p.start();
+    for (int i = 0; i < 8; ++i) p.step();
+    p.stop();
+  }
+  CHECK(ready == 1);
+  CHECK(ready_at == 5);
   CHECK(warnings.seen.empty());
 }
 
@@ -168,12 +203,79 @@ TEST_CASE("PROF_STEP on several threads drives one schedule") {
   const auto files = test_support::files_in(out.path);
   REQUIRE(files.size() == 1);
   const auto trace = test_support::read_trace(files[0]);
-  std::map<std::int64_t, std::set<std::string>> per_thread;
+  // Exactly one ProfilerStep#N per step, as torch writes (HTA and
+  // TensorBoard take every ProfilerStep#N for a step); every thread still
+  // has a span per step: the one that drove it (reached it first) has the
+  // ProfilerStep#N, the others a "thread step" whose args carry N.
+  std::map<std::string, int> profiler_steps;
+  std::map<std::int64_t, std::set<std::int64_t>> per_thread;
   for (auto& e : trace.at("traceEvents").as_array()) {
     const auto& o = e.as_object();
-    if (o.at("name").as_string().starts_with("ProfilerStep#"))
-      per_thread[o.at("tid").as_int64()].insert(std::string(o.at("name").as_string()));
+    const std::string name(o.at("name").as_string());
+    if (name.starts_with("ProfilerStep#")) {
+      ++profiler_steps[name];
+      per_thread[o.at("tid").as_int64()].insert(std::stoll(name.substr(13)));
+    } else if (name == "thread step") {
+      CHECK(o.at("cat").as_string() == "user_annotation");
+      per_thread[o.at("tid").as_int64()].insert(o.at("args").at("step").as_int64());
+    }
+    CHECK_FALSE(name.starts_with("ProfilerStep "));
   }
+  CHECK(profiler_steps == std::map<std::string, int>{{"ProfilerStep#2", 1}, {"ProfilerStep#3", 1}});
   CHECK(per_thread.size() == threads);
-  for (auto& [tid, names] : per_thread) CHECK(names == std::set<std::string>{"ProfilerStep#2", "ProfilerStep#3"});
+  for (auto& [tid, numbers] : per_thread) CHECK(numbers == std::set<std::int64_t>{2, 3});
+  // The table counts ProfilerStep* once per step, as torch's.
+  std::map<std::string, std::int64_t> counts;
+  for (const auto& row : p.key_averages().rows) counts[row.key] = row.count;
+  CHECK(counts["ProfilerStep*"] == 2);
+  CHECK(counts["thread step"] == 2 * (threads - 1));
+  CHECK(counts["body"] == 2 * threads);
+}
+
+// torch's profile(acc_events=True): key_averages() after each cycle holds
+// every cycle so far; without it, the last cycle only. Each trace file still
+// holds its own cycle.
+TEST_CASE("acc_events accumulates every schedule cycle into key_averages(), as torch") {
+  warning_capture warnings;
+  test_support::temp_dir out("acc");
+  for (const bool acc : {false, true}) {
+    CAPTURE(acc);
+    std::vector<std::int64_t> work_counts, step_counts, event_counts;
+    std::vector<std::size_t> file_work;
+    int cycle = 0;
+    proftrace::profile p({.schedule = proftrace::schedule({.wait = 1, .warmup = 1, .active = 2, .repeat = 3}),
+                          .on_trace_ready =
+                              [&](proftrace::session& q) {
+                                std::int64_t work = 0, steps = 0;
+                                for (const auto& row : q.key_averages().rows) {
+                                  if (row.key == "work") work = row.count;
+                                  if (row.key == "ProfilerStep*") steps = row.count;
+                                }
+                                work_counts.push_back(work);
+                                step_counts.push_back(steps);
+                                event_counts.push_back(static_cast<std::int64_t>(q.events().size()));
+                                const auto path = out.path / ("c" + std::to_string(acc) + std::to_string(cycle++) + ".json");
+                                q.export_chrome_trace(path);
+                                file_work.push_back(test_support::events_named(test_support::read_trace(path), "work").size());
+                              },
+                          .retain_events = true,
+                          .acc_events = acc});
+    p.start();
+    for (int i = 0; i < 14; ++i) {
+      { PROF_SCOPE("work"); }
+      p.step();
+    }
+    p.stop();
+    REQUIRE(work_counts.size() == 3);
+    if (acc) {
+      CHECK(work_counts == std::vector<std::int64_t>{2, 4, 6});
+      CHECK(step_counts == std::vector<std::int64_t>{2, 4, 6});
+      CHECK(event_counts == std::vector<std::int64_t>{4, 8, 12});  // work and ProfilerStep#N, per recorded step
+    } else {
+      CHECK(work_counts == std::vector<std::int64_t>{2, 2, 2});
+      CHECK(step_counts == std::vector<std::int64_t>{2, 2, 2});
+      CHECK(event_counts == std::vector<std::int64_t>{4, 4, 4});
+    }
+    CHECK(file_work == std::vector<std::size_t>{2, 2, 2});
+  }
 }

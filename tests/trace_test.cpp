@@ -6,7 +6,11 @@
 
 #include <sys/resource.h>
 
+#include <chrono>
+#include <cmath>
 #include <csignal>
+#include <cstdlib>
+#include <tuple>
 #include <thread>
 
 #include "test_support.hpp"
@@ -131,6 +135,56 @@ TEST_CASE("gzip and zstd exports round-trip to the same JSON") {
   CHECK(magic[1] == 0x8b);
 }
 
+// HTA aligns ranks on `ts` and ignores baseTimeNanoseconds: `ts` of traces
+// started at different times (other processes, other hosts) must differ by
+// the real difference, so every trace is written against one fixed base
+// (as Kineto's), not against its own start.
+TEST_CASE("traces started apart have one base and ts that differ by the real start difference") {
+  temp_dir out("base");
+  const auto unix_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  std::int64_t before[2] = {}, after[2] = {};
+  for (int i = 0; i < 2; ++i) {
+    if (i == 1) std::this_thread::sleep_for(std::chrono::milliseconds(120));
+    proftrace::profile p;
+    p.start();
+    before[i] = unix_ns();
+    { PROF_SCOPE("mark"); }
+    after[i] = unix_ns();
+    p.stop();
+    p.export_chrome_trace(out.path / ("t" + std::to_string(i) + ".json"));
+  }
+  const auto a = read_trace(out.path / "t0.json");
+  const auto b = read_trace(out.path / "t1.json");
+  const std::int64_t base = a.at("baseTimeNanoseconds").as_int64();
+  CHECK(b.at("baseTimeNanoseconds").as_int64() == base);
+  CHECK(base <= before[0]);
+  const auto mark_ns = [](const boost::json::object& t) {
+    const auto m = test_support::events_named(t, "mark");
+    REQUIRE(m.size() == 1);
+    // Three decimals of microseconds: exact nanoseconds, within a double's exact range.
+    const double ts = m[0].at("ts").to_number<double>();
+    CHECK(ts * 1000.0 < 9007199254740992.0);
+    return static_cast<std::int64_t>(std::llround(ts * 1000.0));
+  };
+  const std::int64_t ts0 = mark_ns(a), ts1 = mark_ns(b);
+  // Absolute time = base + ts, within the clock calibration's error.
+  for (auto [ts, lo, hi] : {std::tuple{ts0, before[0], after[0]}, std::tuple{ts1, before[1], after[1]}}) {
+    CHECK(base + ts >= lo - 2'000'000);
+    CHECK(base + ts <= hi + 2'000'000);
+  }
+  // The second trace's scope is >= 120 ms after the first's, in `ts` alone.
+  const std::int64_t real = before[1] - before[0];
+  CHECK(real >= 120'000'000);
+  CHECK(std::llabs((ts1 - ts0) - real) < 4'000'000 + (after[0] - before[0]) + (after[1] - before[1]));
+  // Metadata events carry the capture start, not the base.
+  for (auto& e : a.at("traceEvents").as_array())
+    if (e.as_object().at("ph").as_string() == "M")
+      CHECK(e.as_object().at("ts").to_number<double>() * 1000.0 >= static_cast<double>(before[0] - base) - 1e9);
+}
+
 TEST_CASE("with_stack and with_modules annotate events") {
   temp_dir out("stack");
   proftrace::profile p({.with_stack = true, .with_modules = true});
@@ -150,6 +204,48 @@ TEST_CASE("with_stack and with_modules annotate events") {
   CHECK(stack.find("): matmul;") != std::string::npos);
   CHECK(stack.find("trace_test.cpp(") != std::string::npos);
   CHECK(stack.find("): encoder;") < stack.find("): model"));
+}
+
+// A step frame is "ProfilerStep*" in every stack (the trace's "Call stack",
+// group_by_stack_n, export_stacks): identical call paths in different steps
+// stay one group.
+TEST_CASE("stacks name the step frame ProfilerStep*, never a numbered step") {
+  temp_dir out("step_stacks");
+  proftrace::profile p({.schedule = proftrace::schedule({.wait = 0, .warmup = 1, .active = 3, .repeat = 1}),
+                        .with_stack = true});
+  p.start();
+  for (int i = 0; i < 5; ++i) {
+    {
+      PROF_STEP();
+      PROF_SCOPE("block");
+      PROF_OP("gemm_block");
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // a self time export_stacks prints
+    }
+  }
+  p.stop();
+  p.export_chrome_trace(out.path / "t.json");
+  p.export_stacks(out.path / "stacks.txt");
+  const auto trace = read_trace(out.path / "t.json");
+  const auto gemm = test_support::events_named(trace, "gemm_block");
+  REQUIRE(gemm.size() == 3);
+  for (const auto& g : gemm) {
+    const std::string stack(g.at("args").at("Call stack").as_string());
+    CHECK(stack.ends_with(";ProfilerStep*"));
+    CHECK(stack.find("ProfilerStep#") == std::string::npos);
+  }
+  CHECK(test_support::events_named(trace, "ProfilerStep#3").size() == 1);  // the step events keep their numbers
+  int rows = 0;
+  for (const auto& row : p.key_averages(false, 5).rows)
+    if (row.key == "gemm_block") {
+      ++rows;
+      CHECK(row.count == 3);
+      REQUIRE_FALSE(row.stack.empty());
+      CHECK(row.stack.back() == "ProfilerStep*");
+    }
+  CHECK(rows == 1);
+  const std::string stacks = test_support::read_text(out.path / "stacks.txt");
+  CHECK(stacks.find("ProfilerStep#") == std::string::npos);
+  CHECK(stacks.find("ProfilerStep*;") != std::string::npos);
 }
 
 TEST_CASE("the spool file is valid JSON at every flush, before the trace ends") {

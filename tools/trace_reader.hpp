@@ -158,6 +158,8 @@ class aggregator {
   // -1, -1 when there were none.
   std::int64_t first_step() const noexcept { return first_step_ == INT64_MAX ? -1 : first_step_; }
   std::int64_t last_step() const noexcept { return last_step_ == INT64_MIN ? -1 : last_step_; }
+  // The smallest `ts` (ns) of the events added, metadata left out; 0 when none.
+  std::int64_t first_ts_ns() const noexcept { return first_ts_ns_ == INT64_MAX ? 0 : first_ts_ns_; }
 
  private:
   struct interval {
@@ -205,6 +207,7 @@ class aggregator {
   std::string last_pid_, last_tid_;
   std::vector<std::string> warnings_;
   std::int64_t first_step_ = INT64_MAX, last_step_ = INT64_MIN;
+  std::int64_t first_ts_ns_ = INT64_MAX;
   bool stacks_on_ = false;
   std::unordered_map<std::string, std::int64_t> stack_self_ns_;  // '\x1f'-joined names, outermost first
   std::vector<std::string> stack_order_;
@@ -238,6 +241,7 @@ struct rank_summary {
   // with repeat > 1 writes one trace per cycle, told apart by these.
   std::int64_t first_step = -1, last_step = -1;
   std::int64_t base_ns = 0;  // baseTimeNanoseconds
+  std::int64_t start_ns = 0; // base_ns + the earliest event's ts: the trace's order in time
   std::size_t cycle = 0;     // index into ranks_summary::cycles
   bool duplicate = false;    // a second trace of the same rank and cycle (left out of the view across ranks)
   proftrace::event_averages averages;

@@ -172,6 +172,7 @@ std::string aggregator::add(const trace_event& e) {
   if (e.type != json_type::object) return where + " is " + to_string(e.type) + ", not an object";
   if (e.ph_type == json_type::absent) return where + " has no \"ph\"";
   if (e.ph_type != json_type::string) return where + ": " + type_problem("ph", e.ph_type, "a string");
+  if (e.ph != "M" && e.ts_type == json_type::number) first_ts_ns_ = std::min(first_ts_ns_, to_ns(e.ts));
   if (e.ph == "i" && e.has_bytes && e.name == "[memory]") {
     // An allocation or a free: it counts for the host events open on its
     // thread at its time (torch's CPU Mem / Self CPU Mem, CUDA Mem, ...).
@@ -382,6 +383,7 @@ ranks_summary summarize_ranks(const std::filesystem::path& dir, bool group_by_in
     s.averages = agg.finish();
     s.first_step = agg.first_step();
     s.last_step = agg.last_step();
+    s.start_ns = s.base_ns + agg.first_ts_ns();
     out.traces.push_back(std::move(s));
   }
   // Cycles: traces with steps by their first step; a rank's traces without
@@ -399,8 +401,9 @@ ranks_summary summarize_ranks(const std::filesystem::path& dir, bool group_by_in
       continue;
     }
     std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
-      return out.traces[a].base_ns != out.traces[b].base_ns ? out.traces[a].base_ns < out.traces[b].base_ns
-                                                            : out.traces[a].file < out.traces[b].file;
+      // Every proftrace and Kineto trace shares one base: order by first event.
+      return out.traces[a].start_ns != out.traces[b].start_ns ? out.traces[a].start_ns < out.traces[b].start_ns
+                                                              : out.traces[a].file < out.traces[b].file;
     });
     for (std::size_t k = 0; k < idx.size(); ++k) cycles[{1, static_cast<std::int64_t>(k)}].push_back(idx[k]);
   }

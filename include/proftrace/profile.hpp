@@ -57,7 +57,7 @@ class session;
 class execution_trace_observer;
 #if PROFTRACE_ENABLED
 namespace detail {
-std::int64_t enter_step() noexcept;
+std::int64_t enter_step(bool& drives) noexcept;
 struct session_access;
 }
 #endif
@@ -78,6 +78,11 @@ struct profile_options {
   bool with_flops = false;    // record PROF_MATMUL, PROF_CONV, ... estimates: "flops" args, Total FLOPs column
   bool with_modules = false;  // "Module Hierarchy" from enclosing PROF_MODULE scopes
   bool retain_events = false; // keep every complete event for events() (memory grows with the trace)
+  // torch's acc_events: key_averages(), table(), events() and export_stacks()
+  // accumulate every schedule cycle of the session (and of later start()s)
+  // instead of showing the last cycle only; each trace file still holds its
+  // own cycle.
+  bool acc_events = false;
   // Calls cudaProfilerStart when a trace starts and cudaProfilerStop when it
   // ends, so `nsys profile --capture-range=cudaProfilerApi` captures only the
   // schedule's active steps (builds with CUDA; a failure is one warning).
@@ -190,7 +195,7 @@ class session {
   session(profile_options options, activity_set compiled);
 
  private:
-  friend std::int64_t detail::enter_step() noexcept;
+  friend std::int64_t detail::enter_step(bool& drives) noexcept;
   friend struct detail::session_access;
   std::unique_ptr<impl> impl_;
 };

@@ -2,6 +2,7 @@
 //
 //   auto s = proftrace::schedule({.wait = 1, .warmup = 1, .active = 2, .repeat = 1});
 //   auto t = proftrace::schedule({.skip_first = 10, .wait = 5, .warmup = 5, .active = 10});
+//   auto u = proftrace::schedule({.skip_first = 10, .skip_first_wait = true, .wait = 5, .warmup = 5, .active = 10});
 //   s(0) == proftrace::profiler_action::none;            // wait
 //   s(1) == proftrace::profiler_action::warmup;
 //   s(2) == proftrace::profiler_action::record;
@@ -11,8 +12,11 @@
 // After skip_first steps of none, each cycle of wait + warmup + active steps
 // is none for `wait`, warmup for `warmup`, record for active - 1 steps and
 // record_and_save for the last; with repeat > 0 the schedule is none after
-// `repeat` cycles. Invalid arguments throw std::invalid_argument; warmup == 0
-// warns, as torch does.
+// `repeat` cycles. With skip_first_wait, the first cycle after skip_first
+// has no wait phase (torch's skip_first_wait: the steps count as if `wait`
+// more had passed, so `repeat` still counts that first, shorter cycle).
+// Invalid arguments throw std::invalid_argument; warmup == 0 warns, as torch
+// does.
 #pragma once
 
 #include <cstdint>
@@ -32,10 +36,12 @@ std::string_view to_string(profiler_action a) noexcept;
 using schedule_fn = std::function<profiler_action(std::int64_t step)>;
 
 // Declared in the order the schedule runs, which is the order designated
-// initializers must follow: {.skip_first, .wait, .warmup, .active, .repeat}
+// initializers must follow:
+// {.skip_first, .skip_first_wait, .wait, .warmup, .active, .repeat}
 // (any of them may be left out).
 struct schedule_args {
   std::int64_t skip_first = 0;  // steps of none before the first cycle
+  bool skip_first_wait = false; // the first cycle after skip_first starts with its warmup
   std::int64_t wait = 0;
   std::int64_t warmup = 0;
   std::int64_t active = 0;

@@ -212,44 +212,48 @@ class shapes_scope_guard {
 };
 
 // PROF_STEP: the calling thread enters its next step. The first thread to
-// reach step N advances the running session's schedule to N. Returns the
-// step number to annotate, or -1 when nothing is recorded.
-std::int64_t enter_step() noexcept;
-extern const site step_site;
+// reach step N advances the running session's schedule to N and `drives`
+// it: its span is the trace's one ProfilerStep#N; every other thread's is a
+// "thread step" span. Returns the step number to annotate, or -1 when
+// nothing is recorded.
+std::int64_t enter_step(bool& drives) noexcept;
+extern const site step_site;         // ProfilerStep#N: one per step, on the thread that drives it
+extern const site thread_step_site;  // "thread step": the other threads' spans of step N
 #if PROFTRACE_WITH_CUDA
 // A step's begin whose payload is its number carries the CUDA external id
 // it pushed in an extension slot. Returns its index.
-std::uint64_t record_step_begin(std::int64_t step, std::uint64_t correlation) noexcept;
+std::uint64_t record_step_begin(const site* s, std::int64_t step, std::uint64_t correlation) noexcept;
 #endif
 
 class step_guard {
  public:
   step_guard() noexcept {
     if (PROFTRACE_UNLIKELY(session_state.load(std::memory_order_relaxed) & state_session)) {
-      const std::int64_t n = enter_step();
+      bool drives = false;
+      const std::int64_t n = enter_step(drives);
       if (n >= 0) {
-        active_ = true;
+        site_ = drives ? &step_site : &thread_step_site;
         gpu_.open(session_state.load(std::memory_order_relaxed), [n] { push_nvtx_step(n); });
 #if PROFTRACE_WITH_CUDA
         if (gpu_.correlation != 0) {
-          begin_ = record_step_begin(n, gpu_.correlation);
+          begin_ = record_step_begin(site_, n, gpu_.correlation);
           return;
         }
 #endif
-        begin_ = record_begin(&step_site, static_cast<std::uint64_t>(n));
+        begin_ = record_begin(site_, static_cast<std::uint64_t>(n));
       }
     }
   }
   ~step_guard() {
-    if (!active_) return;
-    record_end(&step_site, begin_);
+    if (!site_) return;
+    record_end(site_, begin_);
     gpu_.close();
   }
   step_guard(const step_guard&) = delete;
   step_guard& operator=(const step_guard&) = delete;
 
  private:
-  bool active_ = false;
+  const site* site_ = nullptr;
   std::uint64_t begin_ = no_begin;
   gpu_marks gpu_;
 };
