@@ -272,12 +272,17 @@ void print_skipped(const std::vector<pt::skipped_file>& skipped) {
 }
 
 // Achieved GFLOP/s per key: its FLOPs over its total CPU time.
-void print_flop_rates(const proftrace::event_averages& avg) {
+void print_flop_rates(const proftrace::event_averages& avg, bool with_flops_header) {
   std::vector<const proftrace::event_average*> rows;
   for (auto& r : avg.rows)
     if (r.flops > 0 && r.cpu_time_total_ns > 0) rows.push_back(&r);
   if (rows.empty()) {
-    std::cout << "\nNo FLOP counts in this trace (record it with with_flops).\n";
+    if (with_flops_header)
+      std::cout << "\nNo FLOP counts in this trace: it was recorded with with_flops (its header says so), but its "
+                   "producer does not store FLOPs per event (no event has a \"flops\" arg; torch writes only the "
+                   "header).\n";
+    else
+      std::cout << "\nNo FLOP counts in this trace (record it with with_flops).\n";
     return;
   }
   std::sort(rows.begin(), rows.end(), [](auto* x, auto* y) { return x->flops > y->flops; });
@@ -289,6 +294,39 @@ void print_flop_rates(const proftrace::event_averages& avg) {
     std::cout << std::left << std::setw(40) << r->key.substr(0, 39) << std::right << std::fixed << std::setprecision(3)
               << std::setw(16) << gflops << std::setw(16) << seconds * 1e3 << std::setw(12) << gflops / seconds << "\n";
   }
+}
+
+// A sort key whose data the trace lacks would silently keep the order of
+// first appearance: say which data is missing.
+void warn_empty_sort_key(const std::string& key, const proftrace::event_averages& avg, const pt::trace_info& info,
+                         const std::string& file, std::vector<std::string>& warnings) {
+  if (key.empty() || avg.rows.empty()) return;
+  bool any = false;
+  std::string missing;
+  for (const auto& r : avg.rows) {
+    if (key == "cpu_memory_usage" || key == "self_cpu_memory_usage")
+      any = any || r.cpu_memory_usage != 0 || r.self_cpu_memory_usage != 0;
+    else if (key == "cuda_memory_usage" || key == "self_cuda_memory_usage")
+      any = any || r.cuda_memory_usage != 0 || r.self_cuda_memory_usage != 0;
+    else if (key == "flops") any = any || r.flops != 0;
+    else if (key == "cuda_time" || key == "cuda_time_total" || key == "self_cuda_time_total")
+      any = any || r.cuda_time_total_ns != 0 || r.self_cuda_time_total_ns != 0;
+    else return;  // CPU times and counts are always there
+  }
+  if (any) return;
+  if (key.find("cpu_memory") != std::string::npos)
+    missing = info.memory_events ? "its \"[memory]\" events allocate no host memory inside any event"
+                                 : "it has no \"[memory]\" events (record it with profile_memory)";
+  else if (key.find("cuda_memory") != std::string::npos)
+    missing = info.memory_events ? "its \"[memory]\" events allocate no CUDA memory inside any event"
+                                 : "it has no \"[memory]\" events (record it with profile_memory)";
+  else if (key == "flops")
+    missing = info.with_flops ? "no event has a \"flops\" arg (its producer does not store FLOPs per event)"
+                              : "no event has a \"flops\" arg (record it with with_flops)";
+  else
+    missing = "device (CUDA) time is not read from traces yet";
+  warnings.push_back(file + ": --sort-by " + key + " sorts nothing: " + missing +
+                     "; rows keep the order of first appearance");
 }
 
 int cmd_summary(const std::vector<std::string>& args) {
@@ -327,7 +365,10 @@ int cmd_summary(const std::vector<std::string>& args) {
                   << (r.first_step >= 0 ? ", " + r.steps() : std::string()) << ": "
                   << r.file.filename().string() << "\n"
                   << r.averages.table(opts) << "\n";
-        if (a.flops) print_flop_rates(r.averages);
+        pt::trace_info info;
+        info.memory_events = r.averages.profile_memory;
+        warn_empty_sort_key(opts.sort_by, r.averages, info, r.file.string(), warnings);
+        if (a.flops) print_flop_rates(r.averages, false);
       }
       if (traces < 2) continue;
       std::cout << "== across " << cycle.entities << (cycle.all_ranked ? " ranks" : " traces")
@@ -341,9 +382,11 @@ int cmd_summary(const std::vector<std::string>& args) {
     print_warnings(warnings);
     return exit_ok;
   }
-  const auto avg = pt::summarize(a.positional[0], a.group_by_shape, warnings, show_progress(a.positional[0]));
+  pt::trace_info info;
+  const auto avg = pt::summarize(a.positional[0], a.group_by_shape, warnings, show_progress(a.positional[0]), &info);
+  warn_empty_sort_key(opts.sort_by, avg, info, a.positional[0], warnings);
   std::cout << avg.table(opts);
-  if (a.flops) print_flop_rates(avg);
+  if (a.flops) print_flop_rates(avg, info.with_flops);
   print_warnings(warnings);
   return exit_ok;
 }
