@@ -66,16 +66,23 @@ const char* const summary_help =
     "Prints torch's key_averages().table() for the complete (\"X\") host events of\n"
     "TRACE (cat cpu_op, user_annotation, cuda_runtime, cuda_driver; device events\n"
     "are left out). ProfilerStep#N rows are grouped as ProfilerStep*; self time is\n"
-    "the total minus the direct children's on the same thread. A trace cut off\n"
-    "inside traceEvents is summarised as far as it goes, with a warning.\n"
+    "the total minus the direct children's on the same thread, Python frames\n"
+    "(cat python_function, with_stack) counting as children though they get no\n"
+    "rows, as in torch. Events are sorted per thread first, so the numbers do not\n"
+    "depend on the order of events in the file. \"[memory]\" events (profile_memory)\n"
+    "count for every host event whose interval holds their time, on any thread\n"
+    "(CPU Mem, Self CPU Mem). A trace cut off inside traceEvents is summarised as\n"
+    "far as it goes, with a warning.\n"
     "\n"
     "options:\n"
     "  --sort-by KEY       self_cpu_time_total (default), any other key of torch's\n"
-    "                      table (cpu_time_total, cpu_time, count, flops, ...), or\n"
-    "                      none (order of first appearance)\n"
+    "                      table (cpu_time_total, cpu_time, count, cpu_memory_usage,\n"
+    "                      self_cpu_memory_usage, flops, ...), or none (each key's\n"
+    "                      first event in time); a key without data warns\n"
     "  --row-limit N       at most N rows (default 100; -1: all)\n"
     "  --group-by-shape    one row per (name, \"Input Dims\")\n"
-    "  --top-level-only    only keys whose first event had no enclosing event\n"
+    "  --top-level-only    only keys whose first event had no enclosing event (a\n"
+    "                      Python frame encloses too, as in torch)\n"
     "  --flops             also print achieved GFLOP/s per key (traces with \"flops\" args)\n"
     "  -h, --help          this text\n"
     "exit codes: 0 ok, 1 unreadable or invalid trace, 2 usage error\n";
@@ -297,7 +304,7 @@ void print_flop_rates(const proftrace::event_averages& avg, bool with_flops_head
 }
 
 // A sort key whose data the trace lacks would silently keep the order of
-// first appearance: say which data is missing.
+// each key's first event in time: say which data is missing.
 void warn_empty_sort_key(const std::string& key, const proftrace::event_averages& avg, const pt::trace_info& info,
                          const std::string& file, std::vector<std::string>& warnings) {
   if (key.empty() || avg.rows.empty()) return;
@@ -326,7 +333,7 @@ void warn_empty_sort_key(const std::string& key, const proftrace::event_averages
   else
     missing = "device (CUDA) time is not read from traces yet";
   warnings.push_back(file + ": --sort-by " + key + " sorts nothing: " + missing +
-                     "; rows keep the order of first appearance");
+                     "; rows keep their order in time");
 }
 
 int cmd_summary(const std::vector<std::string>& args) {

@@ -156,7 +156,7 @@ class aggregator {
   // event the summary cannot use, empty otherwise.
   std::string add(const trace_event& e);
   // Closes every thread's open intervals and returns the rows, in the order
-  // in which keys were first seen.
+  // of each key's earliest event in time (torch's order; not the file's).
   proftrace::event_averages finish();
   // After finish(): one row per distinct stack (key: the event's name, stack:
   // its enclosing events' names, innermost first) with its self time, ready
@@ -254,10 +254,10 @@ class aggregator {
   std::uint32_t last_thread_id_ = UINT32_MAX;
   std::uint64_t seq_ = 0;
   std::vector<memory_record> memory_;  // "[memory]" events of every thread, prefix sums after finish() sorts them
-  std::vector<std::int64_t> row_first_start_;
+  std::vector<std::int64_t> row_first_start_, row_first_end_;  // each key's earliest event
   std::size_t threads_out_of_order_ = 0, spilled_runs_ = 0;
   bool saw_python_ = false, saw_memory_ = false;
-  std::string replay_thread_;
+  std::uint32_t replay_thread_ = UINT32_MAX;
   thread_state* replay_state_ = nullptr;
 };
 

@@ -83,6 +83,7 @@ std::size_t aggregator::row_for(const trace_event& e) {
     rows_.back().key = std::move(key);
     if (shaped) rows_.back().input_shapes = e.input_dims;
     row_first_start_.push_back(INT64_MAX);
+    row_first_end_.push_back(INT64_MIN);
   }
   return it->second;
 }
@@ -144,9 +145,11 @@ void aggregator::finalize(const interval& x, bool has_parent) {
   auto& r = rows_[x.row];
   // As in torch, a key is top-level when its first occurrence (in time) had
   // no parent.
-  if (!row_finalized_[x.row] || x.start < row_first_start_[x.row]) {
+  if (!row_finalized_[x.row] || x.start < row_first_start_[x.row] ||
+      (x.start == row_first_start_[x.row] && x.end > row_first_end_[x.row])) {
     row_finalized_[x.row] = true;
     row_first_start_[x.row] = x.start;
+    row_first_end_[x.row] = x.end;
     r.top_level = !has_parent;
   }
   const std::int64_t dur = x.end - x.start;
@@ -252,7 +255,7 @@ void aggregator::spill() {
       std::fflush(f) != 0 || std::fseek(f, 0, SEEK_SET) != 0) {
     if (f) std::fclose(f);
     throw trace_error("cannot write a temporary file to sort the trace's events (" + std::to_string(buffered_.size()) +
-                      " events; TMPDIR full or unwritable?)");
+                      " events; is the temporary directory full or unwritable?)");
   }
   runs_.push_back(f);
   ++spilled_runs_;
@@ -261,8 +264,8 @@ void aggregator::spill() {
 
 void aggregator::replay(const record& r) {
   const std::string& name = thread_names_[r.thread];
-  if (!replay_state_ || replay_thread_ != name) {
-    replay_thread_ = name;
+  if (!replay_state_ || replay_thread_ != r.thread) {
+    replay_thread_ = r.thread;
     replay_state_ = &threads_[name];
     replay_state_->mode = order::by_start;  // sorted: parents come first
   }
@@ -433,7 +436,16 @@ proftrace::event_averages aggregator::finish() {
   }
   threads_.clear();
   proftrace::event_averages out;
-  out.rows = rows_;
+  // Keys in the order of their first event in time (the longer first among
+  // equal starts), as torch's key_averages() lists them: not the file's order.
+  std::vector<std::size_t> by_time(rows_.size());
+  for (std::size_t i = 0; i < by_time.size(); ++i) by_time[i] = i;
+  std::stable_sort(by_time.begin(), by_time.end(), [&](std::size_t a, std::size_t b) {
+    if (row_first_start_[a] != row_first_start_[b]) return row_first_start_[a] < row_first_start_[b];
+    return row_first_end_[a] > row_first_end_[b];
+  });
+  out.rows.reserve(rows_.size());
+  for (auto i : by_time) out.rows.push_back(rows_[i]);
   out.grouped_by_input_shape = by_shape_;
   return out;
 }
