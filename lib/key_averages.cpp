@@ -148,13 +148,18 @@ std::string event_averages::table(const table_options& options) const {
   if (options.row_limit >= 0 && order.size() > static_cast<std::size_t>(options.row_limit))
     order.resize(static_cast<std::size_t>(options.row_limit));
 
+  // As torch's _build_table: the columns and their widths come from every
+  // row, also those the row limit or --top-level-only leave out. An event
+  // without shapes shows torch's "[]".
+  const auto shapes_text = [](const event_average& r) { return r.input_shapes.empty() ? std::string("[]") : r.input_shapes; };
   std::size_t longest = 0, shapes_longest = 0, src_longest = 0;
-  bool has_stack = false;
-  for (auto* r : order) {
-    longest = std::max(longest, r->key.size());
-    shapes_longest = std::max(shapes_longest, r->input_shapes.size());
-    for (std::size_t i = 0; i < r->stack.size() && i < max_stack_entries; ++i) src_longest = std::max(src_longest, r->stack[i].size());
-    has_stack = has_stack || !r->stack.empty();
+  bool has_stack = false, has_input_shapes = false;
+  for (const auto& r : rows) {
+    longest = std::max(longest, r.key.size());
+    shapes_longest = std::max(shapes_longest, shapes_text(r).size());
+    has_input_shapes = has_input_shapes || (grouped_by_input_shape && !r.input_shapes.empty() && r.input_shapes != "[]");
+    for (std::size_t i = 0; i < r.stack.size() && i < max_stack_entries; ++i) src_longest = std::max(src_longest, r.stack[i].size());
+    has_stack = has_stack || !r.stack.empty();
   }
   const int name_width = std::min(static_cast<int>(longest) + 4, options.max_name_column_width);
   const int shapes_width = std::min(static_cast<int>(shapes_longest) + 4, options.max_shapes_column_width);
@@ -162,11 +167,11 @@ std::string event_averages::table(const table_options& options) const {
 
   bool has_cuda_time = false, has_cpu_mem = profile_memory, has_cuda_mem = false;
   std::int64_t smallest_flops = 0;
-  for (auto* r : order) {
-    has_cuda_time = has_cuda_time || r->self_cuda_time_total_ns > 0 || r->cuda_time_total_ns > 0;
-    has_cpu_mem = has_cpu_mem || r->cpu_memory_usage != 0 || r->self_cpu_memory_usage != 0;
-    has_cuda_mem = has_cuda_mem || r->cuda_memory_usage != 0 || r->self_cuda_memory_usage != 0;
-    if (r->flops > 0 && (smallest_flops == 0 || r->flops < smallest_flops)) smallest_flops = r->flops;
+  for (const auto& r : rows) {
+    has_cuda_time = has_cuda_time || r.self_cuda_time_total_ns > 0 || r.cuda_time_total_ns > 0;
+    has_cpu_mem = has_cpu_mem || r.cpu_memory_usage != 0 || r.self_cpu_memory_usage != 0;
+    has_cuda_mem = has_cuda_mem || r.cuda_memory_usage != 0 || r.self_cuda_memory_usage != 0;
+    if (r.flops > 0 && (smallest_flops == 0 || r.flops < smallest_flops)) smallest_flops = r.flops;
   }
 
   table_layout layout;
@@ -175,11 +180,13 @@ std::string event_averages::table(const table_options& options) const {
   if (has_cpu_mem) headers.insert(headers.end(), {"CPU Mem", "Self CPU Mem"});
   if (has_cuda_mem) headers.insert(headers.end(), {"CUDA Mem", "Self CUDA Mem"});
   headers.push_back("# of Calls");
-  layout.add(name_width, true);
+  // torch right-aligns every column but the source location, Name and
+  // Input Shapes included.
+  layout.add(name_width);
   for (std::size_t i = 1; i < headers.size(); ++i) layout.add(column_width);
-  if (grouped_by_input_shape) {
+  if (has_input_shapes) {
     headers.push_back("Input Shapes");
-    layout.add(shapes_width, true);
+    layout.add(shapes_width);
   }
   const std::size_t src_column = headers.size();
   if (has_stack) {
@@ -194,12 +201,18 @@ std::string event_averages::table(const table_options& options) const {
 
   const double self_total_us = static_cast<double>(self_cpu_time_total_ns()) / 1e3;
   const double self_cuda_total_us = static_cast<double>(self_cuda_time_total_ns()) / 1e3;
-  const std::size_t line_length = layout.separator.size();
+  // torch's line_length: the columns and the spaces between them, not the
+  // two after the last.
+  const std::size_t line_length = layout.separator.size() - spacing;
   std::string out;
   const auto line = [&](const std::string& s) { out += s + "\n"; };
   if (!options.header.empty()) {
     line(std::string(line_length, '='));
     line(options.header);
+  }
+  if (options.top_level_events_only) {
+    line(std::string(line_length, '='));
+    line("This report only display top-level ops statistics");
   }
   line(layout.separator);
   line(layout.row(headers));
@@ -221,7 +234,7 @@ std::string event_averages::table(const table_options& options) const {
     if (has_cpu_mem) cells.insert(cells.end(), {format_memory(r->cpu_memory_usage), format_memory(r->self_cpu_memory_usage)});
     if (has_cuda_mem) cells.insert(cells.end(), {format_memory(r->cuda_memory_usage), format_memory(r->self_cuda_memory_usage)});
     cells.push_back(std::to_string(r->count));
-    if (grouped_by_input_shape) cells.push_back(r->input_shapes.substr(0, static_cast<std::size_t>(shapes_width)));
+    if (has_input_shapes) cells.push_back(shapes_text(*r).substr(0, static_cast<std::size_t>(shapes_width)));
     if (has_stack) cells.push_back(r->stack.empty() ? "" : trim_path(r->stack[0], static_cast<std::size_t>(src_width)));
     if (smallest_flops > 0) cells.push_back(r->flops <= 0 ? std::string("--") : format("%8.3f", static_cast<double>(r->flops) * flops_factor));
     line(layout.row(cells));
@@ -231,6 +244,8 @@ std::string event_averages::table(const table_options& options) const {
       more[src_column] = trim_path(r->stack[i], static_cast<std::size_t>(src_width));
       line(layout.row(more));
     }
+    // torch closes each row of a table with stacks with an empty row.
+    if (has_stack) line(layout.row(std::vector<std::string>(cells.size())));
   }
   line(layout.separator);
   line("Self CPU time total: " + format_time(self_total_us));

@@ -15,7 +15,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <algorithm>
 #include <map>
+#include <random>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -1714,4 +1716,220 @@ TEST_CASE("validate --repair on a spool cut at every byte of a commit keeps only
   // A spool merely cut short (no leftovers) keeps every complete event, as any trace.
   write_file(cut, after.substr(0, q + (after.size() - q) / 2));
   CHECK(pt::plan_repair(cut).events_kept == count_events(after.substr(0, q + (after.size() - q) / 2)));
+}
+
+namespace {
+
+// A torch-shaped trace recorded with with_stack, profile_memory and
+// with_flops (torch 2.15 writes the "with_flops" header but no per-event
+// FLOPs), in start order as torch writes it. Times in us:
+//   thread 1: ## forward ## [0,100]
+//               python nn.Module: Linear_0 [10,70]
+//                 aten::linear [20,50] > aten::addmm [25,45]
+//               aten::relu [80,90]
+//             python train.py(5): main [200,250] > aten::add [210,220]
+//   thread 2: aten::copy_ [30,70]
+// [memory] (host): +1000 at 26 (thread 1), +200 at 35 (thread 2), -300 at
+// 85, +50 at 215, +7 at 300 (outside every event).
+// torch's numbers: the Python frames nest (so `## forward ##` has self time
+// 100 - 60 - 10 = 30 us) but get no rows; memory counts for every event of
+// any thread whose interval holds its time, self memory is that less the
+// direct children's (Python frames included).
+const std::vector<std::string> torch_stack_events = {
+    R"({"ph":"X","cat":"user_annotation","name":"## forward ##","pid":1,"tid":1,"ts":0,"dur":100})",
+    R"({"ph":"X","cat":"python_function","name":"nn.Module: Linear_0","pid":1,"tid":1,"ts":10,"dur":60})",
+    R"({"ph":"X","cat":"cpu_op","name":"aten::linear","pid":1,"tid":1,"ts":20,"dur":30,"args":{"Input Dims":[[4, 8], [2, 8]]}})",
+    R"({"ph":"X","cat":"cpu_op","name":"aten::addmm","pid":1,"tid":1,"ts":25,"dur":20})",
+    R"({"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":26,"args":{"Device Type":0,"Bytes":1000}})",
+    R"({"ph":"X","cat":"cpu_op","name":"aten::copy_","pid":1,"tid":2,"ts":30,"dur":40})",
+    R"({"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":2,"ts":35,"args":{"Device Type":0,"Bytes":200}})",
+    R"({"ph":"X","cat":"cpu_op","name":"aten::relu","pid":1,"tid":1,"ts":80,"dur":10})",
+    R"({"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":85,"args":{"Device Type":0,"Bytes":-300}})",
+    R"({"ph":"X","cat":"python_function","name":"train.py(5): main","pid":1,"tid":1,"ts":200,"dur":50})",
+    R"({"ph":"X","cat":"cpu_op","name":"aten::add","pid":1,"tid":1,"ts":210,"dur":10})",
+    R"({"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":215,"args":{"Device Type":0,"Bytes":50}})",
+    R"({"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":300,"args":{"Device Type":0,"Bytes":7}})",
+};
+
+std::string torch_stack_trace(const std::vector<std::string>& events) {
+  std::string text = R"({"schemaVersion": 1, "with_stack": 1, "profile_memory": 1, "with_flops": 1, "traceEvents": [)";
+  for (std::size_t i = 0; i < events.size(); ++i) text += (i ? ",\n" : "\n") + events[i];
+  return text + "\n]}";
+}
+
+std::vector<std::string> sorted_lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("torch traces with with_stack and profile_memory: Python frames nest without rows, memory across threads") {
+  temp_dir dir("cli-torch-stack");
+  const auto path = (dir.path / "t.pt.trace.json").string();
+  write_file(path, torch_stack_trace(torch_stack_events));
+  auto r = run_cli({"csv", "--numbers", path});
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.out.starts_with("name,count,cpu_total_us,self_cpu_us,cpu_avg_us,cpu_memory_bytes,self_cpu_memory_bytes\n"));
+  const auto t = parse_numeric_csv(r.out);
+  CHECK(t.rows.size() == 6);  // no rows for the Python frames
+  CHECK(t.rows.count("nn.Module: Linear_0") == 0);
+  CHECK(t.at("## forward ##", "self_cpu_us") == 30);  // before: 60 (the Python frame's time counted as its own)
+  CHECK(t.at("## forward ##", "cpu_total_us") == 100);
+  CHECK(t.at("aten::linear", "self_cpu_us") == 10);
+  CHECK(t.at("aten::addmm", "self_cpu_us") == 20);
+  CHECK(t.at("aten::add", "self_cpu_us") == 10);
+  CHECK(t.at("aten::copy_", "self_cpu_us") == 40);
+  // Memory by time interval across all threads: thread 2's 200 bytes count
+  // for thread 1's events open at 35 us.
+  CHECK(t.at("## forward ##", "cpu_memory_bytes") == 900);
+  CHECK(t.at("## forward ##", "self_cpu_memory_bytes") == 0);  // 900 - Linear_0's 1200 - relu's -300
+  CHECK(t.at("aten::linear", "cpu_memory_bytes") == 1200);
+  CHECK(t.at("aten::linear", "self_cpu_memory_bytes") == 0);
+  CHECK(t.at("aten::addmm", "cpu_memory_bytes") == 1200);
+  CHECK(t.at("aten::addmm", "self_cpu_memory_bytes") == 1200);
+  CHECK(t.at("aten::copy_", "cpu_memory_bytes") == 200);
+  CHECK(t.at("aten::relu", "self_cpu_memory_bytes") == -300);
+  CHECK(t.at("aten::add", "cpu_memory_bytes") == 50);
+
+  // The table: torch's footer total (self times without the Python frames').
+  r = run_cli({"summary", path});
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("Self CPU time total: 120.000us") != std::string::npos);
+  CHECK(r.out.find("CPU Mem  Self CPU Mem") != std::string::npos);
+  CHECK(r.out.find("nn.Module") == std::string::npos);
+
+  // Top level as torch: a key whose first event has no parent, Python frames
+  // counting as parents (aten::add lies inside train.py's frame).
+  r = run_cli({"summary", path, "--top-level-only"});
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("This report only display top-level ops statistics\n") != std::string::npos);
+  CHECK(r.out.find("## forward ##") != std::string::npos);
+  CHECK(r.out.find("aten::copy_") != std::string::npos);
+  CHECK(r.out.find("aten::add ") == std::string::npos);
+  CHECK(r.out.find("aten::linear") == std::string::npos);
+
+  // Sorted by memory: the largest CPU Mem first, no warning.
+  r = run_cli({"summary", path, "--sort-by", "self_cpu_memory_usage"});
+  REQUIRE(r.rc == 0);
+  CHECK(r.err.empty());
+  CHECK(r.out.find("aten::addmm") < r.out.find("aten::copy_"));
+  CHECK(r.out.find("aten::copy_") < r.out.find("aten::add "));
+  CHECK(r.out.find("aten::add ") < r.out.find("## forward ##"));
+  CHECK(r.out.find("## forward ##") < r.out.find("aten::relu"));
+  r = run_cli({"summary", path, "--sort-by", "cpu_memory_usage"});
+  REQUIRE(r.rc == 0);
+  CHECK(r.err.empty());
+  CHECK(r.out.find("aten::linear") < r.out.find("## forward ##"));
+  CHECK(r.out.find("## forward ##") < r.out.find("aten::copy_"));
+
+  // torch 2.15 writes the with_flops header but no per-event FLOPs.
+  r = run_cli({"summary", path, "--flops"});
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("producer does not store FLOPs per event") != std::string::npos);
+  CHECK(r.out.find("record it with with_flops") == std::string::npos);
+  r = run_cli({"summary", path, "--sort-by", "flops"});
+  REQUIRE(r.rc == 0);
+  CHECK(r.err.find("--sort-by flops sorts nothing: no event has a \"flops\" arg (its producer does not store FLOPs "
+                   "per event)") != std::string::npos);
+
+  // torch's table details: Name and Input Shapes right-aligned, [] without shapes.
+  r = run_cli({"summary", path, "--group-by-shape", "--sort-by", "count", "--row-limit", "2"});
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("\n    ## forward ##  ") != std::string::npos);
+  CHECK(r.out.find("          Input Shapes  \n") != std::string::npos);
+  CHECK(r.out.find("                    []  \n") != std::string::npos);
+}
+
+TEST_CASE("sort keys without data warn, naming what is missing") {
+  temp_dir dir("cli-sortwarn");
+  const auto path = (dir.path / "t.json").string();
+  write_file(path, R"({"traceEvents": [
+    {"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":0,"dur":10},
+    {"ph":"X","cat":"cpu_op","name":"b","pid":1,"tid":1,"ts":20,"dur":30}]})");
+  auto r = run_cli({"summary", path, "--sort-by", "cpu_memory_usage"});
+  REQUIRE(r.rc == 0);
+  CHECK(r.err.find("--sort-by cpu_memory_usage sorts nothing: it has no \"[memory]\" events (record it with "
+                   "profile_memory); rows keep their order in time") != std::string::npos);
+  CHECK(r.out.find(" a  ") < r.out.find(" b  "));
+  r = run_cli({"summary", path, "--sort-by", "flops"});
+  CHECK(r.err.find("--sort-by flops sorts nothing: no event has a \"flops\" arg (record it with with_flops)") !=
+        std::string::npos);
+  r = run_cli({"summary", path, "--flops"});
+  CHECK(r.out.find("No FLOP counts in this trace (record it with with_flops).") != std::string::npos);
+  r = run_cli({"summary", path, "--sort-by", "self_cuda_time_total"});
+  CHECK(r.err.find("device (CUDA) time is not read from traces yet") != std::string::npos);
+  // Keys with data warn about nothing.
+  CHECK(run_cli({"summary", path, "--sort-by", "count"}).err.empty());
+  // The PyTorch-style fixture has CUDA memory but no host memory.
+  r = run_cli({"summary", pytorch_trace, "--sort-by", "self_cpu_memory_usage"});
+  CHECK(r.err.find("sorts nothing: its \"[memory]\" events allocate no host memory inside any event") !=
+        std::string::npos);
+  CHECK(run_cli({"summary", pytorch_trace, "--sort-by", "cuda_memory_usage"}).err.empty());
+}
+
+TEST_CASE("every command's numbers are independent of the order of events in the file") {
+  temp_dir dir("cli-shuffle");
+  const auto sorted_path = (dir.path / "sorted.json").string();
+  write_file(sorted_path, torch_stack_trace(torch_stack_events));
+  const auto baseline = run_cli({"csv", "--numbers", sorted_path});
+  REQUIRE(baseline.rc == 0);
+  const auto stacks = run_cli({"stacks", sorted_path});
+  REQUIRE(stacks.rc == 0);
+  // Reversed (end order, as proftrace writes, but also the memory and the
+  // threads reversed) and shuffled.
+  std::vector<std::vector<std::string>> orders;
+  orders.emplace_back(torch_stack_events.rbegin(), torch_stack_events.rend());
+  for (unsigned seed = 1; seed <= 5; ++seed) {
+    auto v = torch_stack_events;
+    std::mt19937 rng(seed);
+    std::shuffle(v.begin(), v.end(), rng);
+    orders.push_back(v);
+  }
+  for (std::size_t i = 0; i < orders.size(); ++i) {
+    CAPTURE(i);
+    const auto path = (dir.path / ("shuffled" + std::to_string(i) + ".json")).string();
+    write_file(path, torch_stack_trace(orders[i]));
+    const auto r = run_cli({"csv", "--numbers", path});
+    REQUIRE(r.rc == 0);
+    CHECK(r.out == baseline.out);  // rows too in the same order: each key's first event in time
+    CHECK(sorted_lines(run_cli({"stacks", path}).out) == sorted_lines(stacks.out));
+    CHECK(run_cli({"summary", path, "--top-level-only", "--sort-by", "cpu_time_total"}).out ==
+          run_cli({"summary", sorted_path, "--top-level-only", "--sort-by", "cpu_time_total"}).out);
+    CHECK(run_cli({"summary", path, "--sort-by", "none"}).out == run_cli({"summary", sorted_path, "--sort-by", "none"}).out);
+  }
+
+  // Beyond the in-memory bound the events are spilled to sorted runs and
+  // merged: the same numbers.
+  const auto shuffled = (dir.path / "shuffled1.json").string();
+  std::vector<std::string> warnings;
+  const auto reference = pt::summarize(sorted_path, false, warnings);
+  CHECK(warnings.empty());
+  for (std::size_t bound : {1, 2, 3, 5}) {
+    CAPTURE(bound);
+    pt::aggregator agg(false, std::size_t{1} << 18, bound);
+    pt::read_options opts;
+    opts.on_event = [&](const pt::trace_event& e) { return agg.add(e).empty(); };
+    pt::read_trace(shuffled, opts);
+    const auto got = agg.finish();
+    CHECK(agg.spilled_runs() > 0);
+    CHECK(agg.threads_out_of_order() > 0);
+    std::map<std::string, proftrace::event_average> want, have;
+    for (const auto& row : reference.rows) want[row.key] = row;
+    for (const auto& row : got.rows) have[row.key] = row;
+    REQUIRE(have.size() == want.size());
+    for (const auto& [key, w] : want) {
+      CAPTURE(key);
+      const auto& h = have.at(key);
+      CHECK(h.count == w.count);
+      CHECK(h.self_cpu_time_total_ns == w.self_cpu_time_total_ns);
+      CHECK(h.cpu_time_total_ns == w.cpu_time_total_ns);
+      CHECK(h.cpu_memory_usage == w.cpu_memory_usage);
+      CHECK(h.self_cpu_memory_usage == w.self_cpu_memory_usage);
+      CHECK(h.top_level == w.top_level);
+    }
+  }
 }

@@ -326,6 +326,9 @@ TEST_CASE("CUDA allocations reach the memory collector: events, table, peaks, ti
     }
     gpu_memory(gpu_op::alloc, 0xC000, 512, CUPTI_ACTIVITY_MEMORY_KIND_PINNED);  // host memory
   }
+  // The timeline coalesces per microsecond: the last free must not share the
+  // first allocation's microsecond, or the timeline has one sample.
+  std::this_thread::sleep_for(std::chrono::microseconds(20));
   gpu_memory(gpu_op::free, 0xA000);  // outside any scope
   gpu_memory(gpu_op::free, 0xD000);  // never seen allocated
   p.stop();

@@ -40,13 +40,14 @@ proftrace::event_averages hand_built() {
 }  // namespace
 
 TEST_CASE("table: torch's layout, units, percentages and truncation, line by line") {
-  // Expected lines computed with torch's _build_table formatting rules.
+  // Expected lines computed with torch's _build_table formatting rules:
+  // every column right-aligned ("{: >55}"), Name included.
   const std::vector<std::string> expected = {
       "-------------------------------------------------------  ------------  ------------  ------------  ------------  ------------  ------------  ",
-      "Name                                                       Self CPU %      Self CPU   CPU total %     CPU total  CPU time avg    # of Calls  ",
+      "                                                   Name    Self CPU %      Self CPU   CPU total %     CPU total  CPU time avg    # of Calls  ",
       "-------------------------------------------------------  ------------  ------------  ------------  ------------  ------------  ------------  ",
-      "matmul                                                         74.95%       1.500ms        99.94%       2.000ms     500.000us             4  ",
-      "ProfilerStep*                                                  24.98%     500.000us       149.91%       3.000ms       1.500ms             2  ",
+      "                                                 matmul        74.95%       1.500ms        99.94%       2.000ms     500.000us             4  ",
+      "                                          ProfilerStep*        24.98%     500.000us       149.91%       3.000ms       1.500ms             2  ",
       "a_very_long_scope_name_that_goes_past_the_name_colum...         0.06%       1.234us         0.06%       1.234us       1.234us             1  ",
       "-------------------------------------------------------  ------------  ------------  ------------  ------------  ------------  ------------  ",
       "Self CPU time total: 2.001ms",
@@ -58,19 +59,28 @@ TEST_CASE("table: torch's layout, units, percentages and truncation, line by lin
 
 TEST_CASE("table: sort keys, row limit, header, top-level rows") {
   const auto a = hand_built();
+  // The name column is right-aligned in 55 characters.
+  const auto named = [](const std::string& row, const std::string& name) {
+    return row.starts_with(std::string(55 - name.size(), ' ') + name + "  ");
+  };
   auto rows = lines_of(a.table({.sort_by = "count", .row_limit = 2}));
   REQUIRE(rows.size() == 7);
-  CHECK(rows[3].starts_with("matmul "));
-  CHECK(rows[4].starts_with("ProfilerStep* "));
+  CHECK(named(rows[3], "matmul"));
+  CHECK(named(rows[4], "ProfilerStep*"));
   rows = lines_of(a.table({.sort_by = "cpu_time_total", .row_limit = 1, .header = "TITLE"}));
-  CHECK(rows[0] == std::string(rows[2].size(), '='));
+  // torch's line_length: the columns and the spaces between them, without
+  // the two spaces after the last column.
+  CHECK(rows[0] == std::string(rows[2].size() - 2, '='));
   CHECK(rows[1] == "TITLE");
-  CHECK(rows[5].starts_with("ProfilerStep* "));
+  CHECK(named(rows[5], "ProfilerStep*"));
   rows = lines_of(a.table({.sort_by = "cpu_time"}));  // average: 1.5ms, 500us, 1.234us
-  CHECK(rows[3].starts_with("ProfilerStep* "));
+  CHECK(named(rows[3], "ProfilerStep*"));
+  // torch heads a top-level-only table with a line of '=' and its note.
   rows = lines_of(a.table({.top_level_events_only = true}));
-  REQUIRE(rows.size() == 6);
-  CHECK(rows[3].starts_with("ProfilerStep* "));
+  REQUIRE(rows.size() == 8);
+  CHECK(rows[0] == std::string(rows[2].size() - 2, '='));
+  CHECK(rows[1] == "This report only display top-level ops statistics");
+  CHECK(named(rows[5], "ProfilerStep*"));
   CHECK_THROWS_WITH_AS(a.table({.sort_by = "cuda_time_totl"}),
                        doctest::Contains("valid keys: cpu_time, cuda_time, cpu_time_total, cuda_time_total, "
                                          "self_cpu_time_total, self_cuda_time_total, cpu_memory_usage, cuda_memory_usage, "
@@ -244,4 +254,61 @@ TEST_CASE("table: device, memory and FLOP columns appear when rows carry them") 
   const auto total = a.total_average();
   CHECK(total.flops == 4'000'000'000);
   CHECK(total.cpu_memory_usage == 3 * 1024 * 1024 - 2048);
+}
+
+TEST_CASE("table: torch 2.15's exact layout with input shapes and --top-level-only") {
+  // Expected text from torch's _build_table: every column but the source
+  // location right-aligned ("{: >W}"), Name and Input Shapes included;
+  // str([]) for a key without shapes; the widths from every row (also the
+  // ones the row limit or top_level_events_only leave out); a top-level
+  // table headed by "=" * line_length and torch's note.
+  proftrace::event_averages a;
+  a.grouped_by_input_shape = true;
+  const auto row = [&](std::string key, std::string shapes, std::int64_t count, std::int64_t total_us,
+                       std::int64_t self_us, bool top) {
+    proftrace::event_average r;
+    r.key = std::move(key);
+    r.input_shapes = std::move(shapes);
+    r.count = count;
+    r.cpu_time_total_ns = total_us * 1000;
+    r.self_cpu_time_total_ns = self_us * 1000;
+    r.top_level = top;
+    a.rows.push_back(r);
+  };
+  row("aten::linear", "[[4, 8], [2, 8]]", 2, 30, 10, true);
+  row("aten::add", "", 1, 20, 20, false);
+  row("some_long_key_1234", "", 1, 5, 5, false);
+  const auto rj = [](const std::string& s, std::size_t w) { return std::string(w > s.size() ? w - s.size() : 0, ' ') + s + "  "; };
+  // Name: 18 + 4 = 22; Input Shapes: len("[[4, 8], [2, 8]]") + 4 = 20.
+  const auto line = [&](const std::vector<std::string>& c) {
+    std::string out = rj(c[0], 22);
+    for (std::size_t i = 1; i + 1 < c.size(); ++i) out += rj(c[i], 12);
+    return out + rj(c.back(), 20);
+  };
+  const std::string sep = std::string(22, '-') + "  " + [] {
+    std::string s;
+    for (int i = 0; i < 6; ++i) s += std::string(12, '-') + "  ";
+    return s;
+  }() + std::string(20, '-') + "  ";
+  const std::string head =
+      line({"Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg", "# of Calls", "Input Shapes"});
+  const std::string linear = line({"aten::linear", "28.57%", "10.000us", "85.71%", "30.000us", "15.000us", "2", "[[4, 8], [2, 8]]"});
+  const std::string add = line({"aten::add", "57.14%", "20.000us", "57.14%", "20.000us", "20.000us", "1", "[]"});
+
+  auto got = lines_of(a.table({.sort_by = "self_cpu_time_total", .row_limit = 2, .top_level_events_only = true}));
+  std::vector<std::string> expected = {std::string(128, '='),
+                                       "This report only display top-level ops statistics",
+                                       sep,
+                                       head,
+                                       sep,
+                                       linear,
+                                       sep,
+                                       "Self CPU time total: 35.000us"};
+  REQUIRE(got.size() == expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) CHECK(got[i] == expected[i]);
+
+  got = lines_of(a.table({.sort_by = "self_cpu_time_total", .row_limit = 2}));
+  expected = {sep, head, sep, add, linear, sep, "Self CPU time total: 35.000us"};
+  REQUIRE(got.size() == expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) CHECK(got[i] == expected[i]);
 }

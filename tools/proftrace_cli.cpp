@@ -66,16 +66,23 @@ const char* const summary_help =
     "Prints torch's key_averages().table() for the complete (\"X\") host events of\n"
     "TRACE (cat cpu_op, user_annotation, cuda_runtime, cuda_driver; device events\n"
     "are left out). ProfilerStep#N rows are grouped as ProfilerStep*; self time is\n"
-    "the total minus the direct children's on the same thread. A trace cut off\n"
-    "inside traceEvents is summarised as far as it goes, with a warning.\n"
+    "the total minus the direct children's on the same thread, Python frames\n"
+    "(cat python_function, with_stack) counting as children though they get no\n"
+    "rows, as in torch. Events are sorted per thread first, so the numbers do not\n"
+    "depend on the order of events in the file. \"[memory]\" events (profile_memory)\n"
+    "count for every host event whose interval holds their time, on any thread\n"
+    "(CPU Mem, Self CPU Mem). A trace cut off inside traceEvents is summarised as\n"
+    "far as it goes, with a warning.\n"
     "\n"
     "options:\n"
     "  --sort-by KEY       self_cpu_time_total (default), any other key of torch's\n"
-    "                      table (cpu_time_total, cpu_time, count, flops, ...), or\n"
-    "                      none (order of first appearance)\n"
+    "                      table (cpu_time_total, cpu_time, count, cpu_memory_usage,\n"
+    "                      self_cpu_memory_usage, flops, ...), or none (each key's\n"
+    "                      first event in time); a key without data warns\n"
     "  --row-limit N       at most N rows (default 100; -1: all)\n"
     "  --group-by-shape    one row per (name, \"Input Dims\")\n"
-    "  --top-level-only    only keys whose first event had no enclosing event\n"
+    "  --top-level-only    only keys whose first event had no enclosing event (a\n"
+    "                      Python frame encloses too, as in torch)\n"
     "  --flops             also print achieved GFLOP/s per key (traces with \"flops\" args)\n"
     "  -h, --help          this text\n"
     "exit codes: 0 ok, 1 unreadable or invalid trace, 2 usage error\n";
@@ -288,12 +295,17 @@ void print_skipped(const std::vector<pt::skipped_file>& skipped) {
 }
 
 // Achieved GFLOP/s per key: its FLOPs over its total CPU time.
-void print_flop_rates(const proftrace::event_averages& avg) {
+void print_flop_rates(const proftrace::event_averages& avg, bool with_flops_header) {
   std::vector<const proftrace::event_average*> rows;
   for (auto& r : avg.rows)
     if (r.flops > 0 && r.cpu_time_total_ns > 0) rows.push_back(&r);
   if (rows.empty()) {
-    std::cout << "\nNo FLOP counts in this trace (record it with with_flops).\n";
+    if (with_flops_header)
+      std::cout << "\nNo FLOP counts in this trace: it was recorded with with_flops (its header says so), but its "
+                   "producer does not store FLOPs per event (no event has a \"flops\" arg; torch writes only the "
+                   "header).\n";
+    else
+      std::cout << "\nNo FLOP counts in this trace (record it with with_flops).\n";
     return;
   }
   std::sort(rows.begin(), rows.end(), [](auto* x, auto* y) { return x->flops > y->flops; });
@@ -305,6 +317,39 @@ void print_flop_rates(const proftrace::event_averages& avg) {
     std::cout << std::left << std::setw(40) << r->key.substr(0, 39) << std::right << std::fixed << std::setprecision(3)
               << std::setw(16) << gflops << std::setw(16) << seconds * 1e3 << std::setw(12) << gflops / seconds << "\n";
   }
+}
+
+// A sort key whose data the trace lacks would silently keep the order of
+// each key's first event in time: say which data is missing.
+void warn_empty_sort_key(const std::string& key, const proftrace::event_averages& avg, const pt::trace_info& info,
+                         const std::string& file, std::vector<std::string>& warnings) {
+  if (key.empty() || avg.rows.empty()) return;
+  bool any = false;
+  std::string missing;
+  for (const auto& r : avg.rows) {
+    if (key == "cpu_memory_usage" || key == "self_cpu_memory_usage")
+      any = any || r.cpu_memory_usage != 0 || r.self_cpu_memory_usage != 0;
+    else if (key == "cuda_memory_usage" || key == "self_cuda_memory_usage")
+      any = any || r.cuda_memory_usage != 0 || r.self_cuda_memory_usage != 0;
+    else if (key == "flops") any = any || r.flops != 0;
+    else if (key == "cuda_time" || key == "cuda_time_total" || key == "self_cuda_time_total")
+      any = any || r.cuda_time_total_ns != 0 || r.self_cuda_time_total_ns != 0;
+    else return;  // CPU times and counts are always there
+  }
+  if (any) return;
+  if (key.find("cpu_memory") != std::string::npos)
+    missing = info.memory_events ? "its \"[memory]\" events allocate no host memory inside any event"
+                                 : "it has no \"[memory]\" events (record it with profile_memory)";
+  else if (key.find("cuda_memory") != std::string::npos)
+    missing = info.memory_events ? "its \"[memory]\" events allocate no CUDA memory inside any event"
+                                 : "it has no \"[memory]\" events (record it with profile_memory)";
+  else if (key == "flops")
+    missing = info.with_flops ? "no event has a \"flops\" arg (its producer does not store FLOPs per event)"
+                              : "no event has a \"flops\" arg (record it with with_flops)";
+  else
+    missing = "device (CUDA) time is not read from traces yet";
+  warnings.push_back(file + ": --sort-by " + key + " sorts nothing: " + missing +
+                     "; rows keep their order in time");
 }
 
 int cmd_summary(const std::vector<std::string>& args) {
@@ -343,7 +388,10 @@ int cmd_summary(const std::vector<std::string>& args) {
                   << (r.first_step >= 0 ? ", " + r.steps() : std::string()) << ": "
                   << r.file.filename().string() << "\n"
                   << r.averages.table(opts) << "\n";
-        if (a.flops) print_flop_rates(r.averages);
+        pt::trace_info info;
+        info.memory_events = r.averages.profile_memory;
+        warn_empty_sort_key(opts.sort_by, r.averages, info, r.file.string(), warnings);
+        if (a.flops) print_flop_rates(r.averages, false);
       }
       if (traces < 2) continue;
       std::cout << "== across " << cycle.entities << (cycle.all_ranked ? " ranks" : " traces")
@@ -357,9 +405,11 @@ int cmd_summary(const std::vector<std::string>& args) {
     print_warnings(warnings);
     return exit_ok;
   }
-  const auto avg = pt::summarize(a.positional[0], a.group_by_shape, warnings, show_progress(a.positional[0]));
+  pt::trace_info info;
+  const auto avg = pt::summarize(a.positional[0], a.group_by_shape, warnings, show_progress(a.positional[0]), &info);
+  warn_empty_sort_key(opts.sort_by, avg, info, a.positional[0], warnings);
   std::cout << avg.table(opts);
-  if (a.flops) print_flop_rates(avg);
+  if (a.flops) print_flop_rates(avg, info.with_flops);
   print_warnings(warnings);
   return exit_ok;
 }

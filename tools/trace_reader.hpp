@@ -9,6 +9,7 @@
 #pragma once
 
 #include <climits>
+#include <cstdio>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -137,7 +138,15 @@ bool is_host_op(const trace_event& e) noexcept;
 
 class aggregator {
  public:
-  explicit aggregator(bool group_by_input_shape = false, std::size_t max_pending_per_thread = std::size_t{1} << 18);
+  // Events are nested in torch's order whatever their order in the file:
+  // each thread's events are sorted by start (the longer first), in memory
+  // up to `max_buffered_events`, spilled to sorted temporary runs beyond it
+  // and merged in finish().
+  explicit aggregator(bool group_by_input_shape = false, std::size_t max_pending_per_thread = std::size_t{1} << 18,
+                      std::size_t max_buffered_events = std::size_t{1} << 20);
+  ~aggregator();
+  aggregator(const aggregator&) = delete;
+  aggregator& operator=(const aggregator&) = delete;
 
   // Also collect self time per distinct stack of enclosing event names, for
   // stacks(). Costs a string per event; off by default.
@@ -147,7 +156,7 @@ class aggregator {
   // event the summary cannot use, empty otherwise.
   std::string add(const trace_event& e);
   // Closes every thread's open intervals and returns the rows, in the order
-  // in which keys were first seen.
+  // of each key's earliest event in time (torch's order; not the file's).
   proftrace::event_averages finish();
   // After finish(): one row per distinct stack (key: the event's name, stack:
   // its enclosing events' names, innermost first) with its self time, ready
@@ -160,6 +169,14 @@ class aggregator {
   std::int64_t last_step() const noexcept { return last_step_ == INT64_MIN ? -1 : last_step_; }
   // The smallest `ts` (ns) of the events added, metadata left out; 0 when none.
   std::int64_t first_ts_ns() const noexcept { return first_ts_ns_ == INT64_MAX ? 0 : first_ts_ns_; }
+  // Threads whose events were not in start order in the file (sorted before
+  // nesting), and the sorted runs spilled to temporary files: after finish().
+  std::size_t threads_out_of_order() const noexcept { return threads_out_of_order_; }
+  std::size_t spilled_runs() const noexcept { return spilled_runs_; }
+  // Whether the trace had "python_function" events (with_stack) and
+  // "[memory]" events (profile_memory).
+  bool saw_python() const noexcept { return saw_python_; }
+  bool saw_memory() const noexcept { return saw_memory_; }
 
  private:
   struct interval {
@@ -171,6 +188,7 @@ class aggregator {
     // of zero length (memory = true, no row) with its bytes as mem_total.
     std::int64_t mem_total[2] = {0, 0}, mem_self[2] = {0, 0};
     bool memory = false;
+    bool python = false;  // a python_function event: nests, has no row
     bool nested = false;  // counted as a child of an entry below it on the stack
     // Only with collect_stacks (kept out of line so the summary's intervals
     // stay small): the enclosing names known when it arrived (events in
@@ -190,8 +208,22 @@ class aggregator {
     std::int64_t evicted_end = INT64_MIN;  // latest end among intervals evicted by the cap
     bool warned = false;
   };
+  // One host or python_function event, buffered until finish().
+  struct record {
+    std::uint32_t thread = 0;
+    std::uint32_t row = 0;  // UINT32_MAX: a python_function event
+    std::int64_t start = 0, end = 0, flops = 0;
+    std::int64_t tie = 0;  // among identical intervals, the smaller encloses
+  };
+  struct memory_record {
+    std::int64_t ts = 0, bytes[2] = {0, 0};
+  };
+  static bool before(const record& a, const record& b) noexcept;
+  void buffer(record r, const trace_event& e);
+  void spill();
+  void replay(const record& r);
   std::size_t row_for(const trace_event& e);
-  void place(interval E, const trace_event& e);
+  void place(interval E, thread_state& T, const std::string& thread);
   static void claim_memory(interval& parent, const interval& child) noexcept;
   void finalize(const interval& x, bool has_parent);
   void emit_stacks(const interval& x);
@@ -203,7 +235,6 @@ class aggregator {
   std::vector<bool> row_finalized_;
   std::unordered_map<std::string, std::size_t> index_;
   std::unordered_map<std::string, thread_state> threads_;  // by "pid/tid"; nodes never move
-  thread_state* last_thread_ = nullptr;
   std::string last_pid_, last_tid_;
   std::vector<std::string> warnings_;
   std::int64_t first_step_ = INT64_MAX, last_step_ = INT64_MIN;
@@ -211,13 +242,45 @@ class aggregator {
   bool stacks_on_ = false;
   std::unordered_map<std::string, std::int64_t> stack_self_ns_;  // '\x1f'-joined names, outermost first
   std::vector<std::string> stack_order_;
+
+  // Buffered events (see the constructor) and their threads.
+  std::size_t max_buffered_;
+  std::vector<record> buffered_;
+  std::vector<std::FILE*> runs_;
+  std::vector<std::string> thread_names_;
+  std::unordered_map<std::string, std::uint32_t> thread_ids_;
+  struct thread_seen {
+    std::int64_t start = 0, end = 0;
+    bool any = false, out_of_order = false;
+    order evidence = order::unknown;  // which order the file's events are in, from the first nesting seen
+  };
+  std::vector<thread_seen> seen_;
+  std::uint32_t last_thread_id_ = UINT32_MAX;
+  std::uint64_t seq_ = 0;
+  std::vector<memory_record> memory_;  // "[memory]" events of every thread, prefix sums after finish() sorts them
+  std::vector<std::int64_t> row_first_start_, row_first_end_;  // each key's earliest event
+  std::size_t threads_out_of_order_ = 0, spilled_runs_ = 0;
+  bool saw_python_ = false, saw_memory_ = false;
+  std::uint32_t replay_thread_ = UINT32_MAX;
+  thread_state* replay_state_ = nullptr;
 };
 
 // Reads a trace and aggregates it. Throws trace_error (read errors, or an
 // event the summary cannot use). `warnings` receives the truncation warning
 // and the aggregator's.
+// What the trace says about how it was recorded, beside its rows.
+struct trace_info {
+  bool with_flops = false;      // the header's "with_flops": 1 (torch writes it, yet no per-event FLOPs)
+  bool profile_memory = false;  // the header's "profile_memory": 1, or "[memory]" events
+  bool memory_events = false;   // some "[memory]" event
+  bool python_events = false;   // some python_function event (with_stack)
+  std::size_t threads_out_of_order = 0;  // threads whose events were sorted before nesting
+};
+// The rows' profile_memory is set for a trace recorded with profile_memory
+// (torch's CPU Mem columns).
 proftrace::event_averages summarize(const std::filesystem::path& path, bool group_by_input_shape,
-                                    std::vector<std::string>& warnings, bool progress = false);
+                                    std::vector<std::string>& warnings, bool progress = false,
+                                    trace_info* info = nullptr);
 // The same read, as one row per distinct stack of enclosing event names with
 // its self time (for event_averages::collapsed_stacks()).
 proftrace::event_averages summarize_stacks(const std::filesystem::path& path, std::vector<std::string>& warnings,

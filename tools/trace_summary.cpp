@@ -49,8 +49,14 @@ bool is_host_op(const trace_event& e) noexcept {
   return e.cat == "cpu_op" || e.cat == "user_annotation" || e.cat == "cuda_runtime" || e.cat == "cuda_driver";
 }
 
-aggregator::aggregator(bool group_by_input_shape, std::size_t max_pending_per_thread)
-    : by_shape_(group_by_input_shape), max_pending_(std::max<std::size_t>(max_pending_per_thread, 2)) {}
+aggregator::aggregator(bool group_by_input_shape, std::size_t max_pending_per_thread, std::size_t max_buffered_events)
+    : by_shape_(group_by_input_shape),
+      max_pending_(std::max<std::size_t>(max_pending_per_thread, 2)),
+      max_buffered_(std::max<std::size_t>(max_buffered_events, 1)) {}
+
+aggregator::~aggregator() {
+  for (auto* f : runs_) std::fclose(f);
+}
 
 std::size_t aggregator::row_for(const trace_event& e) {
   const bool step = e.name.rfind("ProfilerStep#", 0) == 0;
@@ -76,6 +82,8 @@ std::size_t aggregator::row_for(const trace_event& e) {
     row_finalized_.push_back(false);
     rows_.back().key = std::move(key);
     if (shaped) rows_.back().input_shapes = e.input_dims;
+    row_first_start_.push_back(INT64_MAX);
+    row_first_end_.push_back(INT64_MIN);
   }
   return it->second;
 }
@@ -140,20 +148,23 @@ proftrace::event_averages aggregator::stacks() const {
   return out;
 }
 
+// torch's self memory: an event's own interval's bytes less its direct
+// children's (python_function children included).
 void aggregator::claim_memory(interval& parent, const interval& child) noexcept {
-  for (int d = 0; d < 2; ++d) {
-    add_saturating(parent.mem_total[d], child.mem_total[d]);
-    if (child.memory) add_saturating(parent.mem_self[d], child.mem_total[d]);
-  }
+  for (int d = 0; d < 2; ++d) add_saturating(parent.mem_self[d], child.mem_total[d] == INT64_MIN ? INT64_MAX : -child.mem_total[d]);
 }
 
 void aggregator::finalize(const interval& x, bool has_parent) {
-  if (x.memory) return;
+  if (x.memory || x.python) return;
   if (stacks_on_ && !(has_parent && x.stacks->path.empty() && !x.nested)) emit_stacks(x);
   auto& r = rows_[x.row];
-  // As in torch, a key is top-level when its first occurrence had no parent.
-  if (!row_finalized_[x.row]) {
+  // As in torch, a key is top-level when its first occurrence (in time) had
+  // no parent.
+  if (!row_finalized_[x.row] || x.start < row_first_start_[x.row] ||
+      (x.start == row_first_start_[x.row] && x.end > row_first_end_[x.row])) {
     row_finalized_[x.row] = true;
+    row_first_start_[x.row] = x.start;
+    row_first_end_[x.row] = x.end;
     r.top_level = !has_parent;
   }
   const std::int64_t dur = x.end - x.start;
@@ -174,15 +185,15 @@ std::string aggregator::add(const trace_event& e) {
   if (e.ph_type != json_type::string) return where + ": " + type_problem("ph", e.ph_type, "a string");
   if (e.ph != "M" && e.ts_type == json_type::number) first_ts_ns_ = std::min(first_ts_ns_, to_ns(e.ts));
   if (e.ph == "i" && e.has_bytes && e.name == "[memory]") {
-    // An allocation or a free: it counts for the host events open on its
-    // thread at its time (torch's CPU Mem / Self CPU Mem, CUDA Mem, ...).
+    // An allocation or a free: as in torch, it counts for every host event,
+    // of any thread, whose interval holds its time (ends included): CPU Mem
+    // / Self CPU Mem, CUDA Mem, ...
     if (e.ts_type != json_type::number) return {};
-    interval M;
-    M.memory = true;
-    M.row = SIZE_MAX;
-    M.start = M.end = to_ns(e.ts);
-    M.mem_total[e.device_type == 1 ? 1 : 0] = e.bytes;
-    place(std::move(M), e);
+    memory_record m;
+    m.ts = to_ns(e.ts);
+    m.bytes[e.device_type == 1 ? 1 : 0] = e.bytes;
+    memory_.push_back(m);
+    saw_memory_ = true;
     return {};
   }
   if (e.ph != "X") return {};
@@ -192,27 +203,113 @@ std::string aggregator::add(const trace_event& e) {
     return where + (e.ts_type == json_type::absent ? " has no \"ts\"" : ": " + type_problem("ts", e.ts_type, "a number"));
   if (e.dur_type != json_type::number)
     return where + (e.dur_type == json_type::absent ? " has no \"dur\"" : ": " + type_problem("dur", e.dur_type, "a number"));
-  if (!is_host_op(e)) return {};
+  // torch nests host events inside the Python frames recorded with
+  // with_stack (cat python_function), though it shows no rows for them.
+  const bool python = e.cat == "python_function" && !e.has_stream;
+  if (!python && !is_host_op(e)) return {};
 
-  interval E;
-  if (stacks_on_) E.stacks = std::make_unique<interval::stack_data>();
-  E.start = to_ns(e.ts);
-  E.end = E.start + std::max<std::int64_t>(to_ns(e.dur), 0);
-  E.row = row_for(e);
-  E.flops = e.flops;
-  place(std::move(E), e);
+  record r;
+  r.start = to_ns(e.ts);
+  r.end = r.start + std::max<std::int64_t>(to_ns(e.dur), 0);
+  r.row = python ? UINT32_MAX : static_cast<std::uint32_t>(row_for(e));
+  r.flops = python ? 0 : e.flops;
+  saw_python_ = saw_python_ || python;
+  buffer(r, e);
   return {};
 }
 
-void aggregator::place(interval E, const trace_event& e) {
-  const std::int64_t dur = E.end - E.start;
+// Per thread by start, the longer first (torch's order for nesting); among
+// identical intervals by `tie`.
+bool aggregator::before(const record& a, const record& b) noexcept {
+  if (a.thread != b.thread) return a.thread < b.thread;
+  if (a.start != b.start) return a.start < b.start;
+  if (a.end != b.end) return a.end > b.end;
+  return a.tie < b.tie;
+}
+
+void aggregator::buffer(record r, const trace_event& e) {
   // Events come in runs of one thread: look the thread up only when it changes.
-  if (!last_thread_ || e.pid != last_pid_ || e.tid != last_tid_) {
+  if (last_thread_id_ == UINT32_MAX || e.pid != last_pid_ || e.tid != last_tid_) {
     last_pid_ = e.pid;
     last_tid_ = e.tid;
-    last_thread_ = &threads_[e.pid + "/" + e.tid];
+    auto [it, fresh] = thread_ids_.try_emplace(e.pid + "/" + e.tid, static_cast<std::uint32_t>(thread_names_.size()));
+    if (fresh) {
+      thread_names_.push_back(it->first);
+      seen_.emplace_back();
+    }
+    last_thread_id_ = it->second;
   }
-  thread_state& T = *last_thread_;
+  r.thread = last_thread_id_;
+  thread_seen& S = seen_[r.thread];
+  // Which order the file lists this thread in: start order (torch: a parent
+  // before its children) or end order (proftrace: children first). Among
+  // identical intervals the one listed first encloses in start order, the
+  // one listed last in end order. Anything else is out of order: sorted.
+  if (S.any) {
+    const bool identical = r.start == S.start && r.end == S.end;
+    if (!identical && S.evidence == order::unknown) {
+      if (S.start <= r.start && r.end <= S.end) S.evidence = order::by_start;
+      else if (r.start <= S.start && S.end <= r.end) S.evidence = order::by_end;
+    }
+    if (r.start < S.start || (r.start == S.start && r.end > S.end)) S.out_of_order = true;
+  }
+  S.any = true;
+  S.start = r.start;
+  S.end = r.end;
+  r.tie = static_cast<std::int64_t>(seq_++);
+  buffered_.push_back(r);
+  if (buffered_.size() >= max_buffered_) spill();
+}
+
+// Sorts the buffered events and writes them to a temporary file as one run.
+void aggregator::spill() {
+  for (auto& r : buffered_)
+    if (seen_[r.thread].evidence == order::by_end && r.tie >= 0) r.tie = -r.tie - 1;
+  std::sort(buffered_.begin(), buffered_.end(), before);
+  std::FILE* f = std::tmpfile();
+  if (!f || std::fwrite(buffered_.data(), sizeof(record), buffered_.size(), f) != buffered_.size() ||
+      std::fflush(f) != 0 || std::fseek(f, 0, SEEK_SET) != 0) {
+    if (f) std::fclose(f);
+    throw trace_error("cannot write a temporary file to sort the trace's events (" + std::to_string(buffered_.size()) +
+                      " events; is the temporary directory full or unwritable?)");
+  }
+  runs_.push_back(f);
+  ++spilled_runs_;
+  buffered_.clear();
+}
+
+void aggregator::replay(const record& r) {
+  const std::string& name = thread_names_[r.thread];
+  if (!replay_state_ || replay_thread_ != r.thread) {
+    replay_thread_ = r.thread;
+    replay_state_ = &threads_[name];
+    replay_state_->mode = order::by_start;  // sorted: parents come first
+  }
+  interval E;
+  E.start = r.start;
+  E.end = r.end;
+  E.python = r.row == UINT32_MAX;
+  E.row = E.python ? SIZE_MAX : r.row;
+  E.flops = r.flops;
+  if (stacks_on_ && !E.python) E.stacks = std::make_unique<interval::stack_data>();
+  if (!memory_.empty()) {
+    // memory_ holds prefix sums by time: the bytes of [start, end].
+    const auto lo = std::lower_bound(memory_.begin(), memory_.end(), r.start,
+                                     [](const memory_record& m, std::int64_t t) { return m.ts < t; });
+    const auto hi = std::upper_bound(memory_.begin(), memory_.end(), r.end,
+                                     [](std::int64_t t, const memory_record& m) { return t < m.ts; });
+    for (int d = 0; d < 2; ++d) {
+      const std::int64_t upto_hi = hi == memory_.begin() ? 0 : std::prev(hi)->bytes[d];
+      const std::int64_t upto_lo = lo == memory_.begin() ? 0 : std::prev(lo)->bytes[d];
+      E.mem_total[d] = upto_hi - upto_lo;
+      E.mem_self[d] = E.mem_total[d];
+    }
+  }
+  place(std::move(E), *replay_state_, name);
+}
+
+void aggregator::place(interval E, thread_state& T, const std::string& thread) {
+  const std::int64_t dur = E.end - E.start;
 
   // (a) Intervals that arrived before E and lie inside it: E's children,
   // written before their parent (proftrace writes a thread's events as they
@@ -234,7 +331,7 @@ void aggregator::place(interval E, const trace_event& e) {
       claim_memory(T.stack[T.stack.size() - 2], X);  // its parent lies right below it
     }
     claimed = true;
-    if (stacks_on_ && !X.memory) {
+    if (stacks_on_ && !X.memory && !X.python && E.stacks) {
       // X and what hangs below it now hang below E.
       const std::string& name = rows_[X.row].key;
       const std::int64_t xdur = X.end - X.start;
@@ -246,7 +343,7 @@ void aggregator::place(interval E, const trace_event& e) {
   }
   if (claimed && T.evicted_end != INT64_MIN && E.start < T.evicted_end && !T.warned) {
     T.warned = true;
-    warnings_.push_back("thread " + e.pid + "/" + e.tid + ": more than " + std::to_string(max_pending_) +
+    warnings_.push_back("thread " + thread + ": more than " + std::to_string(max_pending_) +
                         " events waited for an enclosing event; self times of enclosing events may be overstated");
   }
   // (b) Intervals that ended before E starts: done, unless (events written
@@ -271,20 +368,25 @@ void aggregator::place(interval E, const trace_event& e) {
       if (T.mode == order::unknown && !E.memory && !(X.start == E.start && X.end == E.end)) T.mode = order::by_start;
     }
   }
-  if (stacks_on_) {
-    // E's enclosing names: its parent's (the interval it nests in, found
-    // above) and the parent's own name. Taken from the parent alone, never by
-    // a walk over the thread's pending intervals: that walk made `stacks`
-    // quadratic in a thread's top-level events (end-order traces keep up to
-    // max_pending_ of them waiting). A memory event passes its parent's
-    // names on unchanged (it is no frame).
-    if (!E.stacks) E.stacks = std::make_unique<interval::stack_data>();
+  if (stacks_on_ && E.stacks) {
+    // E's enclosing names: those of its nearest enclosing frame (the chain
+    // above E is its ancestors: events are nested in start order), plus that
+    // frame's own name. Python frames carry none and are passed over, a
+    // memory event passes its parent's names on unchanged (neither is a
+    // frame of the stack). Taken from that one interval, never by a walk over
+    // every pending interval: that walk made `stacks` quadratic in a
+    // thread's top-level events.
     if (E.nested) {
-      const interval& P = T.stack.back();
-      E.stacks->path = P.stacks->path;
-      if (!P.memory) {
-        if (!E.stacks->path.empty()) E.stacks->path += '\x1f';
-        E.stacks->path += rows_[P.row].key;
+      for (auto it = T.stack.rbegin(); it != T.stack.rend(); ++it) {
+        const interval& P = *it;
+        if (!(P.start <= E.start && E.end <= P.end)) break;  // a finished sibling still pending: no ancestor
+        if (P.python || !P.stacks) continue;
+        E.stacks->path = P.stacks->path;
+        if (!P.memory) {
+          if (!E.stacks->path.empty()) E.stacks->path += '\x1f';
+          E.stacks->path += rows_[P.row].key;
+        }
+        break;
       }
     }
   }
@@ -298,6 +400,60 @@ void aggregator::place(interval E, const trace_event& e) {
 }
 
 proftrace::event_averages aggregator::finish() {
+  // Memory events by time, as prefix sums.
+  std::stable_sort(memory_.begin(), memory_.end(), [](const memory_record& a, const memory_record& b) { return a.ts < b.ts; });
+  for (std::size_t i = 1; i < memory_.size(); ++i)
+    for (int d = 0; d < 2; ++d) add_saturating(memory_[i].bytes[d], memory_[i - 1].bytes[d]);
+  for (const auto& S : seen_) threads_out_of_order_ += S.out_of_order ? 1 : 0;
+  // The buffered events, sorted, merged with the spilled runs.
+  for (auto& r : buffered_)
+    if (seen_[r.thread].evidence == order::by_end && r.tie >= 0) r.tie = -r.tie - 1;
+  std::sort(buffered_.begin(), buffered_.end(), before);
+  if (runs_.empty()) {
+    for (const auto& r : buffered_) replay(r);
+  } else {
+    struct source {
+      std::FILE* file = nullptr;  // null: the in-memory events
+      std::vector<record> chunk;
+      std::size_t at = 0;
+      bool next(const std::vector<record>& memory, std::size_t& memory_at) {
+        if (!file) return memory_at < memory.size();
+        if (at < chunk.size()) return true;
+        chunk.resize(4096);
+        chunk.resize(std::fread(chunk.data(), sizeof(record), chunk.size(), file));
+        at = 0;
+        return !chunk.empty();
+      }
+    };
+    std::vector<source> sources(runs_.size() + 1);
+    for (std::size_t i = 0; i < runs_.size(); ++i) sources[i].file = runs_[i];
+    std::size_t memory_at = 0;
+    const auto head = [&](std::size_t i) -> const record& {
+      return sources[i].file ? sources[i].chunk[sources[i].at] : buffered_[memory_at];
+    };
+    const auto later = [&](std::size_t a, std::size_t b) { return before(head(b), head(a)); };
+    std::vector<std::size_t> heap;
+    for (std::size_t i = 0; i < sources.size(); ++i)
+      if (sources[i].next(buffered_, memory_at)) heap.push_back(i);
+    std::make_heap(heap.begin(), heap.end(), later);
+    while (!heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), later);
+      const std::size_t i = heap.back();
+      heap.pop_back();
+      replay(head(i));
+      if (sources[i].file) ++sources[i].at;
+      else ++memory_at;
+      if (sources[i].next(buffered_, memory_at)) {
+        heap.push_back(i);
+        std::push_heap(heap.begin(), heap.end(), later);
+      }
+    }
+    for (auto* f : runs_) std::fclose(f);
+    runs_.clear();
+  }
+  buffered_.clear();
+  buffered_.shrink_to_fit();
+  replay_state_ = nullptr;
   for (auto& [key, T] : threads_) {
     // A nested interval's parent is the one right below it: it was the top
     // of the stack when the child arrived, and nothing under the child is
@@ -309,9 +465,17 @@ proftrace::event_averages aggregator::finish() {
     T.stack.clear();
   }
   threads_.clear();
-  last_thread_ = nullptr;
   proftrace::event_averages out;
-  out.rows = rows_;
+  // Keys in the order of their first event in time (the longer first among
+  // equal starts), as torch's key_averages() lists them: not the file's order.
+  std::vector<std::size_t> by_time(rows_.size());
+  for (std::size_t i = 0; i < by_time.size(); ++i) by_time[i] = i;
+  std::stable_sort(by_time.begin(), by_time.end(), [&](std::size_t a, std::size_t b) {
+    if (row_first_start_[a] != row_first_start_[b]) return row_first_start_[a] < row_first_start_[b];
+    return row_first_end_[a] > row_first_end_[b];
+  });
+  out.rows.reserve(rows_.size());
+  for (auto i : by_time) out.rows.push_back(rows_[i]);
   out.grouped_by_input_shape = by_shape_;
   return out;
 }
@@ -375,12 +539,15 @@ ranks_summary summarize_ranks(const std::filesystem::path& dir, bool group_by_in
     rank_summary s;
     s.file = file;
     aggregator agg(group_by_input_shape);
+    bool profile_memory = false;
     for (const auto& m : aggregate(file, agg, warnings, false).metadata) {
+      if (m.key == "profile_memory" && m.value == "1") profile_memory = true;
       if (m.key == "distributedInfo.rank" && m.type == json_type::number) s.rank = std::atoi(m.value.c_str());
       if (m.key == "distributedInfo.host" && m.type == json_type::string) s.host = m.value;
       if (m.key == "baseTimeNanoseconds" && m.type == json_type::number) s.base_ns = std::atoll(m.value.c_str());
     }
     s.averages = agg.finish();
+    s.averages.profile_memory = profile_memory || agg.saw_memory();
     s.first_step = agg.first_step();
     s.last_step = agg.last_step();
     s.start_ns = s.base_ns + agg.first_ts_ns();
@@ -543,10 +710,23 @@ std::string numeric_csv(const proftrace::event_averages& averages) {
 }
 
 proftrace::event_averages summarize(const std::filesystem::path& path, bool group_by_input_shape,
-                                    std::vector<std::string>& warnings, bool progress) {
+                                    std::vector<std::string>& warnings, bool progress, trace_info* info) {
   aggregator agg(group_by_input_shape);
-  aggregate(path, agg, warnings, progress);
-  return agg.finish();
+  const read_result r = aggregate(path, agg, warnings, progress);
+  auto out = agg.finish();
+  trace_info t;
+  for (const auto& m : r.metadata) {
+    const bool on = (m.type == json_type::number || m.type == json_type::string) && m.value == "1";
+    if (m.key == "with_flops" && on) t.with_flops = true;
+    if (m.key == "profile_memory" && on) t.profile_memory = true;
+  }
+  t.memory_events = agg.saw_memory();
+  t.profile_memory = t.profile_memory || t.memory_events;
+  t.python_events = agg.saw_python();
+  t.threads_out_of_order = agg.threads_out_of_order();
+  out.profile_memory = t.profile_memory;
+  if (info) *info = t;
+  return out;
 }
 
 proftrace::event_averages summarize_stacks(const std::filesystem::path& path, std::vector<std::string>& warnings,
