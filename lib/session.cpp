@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <boost/json/parse.hpp>
 #include <cerrno>
 #include <cstdio>
@@ -48,15 +49,17 @@ std::uint64_t spool_sequence = 0;
 // This run's part of every spool name: its start time and a random number,
 // so that a new run with the same pid (containers start every run as pid 1)
 // never meets the files a crashed run left behind.
-const std::string& run_token() {
-  static const std::string token = [] {
-    char text[40];
+// A plain array, never destroyed: exit() on another thread runs static
+// destructors while this thread may still be starting a trace.
+const char* run_token() {
+  static const auto token = [] {
+    std::array<char, 40> text{};
     const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
-    std::snprintf(text, sizeof text, "%llx-%08x", static_cast<unsigned long long>(now.count()),
+    std::snprintf(text.data(), text.size(), "%llx-%08x", static_cast<unsigned long long>(now.count()),
                   static_cast<unsigned>(std::random_device{}()));
-    return std::string(text);
+    return text;
   }();
-  return token;
+  return token.data();
 }
 
 // Option keys the trace itself writes: metadata under these names would
