@@ -492,10 +492,7 @@ trace_probe probe_trace(const std::filesystem::path& path) {
     r = read_trace(path, opts);
   } catch (const trace_error& e) {
     // Broken or cut before any traceEvents: nothing says it is a trace.
-    std::string m = e.what();
-    const std::string prefix = path.string() + ": ";
-    if (m.rfind(prefix, 0) == 0) m.erase(0, prefix.size());
-    return not_trace("a JSON object that ends or breaks before any \"traceEvents\": " + m);
+    return not_trace("a JSON object that ends or breaks before any \"traceEvents\": " + e.reason(path));
   }
   p.metadata = std::move(r.metadata);
   for (const auto& m : p.metadata)

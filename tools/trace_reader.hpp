@@ -82,6 +82,13 @@ struct read_result {
 class trace_error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+  // The message without its leading "PATH: ", for a caller that names the file itself.
+  std::string reason(const std::filesystem::path& path) const {
+    std::string m = what();
+    const std::string prefix = path.string() + ": ";
+    if (m.rfind(prefix, 0) == 0) m.erase(0, prefix.size());
+    return m;
+  }
 };
 
 struct read_options {

@@ -775,11 +775,8 @@ std::uint64_t validate(const std::filesystem::path& path, const std::function<vo
   try {
     r = read_trace(path, opts);
   } catch (const trace_error& e) {
-    std::string m = e.what();
-    const std::string prefix = path.string() + ": ";
-    if (m.rfind(prefix, 0) == 0) m.erase(0, prefix.size());
     r.events = seen;
-    report(-1, m);
+    report(-1, e.reason(path));
     if (result) *result = r;
     return n;
   }

@@ -11,6 +11,7 @@
 
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "proftrace/config.hpp"
@@ -58,6 +59,18 @@ F library_function(const shared_library& lib, const char* symbol, std::string& w
 // versioned symbols by macro (cudaGetDeviceProperties_v2 in CUDA 12).
 #define PROFTRACE_DETAIL_LINKED_NAME(fn) PROFTRACE_DETAIL_LINKED_NAME_(fn)
 #define PROFTRACE_DETAIL_LINKED_NAME_(fn) #fn
+
+// Binds `field` to `symbol` in `lib`, checked against the header's
+// declaration (Declared comes from decltype: nothing references the symbol).
+template <class Declared, class Field>
+bool bind_function(Field& field, const shared_library& lib, const char* symbol, std::string& why) {
+  static_assert(std::is_same_v<Declared, Field>, "the table's type differs from the header's declaration");
+  field = library_function<Field>(lib, symbol, why);
+  return field != nullptr;
+}
+// bind_function for the CUDA function `fn`, by its linked name.
+#define PROFTRACE_DETAIL_BIND(field, lib, fn) \
+  ::proftrace::detail::bind_function<decltype(&fn)>(field, lib, PROFTRACE_DETAIL_LINKED_NAME(fn), why)
 
 // Opened once, on first call, thread-safe.
 const shared_library& cupti_library();

@@ -50,15 +50,7 @@ struct cudart_functions {
 };
 cudart_functions cudart;  // written once, by real_runtime_api()'s first call
 
-// Binds `field` to `symbol`, checked against the header's declaration
-// (Declared comes from decltype: nothing here references the symbol).
-template <class Declared, class Field>
-bool bind(Field& field, const char* symbol, std::string& why) {
-  static_assert(std::is_same_v<Declared, Field>, "the table's type differs from the header's declaration");
-  field = library_function<Field>(cudart_library(), symbol, why);
-  return field != nullptr;
-}
-#define PROFTRACE_BIND(fn, field) bind<decltype(&fn)>(cudart.field, PROFTRACE_DETAIL_LINKED_NAME(fn), why)
+#define PROFTRACE_BIND(fn, field) PROFTRACE_DETAIL_BIND(cudart.field, cudart_library(), fn)
 
 runtime_api load_real_runtime_api() {
   static std::string why;  // the reason `unavailable` points at

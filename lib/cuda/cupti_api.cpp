@@ -22,15 +22,7 @@ struct cudart_functions {
 };
 cudart_functions cudart;  // written once, by real_cupti_api()'s first call
 
-// Binds `field` to `symbol`, checked against the header's declaration
-// (Declared comes from decltype: nothing here references the symbol).
-template <class Declared, class Field>
-bool bind(Field& field, const shared_library& lib, const char* symbol, std::string& why) {
-  static_assert(std::is_same_v<Declared, Field>, "the table's type differs from the header's declaration");
-  field = library_function<Field>(lib, symbol, why);
-  return field != nullptr;
-}
-#define PROFTRACE_BIND(field, lib, fn) bind<decltype(&fn)>(field, lib, PROFTRACE_DETAIL_LINKED_NAME(fn), why)
+#define PROFTRACE_BIND PROFTRACE_DETAIL_BIND
 
 int device_count(int* count) { return static_cast<int>(cudart.get_device_count(count)); }
 
