@@ -1239,9 +1239,12 @@ struct flusher::impl {
   // otherwise everything goes to the current window. Memory windows take
   // every ring first and resolve memory events in time order; the others
   // stream each ring's chunks straight through (no copy, no scan).
-  void drain(bool split, std::uint64_t split_ticks) {
+  // `yield`: the periodic drain, which stops between chunks when a program
+  // thread waits for the lock (fork(), step(), stop()): the rest stays in
+  // the rings for the next round, so none of them waits for a whole flush.
+  void drain(bool split, std::uint64_t split_ticks, bool yield = false) {
     if ((current && current->opts.profile_memory) || next_profile_memory) drain_batched(split, split_ticks);
-    else drain_streamed(split, split_ticks);
+    else drain_streamed(split, split_ticks, yield);
     const std::uint64_t unattached = registry::instance().unattached_drops.load(std::memory_order_relaxed);
     if (unattached != unattached_seen) memory_lost = true;
     if (current) current->losses.unattached += unattached - unattached_seen;
@@ -1268,13 +1271,16 @@ struct flusher::impl {
     }
   }
 
-  void drain_streamed(bool split, std::uint64_t split_ticks) {
+  bool caller_waits() const noexcept { return callers_waiting.load(std::memory_order_acquire) > 0; }
+
+  void drain_streamed(bool split, std::uint64_t split_ticks, bool yield) {
     for (thread_record* rec : registry::instance().snapshot()) {
+      if (yield && caller_waits()) return;
       thread_state& ts = state_of(rec);
       ts.exited = rec->exited.load(std::memory_order_acquire);
       ring& r = *rec->events;
       bool parking = false;
-      for (std::size_t round = 0; round <= r.capacity() / chunk.size() + 1; ++round) {
+      for (std::size_t round = 0; round <= r.capacity() / chunk.size() + 1 && !(yield && caller_waits()); ++round) {
         std::size_t first = 0;
         const std::size_t n = r.consume(chunk.data(), chunk.size(), &first);
         const event* ev = chunk.data() + first;
@@ -1346,8 +1352,8 @@ struct flusher::impl {
       }
       cv.wait_for(lock, period, [&] { return quit || wake_requested.load(std::memory_order_relaxed); });
       wake_requested.store(false, std::memory_order_relaxed);
-      drain(false, 0);
-      if (current) current->commit();
+      drain(false, 0, /*yield=*/true);
+      if (current && !caller_waits()) current->commit();  // or at the next round: the caller goes first
       if (std::string w = take_warning(); !w.empty()) {
         lock.unlock();
         warn(w);

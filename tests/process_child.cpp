@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -94,6 +95,35 @@ int exit_in_handler() {
   p.start();
   record_work(work_scopes);
   p.stop();
+  return 0;
+}
+
+// fork() while another thread records as fast as it can (the flusher always
+// busy): prints the median and the longest time fork() took.
+int fork_latency() {
+  proftrace::profile p({.ring_events = 1u << 20, .flush_period = std::chrono::milliseconds(20)});
+  p.start();
+  std::atomic<bool> done{false};
+  std::thread producer([&] {
+    while (!done.load(std::memory_order_relaxed)) {
+      PROF_SCOPE("busy");
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::vector<double> ms;
+  for (int i = 0; i < 15; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const pid_t pid = ::fork();
+    if (pid == 0) ::_exit(0);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    ::waitpid(pid, nullptr, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(13));
+  }
+  done = true;
+  producer.join();
+  p.stop();
+  std::sort(ms.begin(), ms.end());
+  std::printf("fork ms median %.2f max %.2f\n", ms[ms.size() / 2], ms.back());
   return 0;
 }
 
@@ -223,6 +253,7 @@ int main(int argc, char** argv) {
   if (mode == "leaked-session") return leaked_session(out);
   if (mode == "exit-while-stepping") return exit_while_stepping(out);
   if (mode == "exit-in-handler") return exit_in_handler();
+  if (mode == "fork-latency") return fork_latency();
   if (mode == "static-session") return static_session_without_handler();
   if (mode == "signal") return on_signal(out, false);
   if (mode == "signal-with-program-handler") return on_signal(out, true);
