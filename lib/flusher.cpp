@@ -1565,6 +1565,22 @@ void flusher::child_after_fork() noexcept {
   registry::instance().keep_only_this_thread_after_fork();
   registry::instance().unlock_after_fork();
   s.mutex.unlock();
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer still lists the parent's threads here; glibc would give
+  // the child's first new threads their cached stacks, hence their pthread_t
+  // ids, which TSan takes for duplicates ("dup thread with used id"). Stacks
+  // a little larger than any cached one are fresh mappings with new ids, so
+  // a fresh_session child runs under TSan (with die_after_fork=0).
+  pthread_attr_t attr;
+  std::size_t stack = 0;
+  if (::pthread_getattr_default_np(&attr) == 0) {
+    ::pthread_attr_getstacksize(&attr, &stack);
+    if (stack == 0) stack = std::size_t{8} << 20;
+    ::pthread_attr_setstacksize(&attr, stack + (std::size_t{1} << 20));
+    ::pthread_setattr_default_np(&attr);
+    ::pthread_attr_destroy(&attr);
+  }
+#endif
 }
 
 void wake_flusher() noexcept { flusher::instance().wake(); }
