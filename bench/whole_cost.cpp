@@ -94,35 +94,57 @@ void clock_pairs(std::int64_t n) {
   }
 }
 
-void report(benchmark::State& state, double cpu, double wall, std::int64_t producer_ns, std::int64_t scopes) {
-  state.counters["cpu_per_scope"] = cpu / static_cast<double>(scopes);
-  state.counters["producer_cpu_per_scope"] = static_cast<double>(producer_ns) * 1e-9 / static_cast<double>(scopes);
-  state.counters["wall_per_scope"] = wall / static_cast<double>(scopes);
-  state.counters["scopes"] = static_cast<double>(scopes);
-}
+// A run's measured intervals: the whole process's CPU time and the wall
+// time of each, the producers' own CPU time, the scopes recorded.
+struct totals {
+  double cpu = 0, wall = 0;
+  std::int64_t scopes = 0;
+  std::atomic<std::int64_t> producer_ns{0};
+
+  // One measured interval, from construction to end().
+  class interval {
+   public:
+    explicit interval(totals& into) : into_(into), c0_(process_cpu_seconds()), t0_(std::chrono::steady_clock::now()) {}
+    void end(benchmark::State& state, std::int64_t scopes) {
+      const auto t1 = std::chrono::steady_clock::now();
+      const double c1 = process_cpu_seconds();
+      const double seconds = std::chrono::duration<double>(t1 - t0_).count();
+      state.SetIterationTime(seconds);
+      into_.cpu += c1 - c0_;
+      into_.wall += seconds;
+      into_.scopes += scopes;
+    }
+
+   private:
+    totals& into_;
+    double c0_;
+    std::chrono::steady_clock::time_point t0_;
+  };
+
+  void report(benchmark::State& state) const {
+    const auto n = static_cast<double>(scopes);
+    state.counters["cpu_per_scope"] = cpu / n;
+    state.counters["producer_cpu_per_scope"] = static_cast<double>(producer_ns.load()) * 1e-9 / n;
+    state.counters["wall_per_scope"] = wall / n;
+    state.counters["scopes"] = n;
+  }
+};
 
 void BM_whole_cost(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   const auto dir = scratch_dir();
-  double cpu = 0, wall = 0;
-  std::int64_t scopes = 0, lost = 0, seen = 0;
-  std::atomic<std::int64_t> producer_ns{0};
+  totals run;
+  std::int64_t lost = 0, seen = 0;
   for (auto _ : state) {
-    const double c0 = process_cpu_seconds();
-    const auto t0 = std::chrono::steady_clock::now();
+    totals::interval measured(run);
     {
       proftrace::profile p({.overflow = proftrace::overflow_policy::block, .spool_dir = dir});
       p.start();
       std::vector<std::thread> workers;
-      for (int t = 0; t < threads; ++t) workers.push_back(timed_thread(record_scopes, kScopes, producer_ns));
+      for (int t = 0; t < threads; ++t) workers.push_back(timed_thread(record_scopes, kScopes, run.producer_ns));
       for (auto& w : workers) w.join();
       p.stop();  // the trace is finished: every event drained and written
-      const auto t1 = std::chrono::steady_clock::now();
-      const double c1 = process_cpu_seconds();
-      state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
-      cpu += c1 - c0;
-      wall += std::chrono::duration<double>(t1 - t0).count();
-      scopes += threads * kScopes;
+      measured.end(state, threads * kScopes);
       // Checked after the measurement: the report is not part of the cost.
       const auto avg = p.key_averages();
       lost += static_cast<std::int64_t>(avg.losses.total());
@@ -132,9 +154,9 @@ void BM_whole_cost(benchmark::State& state) {
   }
   std::filesystem::remove_all(dir);
   if (lost != 0) state.SkipWithError(("the block policy lost " + std::to_string(lost) + " events").c_str());
-  else if (seen != scopes)
-    state.SkipWithError(("\"x\" counted " + std::to_string(seen) + " scopes, expected " + std::to_string(scopes)).c_str());
-  report(state, cpu, wall, producer_ns.load(), scopes);
+  else if (seen != run.scopes)
+    state.SkipWithError(("\"x\" counted " + std::to_string(seen) + " scopes, expected " + std::to_string(run.scopes)).c_str());
+  run.report(state);
   state.counters["lost"] = static_cast<double>(lost);
   state.SetLabel(std::to_string(threads) + " thread" + (threads > 1 ? "s" : "") + ", recorded");
 }
@@ -142,24 +164,16 @@ void BM_whole_cost(benchmark::State& state) {
 void BM_whole_cost_baseline(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   const bool steady = state.range(1) != 0;
-  double cpu = 0, wall = 0;
-  std::int64_t scopes = 0;
-  std::atomic<std::int64_t> producer_ns{0};
+  totals run;
   for (auto _ : state) {
-    const double c0 = process_cpu_seconds();
-    const auto t0 = std::chrono::steady_clock::now();
+    totals::interval measured(run);
     std::vector<std::thread> workers;
     for (int t = 0; t < threads; ++t)
-      workers.push_back(timed_thread(steady ? clock_pairs : rdtsc_pairs, kScopes, producer_ns));
+      workers.push_back(timed_thread(steady ? clock_pairs : rdtsc_pairs, kScopes, run.producer_ns));
     for (auto& w : workers) w.join();
-    const auto t1 = std::chrono::steady_clock::now();
-    const double c1 = process_cpu_seconds();
-    state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
-    cpu += c1 - c0;
-    wall += std::chrono::duration<double>(t1 - t0).count();
-    scopes += threads * kScopes;
+    measured.end(state, threads * kScopes);
   }
-  report(state, cpu, wall, producer_ns.load(), scopes);
+  run.report(state);
   state.SetLabel(std::to_string(threads) + " thread" + (threads > 1 ? "s" : "") +
                  (steady ? ", steady_clock pair" : ", rdtsc pair"));
 }
