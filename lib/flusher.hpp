@@ -1,6 +1,7 @@
-// Internal: the background thread that drains every ring, pairs begin/end
-// into complete events, writes them to the open trace window and keeps the
-// aggregates of the summary table.
+// Internal: the background thread that drains every ring into pairing
+// (lib/pairing/), whose finished records go to the open trace window
+// (lib/trace_window.hpp: the aggregator and the writer of the spool's
+// format), and switches windows at schedule boundaries.
 #pragma once
 
 #include <chrono>
@@ -17,6 +18,7 @@
 #include "cuda/cuda_collection.hpp"
 #include "memory_timeline.hpp"
 #include "trace_file.hpp"
+#include "writers/trace_head.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
@@ -24,6 +26,7 @@ namespace detail {
 
 struct window_options {
   std::filesystem::path path;  // the streaming (spool) file
+  trace_format format = trace_format::json;  // the spool's format
   // Raw JSON members written before "traceEvents", in order.
   std::vector<std::pair<std::string, std::string>> head_metadata;
   bool record_shapes = false;
@@ -39,6 +42,7 @@ struct window_options {
 // A closed trace window: its file, its aggregates and what it lost.
 struct finished_trace {
   std::filesystem::path path;
+  trace_format format = trace_format::json;  // the spool's
   std::shared_ptr<trace_file> spool;  // still open: exports read through it
   std::vector<event_average> averages;  // keyed by (name, input shapes)
   loss_counts losses;
@@ -59,8 +63,10 @@ struct finished_trace {
   std::vector<function_event> events;  // only with retain_events
   std::vector<memory_record> memory;   // every allocation, free and reserve report, with running totals
 
-  // The JSON that closes the file: late metadata, proftrace's counters and traceName.
+  // What closes the spool's format: late metadata, proftrace's counters and traceName.
   std::string tail(const std::string& trace_name) const;
+  // proftrace's counters as the trace reports them, in order.
+  std::vector<std::pair<const char*, std::uint64_t>> counter_list() const;
 };
 
 class flusher {

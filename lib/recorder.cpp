@@ -1,5 +1,6 @@
 #include "proftrace/detail/recorder.hpp"
 
+#include "record_layout.hpp"
 #include "registry.hpp"
 
 namespace proftrace {
@@ -33,12 +34,7 @@ std::uint64_t record_begin_with_shapes(const site* s, shape_list shapes, std::ui
   // (word 3 holds the slot's kind). Shapes that do not fit are cut off.
   std::uint64_t words[max_shape_words] = {};
   std::uint32_t used = 0;
-  const auto put = [&](std::int64_t v) {
-    if (used % words_per_event == 3) ++used;
-    if (used >= max_shape_words) return false;
-    words[used++] = static_cast<std::uint64_t>(v);
-    return true;
-  };
+  const auto put = [&](std::int64_t v) { return put_data_word(words, max_shape_words, used, v); };
   std::int64_t count = 0;
   put(0);  // count, patched below
   for (const auto& shape : shapes) {
@@ -52,14 +48,14 @@ std::uint64_t record_begin_with_shapes(const site* s, shape_list shapes, std::ui
     ++count;
   }
   words[0] = static_cast<std::uint64_t>(count);
-  const std::uint32_t slots = (used + words_per_event - 1) / words_per_event;
-  return r->push_record(r->now(), reinterpret_cast<std::uintptr_t>(s), correlation, event_kind::shapes, words, slots);
+  return r->push_record(r->now(), reinterpret_cast<std::uintptr_t>(s), correlation, event_kind::shapes, words,
+                        slots_for_words(used));
 }
 
 std::uint64_t record_comm_begin(const site* s, std::int64_t bytes, int peer, std::uint64_t correlation) noexcept {
   if (ring* r = thread_ring()) {
-    const std::uint64_t words[words_per_event] = {static_cast<std::uint64_t>(bytes < 0 ? 0 : bytes),
-                                                  static_cast<std::uint64_t>(peer < 0 ? 0 : peer + 1)};
+    std::uint64_t words[words_per_event] = {};
+    encode_comm(words, bytes, peer);
     return r->push_record(r->now(), reinterpret_cast<std::uintptr_t>(s), correlation, event_kind::comm, words, 1);
   }
   return no_begin;

@@ -231,21 +231,24 @@ std::string commit_trailer(std::uint64_t events_end) {
 
 }  // namespace
 
-trace_file::trace_file(std::filesystem::path path, std::string_view head, std::string_view tail)
-    : path_(std::move(path)) {
+trace_file::trace_file(std::filesystem::path path, std::string_view head, std::string_view tail, bool closes_with_tail)
+    : path_(std::move(path)), closes_with_tail_(closes_with_tail) {
   const file_size_signal_shield shield;
   // O_EXCL: never truncate another run's spool (a crashed run's is all that is left of it).
   fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::runtime_error(describe(path_, "write trace", errno));
-  std::string closing(tail);
-  closing += commit_trailer(head.size());
+  std::string closing;
+  if (closes_with_tail_) {
+    closing = tail;
+    closing += commit_trailer(head.size());
+  }
   if (!write_at(0, head) || !write_at(head.size(), closing)) {
     const std::string message = error_;
     close();
     throw std::runtime_error(message);
   }
   events_end_ = head.size();
-  tail_ = tail;
+  if (closes_with_tail_) tail_ = tail;
   closing_size_ = closing.size();
 }
 
@@ -280,7 +283,12 @@ bool trace_file::commit(std::string_view events, std::string_view tail) noexcept
   const file_size_signal_shield shield;
   // Nothing new: leave the file alone, so an idle program's spool is never
   // caught mid-write by a kill.
-  if (events.empty() && tail == tail_) return true;
+  if (events.empty() && (tail == tail_ || !closes_with_tail_)) return true;
+  if (!closes_with_tail_) {
+    if (!write_at(events_end_, events)) return false;
+    events_end_ += events.size();
+    return true;
+  }
   const std::uint64_t old_end = events_end_ + closing_size_;
   if (!write_at(events_end_, events)) return false;
   events_end_ += events.size();

@@ -26,7 +26,9 @@ class trace_file {
  public:
   // Creates `path`, which must not exist yet, and writes `head` followed by
   // `tail`. Throws std::runtime_error naming the path and the reason.
-  trace_file(std::filesystem::path path, std::string_view head, std::string_view tail);
+  // `closes_with_tail` false: a format whose events are only ever appended
+  // (Perfetto's packets): no tail or trailer is written; commits append.
+  trace_file(std::filesystem::path path, std::string_view head, std::string_view tail, bool closes_with_tail = true);
   ~trace_file();
   trace_file(const trace_file&) = delete;
   trace_file& operator=(const trace_file&) = delete;
@@ -59,6 +61,7 @@ class trace_file {
   std::string tail_;  // as last written
   std::uint64_t closing_size_ = 0;  // the tail and its trailer, as last written (see trace_file.cpp)
   std::string error_;
+  bool closes_with_tail_ = true;
 };
 
 // Writes `text` to `dest`, compressed by suffix, whole or not at all, as

@@ -1,0 +1,184 @@
+#include "aggregation/aggregator.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "json_text.hpp"
+#include "proftrace/detail/recorder.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+
+const char* aggregator::row_name(const site& where) noexcept {
+  // A thread's own step span is its own key ("thread step"), so that the
+  // table counts ProfilerStep* once per step, as torch's.
+  return where.cat == category::step && &where != &thread_step_site ? "ProfilerStep*" : where.name;
+}
+
+event_average& aggregator::keyed_row(std::string key, const char* name) {
+  auto [it, fresh] = by_key_.try_emplace(std::move(key), rows_.size());
+  if (fresh) {
+    rows_.emplace_back();
+    rows_.back().key = name;
+  }
+  return rows_[it->second];
+}
+
+// One row per (name, input shapes), and per enclosing stack with with_stack.
+event_average& aggregator::row_for(const thread_state& ts, const open_scope& s) {
+  const std::size_t depth = ts.stack.size();
+  const bool is_step = s.where->cat == category::step;
+  const char* name = row_name(*s.where);
+  std::vector<std::string> frames;
+  if (opts_.with_stack)
+    for (std::size_t i = depth; i-- > 0;) frames.push_back(frame_of(*ts.stack[i].where));
+  if ((s.shapes.empty() || is_step) && frames.empty()) {
+    auto [it, fresh] = by_site_.try_emplace(s.where, rows_.size());
+    if (fresh) {
+      rows_.emplace_back();
+      rows_.back().key = name;
+      rows_.back().top_level = depth == 0;
+    }
+    return rows_[it->second];
+  }
+  std::string key = name;
+  key += '\x1f';
+  key += s.shapes;
+  for (auto& f : frames) {
+    key += '\n';
+    key += f;
+  }
+  const std::size_t before = rows_.size();
+  event_average& row = keyed_row(std::move(key), name);
+  if (rows_.size() != before) {
+    row.input_shapes = is_step ? std::string() : s.shapes;
+    row.stack = std::move(frames);
+    row.top_level = depth == 0;
+  }
+  return row;
+}
+
+void aggregator::add_scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns) {
+  const std::int64_t dur = end_ns > s.begin_ns ? end_ns - s.begin_ns : 0;
+  const std::int64_t self = dur > s.child_ns ? dur - s.child_ns : 0;
+  event_average& row = row_for(ts, s);
+  if (opts_.cuda)
+    launchers_[s.external_id] = {static_cast<std::size_t>(&row - rows_.data()),
+                                 ts.stack.empty() ? 0 : ts.stack.back().external_id, s.where};
+  row.count += 1;
+  row.cpu_time_total_ns += dur;
+  row.self_cpu_time_total_ns += self;
+  row.flops += s.flops;
+  row.cpu_memory_usage += s.mem_self[0] + s.mem_child[0];
+  row.self_cpu_memory_usage += s.mem_self[0];
+  row.cuda_memory_usage += s.mem_self[1] + s.mem_child[1];
+  row.self_cuda_memory_usage += s.mem_self[1];
+  if (opts_.retain_events) retain(ts, s, end_ns, self);
+}
+
+void aggregator::retain(const thread_state& ts, const open_scope& s, std::int64_t end_ns, std::int64_t self) {
+  const site& where = *s.where;
+  const std::size_t depth = ts.stack.size();
+  function_event& e = retained_.emplace_back();
+  e.name = where.cat == category::step && &where != &thread_step_site ? "ProfilerStep#" + std::to_string(s.payload)
+                                                                      : std::string(where.name);
+  e.input_shapes = s.shapes;
+  e.thread = ts.tid;
+  e.start_unix_ns = s.begin_ns;
+  e.duration_ns = end_ns > s.begin_ns ? end_ns - s.begin_ns : 0;
+  e.self_duration_ns = self;
+  e.external_id = s.external_id;
+  e.depth = static_cast<int>(depth);
+  e.parent_external_id = depth > 0 ? ts.stack[depth - 1].external_id : 0;
+  e.category = category_name(where);
+  e.flops = s.flops;
+  e.bytes = s.comm_bytes;
+  e.end_thread = ts.tid;
+}
+
+// An async range counts in its row's CPU total only.
+void aggregator::add_async(const open_async& a, std::int64_t end_ns, std::int64_t end_tid) {
+  const std::int64_t dur = end_ns > a.begin_ns ? end_ns - a.begin_ns : 0;
+  std::string key = "\x1e";
+  key += a.where->name;
+  event_average& row = keyed_row(std::move(key), a.where->name);
+  row.top_level = true;
+  row.count += 1;
+  row.cpu_time_total_ns += dur;
+  if (!opts_.retain_events) return;
+  function_event& e = retained_.emplace_back();
+  e.name = a.where->name;
+  e.thread = a.tid;
+  e.start_unix_ns = a.begin_ns;
+  e.duration_ns = dur;
+  e.external_id = a.external_id;
+  e.category = "async";
+  e.is_async = true;
+  e.end_thread = end_tid;
+}
+
+// An allocation or free with no scope open is torch's top-level "[memory]" row.
+void aggregator::add_memory(const memory_event& m, bool scoped) {
+  memory_.push_back(record_of(m.ns, *m.resolved, m.device, m.kind));
+  if (m.kind == event_kind::reserved || scoped) return;
+  event_average& r = keyed_row("[memory]", "[memory]");
+  r.top_level = true;
+  r.count += 1;
+  (m.device < 0 ? r.cpu_memory_usage : r.cuda_memory_usage) += m.resolved->bytes;
+  (m.device < 0 ? r.self_cpu_memory_usage : r.self_cuda_memory_usage) += m.resolved->bytes;
+}
+
+// Calls fn(id, launcher, self) for the scope `external_id` names, then for
+// each scope around it: self is true for the first only.
+template <class Fn>
+void aggregator::for_each_launcher(std::uint64_t external_id, Fn&& fn) const {
+  if (!is_cuda_external_id(external_id)) return;
+  bool self = true;
+  for (auto it = launchers_.find(external_id); it != launchers_.end(); it = launchers_.find(it->second.parent)) {
+    fn(it->first, it->second, self);
+    self = false;
+  }
+}
+
+std::vector<gpu_span> aggregator::add_gpu(const std::vector<gpu_activity>& activities) {
+  std::map<std::tuple<std::uint64_t, std::uint32_t, std::uint32_t>, gpu_span> spans;  // (scope, device, stream)
+  for (const gpu_activity& a : activities) {
+    const bool device_op = a.kind == gpu_activity_kind::kernel || a.kind == gpu_activity_kind::memcpy ||
+                           a.kind == gpu_activity_kind::memset;
+    if (!device_op) continue;
+    const std::int64_t dur = a.end_ns > a.start_ns ? a.end_ns - a.start_ns : 0;
+    for_each_launcher(a.external_id, [&](std::uint64_t id, const launcher& l, bool self) {
+      event_average& row = rows_[l.row];
+      row.cuda_time_total_ns += dur;
+      if (self) row.self_cuda_time_total_ns += dur;
+      if (l.where->cat != category::user_annotation) return;
+      auto [it, fresh] = spans.try_emplace({id, a.device, a.stream}, gpu_span{l.where, id, a.device, a.stream, a.start_ns, a.end_ns});
+      if (!fresh) {
+        it->second.begin_ns = std::min(it->second.begin_ns, a.start_ns);
+        it->second.end_ns = std::max(it->second.end_ns, a.end_ns);
+      }
+    });
+  }
+  std::vector<gpu_span> out;
+  for (const auto& [key, s] : spans) out.push_back(s);
+  return out;
+}
+
+void aggregator::add_gpu_memory(const gpu_activity& a, const memory_event& m) {
+  bool scoped = false;
+  const std::int64_t bytes = m.resolved->bytes;
+  for_each_launcher(a.external_id, [&](std::uint64_t, const launcher& l, bool self) {
+    event_average& row = rows_[l.row];
+    (m.device < 0 ? row.cpu_memory_usage : row.cuda_memory_usage) += bytes;
+    if (self) (m.device < 0 ? row.self_cpu_memory_usage : row.self_cuda_memory_usage) += bytes;
+    scoped = true;
+  });
+  add_memory(m, scoped);
+}
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

@@ -1,0 +1,472 @@
+// Internal: pairing — ring records into finished, time-resolved scopes.
+//
+// The flusher hands each thread's records, in ring order, to process(); what
+// is finished goes to the Sink (the open trace window, or a test's
+// recorder) as typed calls, with no text formatting:
+//
+//   sink.thread_seen(ts)                      first record of a thread in this window
+//   sink.scope(ts, scope, end_ns)             a scope closed; its enclosing scopes are ts.stack
+//   sink.async(range, id, end_ns, end_tid)    an async range (or a scope that ended on another thread)
+//   sink.memory(ts, memory_event, scoped)     an allocation, free or reserve report
+//   sink.instant(ts, site, ns), sink.counter(ts, site, ns, value)
+//
+// and reads sink.to_ns(ticks), sink.start_ticks, sink.id, sink.record_shapes(),
+// sink.next_external_id, sink.losses (loss_counts), sink.counts (pairing_counts).
+//
+// An end names its begin by index, so pairing is exact: a lost event never
+// makes a later end close an earlier instance. Gap records say where events
+// were lost; a scope open across a gap may have lost its end there. When
+// something shows that such a scope is over (an end of a scope around it,
+// or the trace closing), it is written up to the last event seen before the
+// gap, with `truncated`. A scope open with no gap whose end does not come on
+// its thread ended on another one: it becomes an async range, closed by the
+// end that thread recorded.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "pairing/memory_resolver.hpp"
+#include "pairing/scope_stack.hpp"
+#include "proftrace/async_range.hpp"
+#include "proftrace/detail/recorder.hpp"
+#include "record_layout.hpp"
+#include "registry.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+inline std::size_t record_length(const event& e) noexcept {
+  return static_cast<event_kind>(e.kind) == event_kind::extension ? 1 : 1 + e.extra;
+}
+
+template <class Sink>
+class pairing {
+ public:
+  explicit pairing(memory_resolver& memory) : memory_(memory) {}
+
+  // profile::step()'s annotations are dropped: PROF_STEP annotates steps.
+  bool discard_api_steps = false;
+
+  // Threads by their ring's uid (an end recorded elsewhere names it).
+  void attach(thread_state& ts) { by_uid_[ts.uid] = &ts; }
+  void detach(const thread_state& ts) { by_uid_.erase(ts.uid); }
+
+  // Inlined into the drain loops: left to itself GCC keeps it out of line
+  // and then stops inlining the scope stack's operations into it (callgrind:
+  // 0.5 more units per drained scope of bench/README's measure).
+  PROFTRACE_ALWAYS_INLINE void process(thread_state& ts, const event* e, Sink* w) {
+    const auto kind = static_cast<event_kind>(e->kind);
+    if (PROFTRACE_UNLIKELY(kind == event_kind::gap)) {
+      on_gap(ts, *e);
+      return;
+    }
+    const std::uint64_t index = ts.next_index;
+    ts.next_index += record_length(*e);
+    ts.last_ticks = e->ticks;
+    if (kind == event_kind::extension) return;  // its head was lost
+    if (is_memory(kind)) {
+      on_memory(ts, *e, w);
+      return;
+    }
+    if (w == nullptr) return;  // recorded outside any window
+    if (e->ticks < w->start_ticks) {
+      ++w->losses.late;
+      return;
+    }
+    if (ts.window_seen != w->id) w->thread_seen(ts);
+    const site* where = reinterpret_cast<const site*>(e->where);
+    const std::int64_t ns = w->to_ns(e->ticks);
+    switch (kind) {
+      case event_kind::begin:
+      case event_kind::shapes:
+      case event_kind::comm: begin_scope(ts, *e, where, ns, index, w); break;
+      case event_kind::end: end_scope(ts, *e, where, ns, w); break;
+      case event_kind::complete: complete_scope(ts, *e, where, ns, index, w); break;
+      case event_kind::async_begin: async_begin(ts, *e, where, ns, w); break;
+      case event_kind::async_end: async_end(ts, *e, ns, w); break;
+      case event_kind::flops: add_flops(ts, *e, w); break;
+      case event_kind::instant:
+        ++w->counts.instant_events;
+        w->instant(ts, *where, ns);
+        break;
+      case event_kind::counter: {
+        ++w->counts.counter_events;
+        double v;
+        std::memcpy(&v, &e->payload, sizeof v);
+        w->counter(ts, *where, ns, v);
+        break;
+      }
+      default: break;
+    }
+  }
+
+  // Drops after the last record taken have no gap record yet (it comes
+  // with the next record, if any): when a decision cannot wait for it (the
+  // thread exited, the trace closes), they freeze what is open.
+  void freeze_if_unmarked_drops(thread_state& ts, std::uint64_t ring_dropped) {
+    if (ring_dropped > ts.marked_drops) freeze(ts);
+  }
+
+  // The thread is gone: what is still open will not end on it (a coroutine
+  // it began, resumed elsewhere), or lost its end.
+  void give_up_all(thread_state& ts, Sink* w) {
+    while (!ts.stack.empty()) give_up_top(ts, w);
+    detach(ts);
+  }
+
+  // A window switch at `old_at` (old's ns) / `next_at` (next's): every open
+  // scope closes in `old`, outermost last so that children's time reaches
+  // their parents, and is carried into `next` (a scope frozen by a gap
+  // closes truncated and is not carried: its end was most likely lost).
+  void clip_and_carry(thread_state& ts, Sink* old, std::int64_t old_at, Sink* next, std::int64_t next_at) {
+    std::vector<open_scope> carried = ts.stack;
+    if (old) {
+      while (!ts.stack.empty()) {
+        if (ts.stack.back().frozen) close_truncated_top(ts, old);
+        else close_top(ts, old, old_at, false);
+      }
+    }
+    ts.stack.clear();
+    ts.frozen = 0;
+    if (!next) return;
+    for (auto& c : carried) {
+      const bool api_step = c.where == &api_step_site;
+      if ((api_step && discard_api_steps) || c.frozen) continue;
+      c.begin_ns = next_at;
+      c.child_ns = 0;
+      c.late_child_ns = 0;
+      c.announced = false;
+      for (int i = 0; i < 2; ++i) c.late_mem_child[i] = 0;
+      if (!is_cuda_external_id(c.external_id)) c.external_id = next->next_external_id++;
+      ts.stack.push_back(std::move(c));
+    }
+  }
+
+  // Async ranges still open are clipped and carried like scopes; an end
+  // whose begin never came lost it.
+  void clip_and_carry_asyncs(Sink* old, std::int64_t old_at, Sink* next, std::int64_t next_at) {
+    for (auto& [id, a] : open_asyncs_) {
+      if (old) old->async(a, id, old_at, a.tid);
+      if (next) {
+        a.begin_ns = next_at;
+        a.external_id = next->next_external_id++;
+      }
+    }
+    if (!next) {
+      open_asyncs_.clear();
+      moved_async_ids_.clear();
+    }
+    if (old) old->losses.unpaired += early_async_ends_.size() + early_moved_ends_.size();
+    early_async_ends_.clear();
+    early_moved_ends_.clear();
+  }
+
+  void forget() {
+    by_uid_.clear();
+    moved_async_ids_.clear();
+    early_moved_ends_.clear();
+  }
+
+ private:
+  void begin_scope(thread_state& ts, const event& e, const site* where, std::int64_t ns, std::uint64_t index, Sink* w) {
+    open_scope s;
+    s.where = where;
+    s.begin_ns = ns;
+    s.payload = e.payload;
+    const std::uint64_t pushed = pushed_external_id(e, where->cat == category::step);
+    s.external_id = is_cuda_external_id(pushed) ? pushed : w->next_external_id++;
+    const auto kind = static_cast<event_kind>(e.kind);
+    if (kind == event_kind::shapes && w->record_shapes()) s.shapes = decode_shapes_json(e);
+    if (kind == event_kind::comm) {
+      const comm_args c = decode_comm(e);
+      s.comm_bytes = c.bytes;
+      s.comm_peer = c.peer;
+    }
+    s.index = index;
+    if (PROFTRACE_UNLIKELY(!early_moved_ends_.empty()) && begin_of_moved_scope(ts, s, w)) return;
+    ts.stack.push_back(std::move(s));
+  }
+
+  // A finished span recorded at once (a producer's wait for ring room): a
+  // child of the innermost open scope.
+  void complete_scope(thread_state& ts, const event& e, const site* where, std::int64_t ns, std::uint64_t index,
+                      Sink* w) {
+    open_scope s;
+    s.where = where;
+    s.begin_ns = std::min(ns, w->to_ns(std::max<std::uint64_t>(e.payload, w->start_ticks)));
+    s.external_id = w->next_external_id++;
+    s.index = index;
+    ts.stack.push_back(std::move(s));
+    close_top(ts, w, ns, false);
+  }
+
+  void async_begin(thread_state& ts, const event& e, const site* where, std::int64_t ns, Sink* w) {
+    const open_async a{where, ns, ts.tid, w->next_external_id++};
+    if (const auto early = early_async_ends_.find(e.payload); early != early_async_ends_.end()) {
+      w->async(a, e.payload, early->second.end_ns, early->second.tid);
+      early_async_ends_.erase(early);
+    } else {
+      open_asyncs_[e.payload] = a;
+    }
+  }
+
+  void async_end(thread_state& ts, const event& e, std::int64_t ns, Sink* w) {
+    const auto found = open_asyncs_.find(e.payload);
+    if (found == open_asyncs_.end()) {
+      early_async_ends_[e.payload] = {ns, ts.tid};
+      return;
+    }
+    w->async(found->second, e.payload, ns, ts.tid);
+    open_asyncs_.erase(found);
+  }
+
+  void add_flops(thread_state& ts, const event& e, Sink* w) {
+    if (e.where != 0) ++w->counts.invalid_flop_estimates;
+    else if (ts.stack.empty()) ++w->counts.unscoped_flop_estimates;
+    else ts.stack.back().flops += static_cast<std::int64_t>(e.payload);
+  }
+
+  // An allocation, free or reserve report: resolved (in time order when the
+  // drain noted it), attributed to the innermost open scope.
+  void on_memory(thread_state& ts, const event& e, Sink* w) {
+    resolved_memory m;
+    if (ts.resolved.empty()) {
+      memory_.resolve(e, m);  // a streamed drain (no memory window): in this thread's order
+    } else {
+      m = ts.resolved.front();
+      ts.resolved.pop_front();
+    }
+    if (w == nullptr) return;
+    if (e.ticks < w->start_ticks) {
+      ++w->losses.late;
+      return;
+    }
+    const auto kind = static_cast<event_kind>(e.kind);
+    if (kind == event_kind::free && !m.known) {
+      // After a loss, its allocation was most likely lost (and counted):
+      // this free is counted once more as a lost pair, not as a user's error.
+      if (memory_.lost) ++w->losses.unpaired;
+      else ++w->counts.unknown_frees;
+      return;
+    }
+    const int device = payload_device(e.payload);
+    if (kind != event_kind::reserved) {
+      if (ts.window_seen != w->id) w->thread_seen(ts);
+      if (!ts.stack.empty()) ts.stack.back().mem_self[device < 0 ? 0 : 1] += m.bytes;
+    }
+    w->memory(ts, memory_event{ts.tid, w->to_ns(e.ticks), device, e.where, kind, &m}, !ts.stack.empty());
+  }
+
+  // A gap: every scope open now is frozen at the last event seen before it.
+  void on_gap(thread_state& ts, const event& e) {
+    if (e.payload != 0) {
+      ts.next_index = e.payload;  // handed out by consume(): the survivors start there
+    } else {
+      ts.next_index += 1;  // written by the producer: it took a slot
+      ts.marked_drops += e.where;
+    }
+    freeze(ts);
+  }
+
+  void freeze(thread_state& ts) {
+    for (std::size_t i = ts.frozen; i < ts.stack.size(); ++i) {
+      open_scope& s = ts.stack[i];
+      if (s.frozen) continue;
+      s.frozen = true;
+      s.frozen_ticks = ts.last_ticks;
+    }
+    ts.frozen = ts.stack.size();
+    memory_.lost = true;
+  }
+
+  void pop(thread_state& ts) {
+    ts.stack.pop_back();
+    if (ts.frozen > ts.stack.size()) ts.frozen = ts.stack.size();
+  }
+
+  void end_scope(thread_state& ts, const event& e, const site* where, std::int64_t ns, Sink* w) {
+    const std::uint64_t begin = e.payload;
+    if (!names_a_begin(begin)) {
+      if (begin == no_begin) ++w->losses.unpaired;  // its begin was dropped (and counted there)
+      else end_by_site(ts, where, ns, w, begin == cancel_end);
+      return;
+    }
+    if (ring_uid_of(begin) != ts.uid) {
+      end_moved(ts, begin, ns, w);
+      return;
+    }
+    // Indices grow up the stack: the match is at or near the top.
+    std::size_t k = ts.stack.size();
+    while (k > 0 && ts.stack[k - 1].index > begin) --k;
+    const bool found = k > 0 && ts.stack[k - 1].index == begin;
+    if (PROFTRACE_LIKELY(found && k == ts.stack.size())) {
+      close_top(ts, w, ns, false);
+      return;
+    }
+    // Whatever began after it and is still open ended unseen.
+    std::vector<open_scope> kept = unwind_to(ts, k, w);
+    if (found) close_top(ts, w, ns, false);
+    else ++w->losses.unpaired;  // its begin was lost (and counted), or preceded this trace
+    for (auto it = kept.rbegin(); it != kept.rend(); ++it) ts.stack.push_back(std::move(*it));
+  }
+
+  // An end with no begin index: the innermost open scope of its site closes.
+  // profile::step()'s annotations need not nest with user scopes (as torch's
+  // record_function): they close in place and are stepped over.
+  void end_by_site(thread_state& ts, const site* where, std::int64_t ns, Sink* w, bool cancelled) {
+    std::size_t k = ts.stack.size();
+    while (k > 0 && ts.stack[k - 1].where != where) --k;
+    if (k == 0) {
+      // Its begin preceded the window or was lost. A step annotation's
+      // begin is also dropped on purpose when PROF_STEP annotates steps.
+      if (where != &api_step_site) ++w->losses.unpaired;
+      return;
+    }
+    std::vector<open_scope> kept;
+    if (where == &api_step_site) {
+      for (std::size_t i = ts.stack.size(); i-- > k;) kept.push_back(std::move(ts.stack[i]));
+      ts.stack.resize(k);
+      if (ts.frozen > k) ts.frozen = k;
+    } else {
+      kept = unwind_to(ts, k, w);
+    }
+    close_top(ts, w, ns, cancelled);
+    for (auto it = kept.rbegin(); it != kept.rend(); ++it) ts.stack.push_back(std::move(*it));
+  }
+
+  // Takes every entry at `k` and above off the stack: their ends will not
+  // come on this thread. Step annotations of profile::step() are stepped
+  // over: returned, innermost first, for the caller to put back once it
+  // closed what it closes.
+  std::vector<open_scope> unwind_to(thread_state& ts, std::size_t k, Sink* w) {
+    std::vector<open_scope> kept;
+    while (ts.stack.size() > k) {
+      if (ts.stack.back().where == &api_step_site) {
+        kept.push_back(std::move(ts.stack.back()));
+        pop(ts);
+        continue;
+      }
+      give_up_top(ts, w);
+    }
+    return kept;
+  }
+
+  // The top entry's end will not come on this thread. After a gap it was
+  // lost: written truncated. Without one, it ended (or will end) on another
+  // thread: an async range from here to that end.
+  void give_up_top(thread_state& ts, Sink* w) {
+    open_scope& top = ts.stack.back();
+    if (top.frozen || w == nullptr) {
+      close_truncated_top(ts, w);
+      return;
+    }
+    open_scope s = std::move(top);
+    pop(ts);
+    const open_async a{s.where, s.begin_ns, ts.tid, s.external_id};
+    if (const auto early = early_moved_ends_.find(s.index); early != early_moved_ends_.end()) {
+      write_moved(*w, a, early->second.end_ns, early->second.tid);
+      early_moved_ends_.erase(early);
+      return;
+    }
+    const std::uint64_t id = next_async_id.fetch_add(1, std::memory_order_relaxed);
+    open_asyncs_[id] = a;
+    moved_async_ids_[s.index] = id;
+  }
+
+  void close_truncated_top(thread_state& ts, Sink* w) {
+    if (w == nullptr) {
+      pop(ts);
+      return;
+    }
+    const open_scope& top = ts.stack.back();
+    const std::int64_t at = top.frozen ? std::max(w->to_ns(top.frozen_ticks), top.begin_ns) : w->to_ns(ts.last_ticks);
+    close_top(ts, w, std::max(at, top.begin_ns), false, true);
+  }
+
+  void write_moved(Sink& w, const open_async& a, std::int64_t end_ns, std::int64_t end_tid) {
+    ++w.counts.moved_scopes;
+    w.async(a, next_async_id.fetch_add(1, std::memory_order_relaxed), end_ns, end_tid);
+  }
+
+  // An end recorded on this thread for a scope that began on another.
+  void end_moved(thread_state& ts, std::uint64_t begin, std::int64_t ns, Sink* w) {
+    if (const auto parked = moved_async_ids_.find(begin); parked != moved_async_ids_.end()) {
+      if (const auto a = open_asyncs_.find(parked->second); a != open_asyncs_.end()) {
+        ++w->counts.moved_scopes;
+        w->async(a->second, a->first, ns, ts.tid);
+        open_asyncs_.erase(a);
+      }
+      moved_async_ids_.erase(parked);
+      return;
+    }
+    if (const auto owner = by_uid_.find(ring_uid_of(begin)); owner != by_uid_.end() && take_moved(*owner->second, begin, ns, ts.tid, w))
+      return;
+    early_moved_ends_[begin] = {ns, ts.tid};  // its begin is still to come (or was lost)
+  }
+
+  // Takes the scope `begin` off its own thread's stack, if open there, and
+  // writes it as an async range ending at `ns` on `end_tid`.
+  bool take_moved(thread_state& o, std::uint64_t begin, std::int64_t ns, std::int64_t end_tid, Sink* w) {
+    const auto it = std::lower_bound(o.stack.begin(), o.stack.end(), begin,
+                                     [](const open_scope& s, std::uint64_t i) { return s.index < i; });
+    if (it == o.stack.end() || it->index != begin) return false;
+    const open_async a{it->where, it->begin_ns, o.tid, it->external_id};
+    const auto at = static_cast<std::size_t>(it - o.stack.begin());
+    o.stack.erase(it);
+    if (o.frozen > at) --o.frozen;
+    write_moved(*w, a, ns, end_tid);
+    return true;
+  }
+
+  // A begin whose end, recorded on another thread, came first.
+  bool begin_of_moved_scope(thread_state& ts, const open_scope& s, Sink* w) {
+    const auto early = early_moved_ends_.find(s.index);
+    if (early == early_moved_ends_.end()) return false;
+    write_moved(*w, open_async{s.where, s.begin_ns, ts.tid, s.external_id}, early->second.end_ns, early->second.tid);
+    early_moved_ends_.erase(early);
+    return true;
+  }
+
+  // `truncated`: its end was lost; end_ns is the last moment it was seen open.
+  void close_top(thread_state& ts, Sink* w, std::int64_t end_ns, bool cancelled, bool truncated = false) {
+    open_scope s = std::move(ts.stack.back());
+    pop(ts);
+    const bool api_step = s.where == &api_step_site;
+    if (cancelled || (api_step && discard_api_steps)) return;
+    if (!truncated) {  // its end came: what ended inside it after its freeze was its child after all
+      s.child_ns += s.late_child_ns;
+      for (int i = 0; i < 2; ++i) s.mem_child[i] += s.late_mem_child[i];
+    }
+    s.truncated = truncated;
+    if (truncated) ++w->counts.truncated_scopes;
+    const std::int64_t dur = end_ns > s.begin_ns ? end_ns - s.begin_ns : 0;
+    if (!ts.stack.empty()) {
+      open_scope& parent = ts.stack.back();
+      const bool late = parent.frozen && end_ns > w->to_ns(parent.frozen_ticks);
+      (late ? parent.late_child_ns : parent.child_ns) += dur;
+      for (int i = 0; i < 2; ++i) (late ? parent.late_mem_child : parent.mem_child)[i] += s.mem_self[i] + s.mem_child[i];
+    }
+    w->scope(ts, s, end_ns);
+  }
+
+  memory_resolver& memory_;
+  std::unordered_map<std::uint64_t, thread_state*> by_uid_;
+  // Async ranges by id, across threads: open ones, and ends seen first.
+  std::unordered_map<std::uint64_t, open_async> open_asyncs_;
+  std::unordered_map<std::uint64_t, early_async_end> early_async_ends_;
+  // Scopes that end on another thread than their begin's, by begin index:
+  // those whose begin's thread gave them up (now async ranges in
+  // open_asyncs_, under the id given here), and ends seen before their begin.
+  std::unordered_map<std::uint64_t, std::uint64_t> moved_async_ids_;
+  std::unordered_map<std::uint64_t, early_async_end> early_moved_ends_;
+};
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

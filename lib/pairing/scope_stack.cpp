@@ -1,0 +1,40 @@
+#include "pairing/scope_stack.hpp"
+
+#include "json_text.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+std::string frame_of(const site& f) {
+  if (f.cat == category::step) return "ProfilerStep*";
+  std::string frame = f.file;
+  frame += '(';
+  append_int(frame, f.line);
+  frame += "): ";
+  frame += f.name;
+  return frame;
+}
+
+std::string call_stack(const thread_state& ts, const open_scope& s) {
+  std::string frames = frame_of(*s.where);
+  for (std::size_t i = ts.stack.size(); i-- > 0;) {
+    frames += ';';
+    frames += frame_of(*ts.stack[i].where);
+  }
+  return frames;
+}
+
+std::string module_path(const thread_state& ts) {
+  std::string path;
+  for (const open_scope& f : ts.stack)
+    if (f.where->cat == category::module) {
+      if (!path.empty()) path += '.';
+      path += f.where->name;
+    }
+  return path;
+}
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

@@ -1,0 +1,63 @@
+// Internal: a trace window's records as Kineto's JSON ("traceEvents").
+//
+// The window calls one method per finished record; the text accumulates in
+// buffer() until the window commits it to the spool, where head() opened
+// the object and tail() (rewritten at every commit) closes it.
+//
+//   kineto_json_writer w(head);
+//   file = trace_file(path, w.head(), tail);
+//   w.scope(ts, s, end_ns);              // {"ph": "X", ...}
+//   file.commit(w.buffer(), tail); w.buffer().clear();
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "aggregation/aggregator.hpp"
+#include "pairing/scope_stack.hpp"
+#include "writers/trace_head.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+struct finished_trace;
+
+class kineto_json_writer {
+ public:
+  explicit kineto_json_writer(const trace_head& head);
+
+  // The text before the first event: the object's members and "traceEvents": [
+  std::string head() const;
+  // The text after the last event: late metadata, proftrace's counters, traceName.
+  static std::string tail(const finished_trace& f, const std::string& trace_name);
+
+  void thread(std::int64_t tid, const std::string& name);
+  void scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns);
+  void async(const open_async& a, std::uint64_t id, std::int64_t end_ns, std::int64_t end_tid);
+  void memory(const memory_event& m);
+  void instant(std::int64_t tid, const site& where, std::int64_t ns);
+  void counter(std::int64_t tid, const site& where, std::int64_t ns, double value);
+  void gpu(const std::vector<gpu_activity>& activities, const std::vector<gpu_span>& spans);
+
+  std::string& buffer() noexcept { return buffer_; }
+
+ private:
+  void begin_event();
+  void process_metadata();
+  const std::string& complete_prefix(const site& where);
+  void scope_args(const thread_state& ts, const open_scope& s);
+  void open_event(std::string_view ph_and_cat, std::string_view name, std::int64_t tid, std::int64_t ns);
+
+  const trace_head& head_;
+  std::string buffer_;
+  bool first_event_ = true;
+  std::unordered_map<const site*, std::string> prefixes_;
+};
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

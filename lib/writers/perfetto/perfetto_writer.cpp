@@ -1,0 +1,229 @@
+#include "writers/perfetto/perfetto_writer.hpp"
+
+#include <algorithm>
+
+#include "flusher.hpp"
+#include "proftrace/detail/recorder.hpp"
+#include "registry.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+namespace {
+constexpr std::uint32_t events_sequence = 1;
+constexpr std::uint32_t tail_sequence = 2;
+constexpr std::uint64_t steps_track_key = 1;  // a thread's profile::step() annotations (they need not nest)
+constexpr std::uint64_t cuda_api_track_key = 2;
+
+std::string_view gpu_category(gpu_activity_kind k) noexcept {
+  switch (k) {
+    case gpu_activity_kind::kernel: return "kernel";
+    case gpu_activity_kind::memcpy: return "gpu_memcpy";
+    case gpu_activity_kind::memset: return "gpu_memset";
+    case gpu_activity_kind::runtime: return "cuda_runtime";
+    case gpu_activity_kind::driver: return "cuda_driver";
+    case gpu_activity_kind::sync: return "cuda_sync";
+    case gpu_activity_kind::overhead: return "overhead";
+    case gpu_activity_kind::memory: return "gpu_memory";
+  }
+  return "gpu";
+}
+}  // namespace
+
+perfetto_writer::perfetto_writer(const trace_head& head) : head_(head), builder_(buffer_, events_sequence) {
+  process_track_ = builder_.process_track(head_.pid, head_.process_name);
+  external_id_iid_ = builder_.intern_annotation_name("External id");
+}
+
+std::string perfetto_writer::tail(const finished_trace& f, const std::string& trace_name) {
+  std::string out;
+  perfetto_builder b(out, tail_sequence);
+  std::vector<annotation> args;
+  const std::string_view policy = to_string(current_overflow_policy());
+  args.push_back({.name = "traceName", .value = std::string_view(trace_name)});
+  args.push_back({.name = "overflow_policy", .value = std::string_view(policy)});
+  const auto counters = f.counter_list();
+  for (const auto& [key, value] : counters) args.push_back({.name = key, .value = value});
+  if (!f.write_error.empty()) args.push_back({.name = "incomplete", .value = std::string_view(f.write_error)});
+  b.instant(b.named_track("proftrace", 0, 0), std::max(f.stop_unix_ns, f.start_unix_ns), "proftrace", "proftrace", args);
+  return out;
+}
+
+std::uint64_t perfetto_writer::thread_track(std::int64_t tid) {
+  if (tid == last_tid_) return last_track_;
+  auto [it, fresh] = threads_.try_emplace(tid, 0);
+  if (fresh) it->second = builder_.thread_track(head_.pid, tid, "thread " + std::to_string(tid));
+  last_tid_ = tid;
+  last_track_ = it->second;
+  return it->second;
+}
+
+void perfetto_writer::thread(std::int64_t tid, const std::string& name) {
+  auto [it, fresh] = threads_.try_emplace(tid, 0);
+  if (fresh) it->second = builder_.thread_track(head_.pid, tid, name.empty() ? "thread " + std::to_string(tid) : name);
+}
+
+const perfetto_writer::site_ids& perfetto_writer::ids_of(const site& where) {
+  auto [it, fresh] = sites_.try_emplace(&where);
+  if (fresh) it->second = {builder_.intern_name(where.name), builder_.intern_category(category_name(where))};
+  return it->second;
+}
+
+// The args a scope shows; `text` keeps the strings they point into.
+std::size_t perfetto_writer::scope_args(const thread_state& ts, const open_scope& s, annotation (&out)[10],
+                                        std::string (&text)[2]) {
+  std::size_t n = 0;
+  out[n++] = {.name = {}, .name_iid = external_id_iid_, .value = s.external_id};
+  if (s.truncated) out[n++] = {.name = "truncated", .value = true};
+  if (s.where == &thread_step_site) out[n++] = {.name = "step", .value = s.payload};
+  if (!s.shapes.empty()) out[n++] = {.name = "Input Dims", .value = json_value{s.shapes}};
+  if (s.flops > 0) out[n++] = {.name = "flops", .value = s.flops};
+  if (s.comm_bytes >= 0) out[n++] = {.name = "bytes", .value = s.comm_bytes};
+  if (s.comm_bytes >= 0 && s.comm_peer >= 0) out[n++] = {.name = "peer", .value = std::int64_t{s.comm_peer}};
+  if (head_.with_stack) {
+    text[0] = call_stack(ts, s);
+    out[n++] = {.name = "Call stack", .value = std::string_view(text[0])};
+  }
+  if (head_.with_modules && !(text[1] = module_path(ts)).empty())
+    out[n++] = {.name = "Module Hierarchy", .value = std::string_view(text[1])};
+  return n;
+}
+
+void perfetto_writer::begin(std::uint64_t track, const thread_state& ts, const open_scope& s, std::int64_t end_ns,
+                            bool with_args) {
+  annotation args[10];
+  std::string text[2];
+  const std::size_t n = with_args ? scope_args(ts, s, args, text) : 0;
+  (void)end_ns;
+  if (s.where->cat == category::step && s.where != &thread_step_site) {
+    builder_.slice_begin(track, s.begin_ns, "ProfilerStep#" + std::to_string(s.payload), "user_annotation",
+                         annotations(args, n));
+    return;
+  }
+  const site_ids& ids = ids_of(*s.where);
+  builder_.slice_begin(track, s.begin_ns, ids.name, ids.category, annotations(args, n));
+}
+
+void perfetto_writer::scope(thread_state& ts, const open_scope& s, std::int64_t end_ns) {
+  const std::uint64_t track = thread_track(ts.tid);
+  if (s.where == &api_step_site) {  // on a track of its own: profile::step()'s spans need not nest with scopes
+    const std::uint64_t steps = builder_.named_track("ProfilerStep", track, steps_track_key);
+    begin(steps, ts, s, end_ns, true);
+    builder_.slice_end(steps, end_ns);
+    return;
+  }
+  // Scopes around it whose begin is not written yet: outermost first.
+  std::size_t first = ts.stack.size();
+  while (first > 0 && !ts.stack[first - 1].announced) --first;
+  for (std::size_t i = first; i < ts.stack.size(); ++i) {
+    open_scope& outer = ts.stack[i];
+    if (outer.where == &api_step_site) continue;
+    outer.announced = true;
+    begin(track, ts, outer, end_ns, false);
+  }
+  if (!s.announced) {
+    begin(track, ts, s, end_ns, true);
+    builder_.slice_end(track, end_ns);
+    return;
+  }
+  annotation args[10];
+  std::string text[2];
+  builder_.slice_end(track, end_ns, annotations(args, scope_args(ts, s, args, text)));
+}
+
+// An async range (or a scope that ended on another thread): a slice on a
+// track of its own, named after it, under the process.
+void perfetto_writer::async(const open_async& a, std::uint64_t id, std::int64_t end_ns, std::int64_t end_tid) {
+  const std::uint64_t track = builder_.named_track(a.where->name, process_track_, id);
+  const annotation args[] = {{.name = {}, .name_iid = external_id_iid_, .value = a.external_id},
+                             {.name = "begin thread", .value = a.tid},
+                             {.name = "end thread", .value = end_tid}};
+  builder_.slice_begin(track, a.begin_ns, a.where->name, "async", args);
+  builder_.slice_end(track, std::max(end_ns, a.begin_ns));
+}
+
+void perfetto_writer::memory(const memory_event& m) {
+  if (m.kind == event_kind::reserved) return;
+  const resolved_memory& r = *m.resolved;
+  const annotation args[] = {{.name = "Device Type", .value = std::int64_t{m.device < 0 ? 0 : 1}},
+                             {.name = "Device Id", .value = std::int64_t{m.device}},
+                             {.name = "Addr", .value = m.address},
+                             {.name = "Bytes", .value = r.bytes},
+                             {.name = "Total Allocated", .value = r.total_allocated},
+                             {.name = "Total Reserved", .value = r.total_reserved}};
+  builder_.instant(thread_track(m.tid), m.ns, "[memory]", "cpu_instant_event", args);
+  const std::string name = m.device < 0 ? std::string("Total Allocated (CPU)")
+                                        : "Total Allocated (cuda:" + std::to_string(m.device) + ")";
+  builder_.counter(builder_.counter_track(name, process_track_), m.ns, static_cast<double>(r.total_allocated));
+}
+
+void perfetto_writer::instant(std::int64_t tid, const site& where, std::int64_t ns) {
+  builder_.instant(thread_track(tid), ns, ids_of(where).name, builder_.intern_category("cpu_instant_event"));
+}
+
+void perfetto_writer::counter(std::int64_t, const site& where, std::int64_t ns, double value) {
+  builder_.counter(builder_.counter_track(where.name, process_track_), ns, value);
+}
+
+std::uint64_t perfetto_writer::stream_track(std::uint32_t device, std::uint32_t stream) {
+  const std::uint64_t gpu = builder_.named_track("GPU " + std::to_string(device), 0, device);
+  return builder_.named_track("stream " + std::to_string(stream), gpu, stream);
+}
+
+// A device op on its stream's track, ending the flow its launch began; a
+// host-side CUDA call on a track under its thread's, beginning that flow.
+void perfetto_writer::gpu_activity_slice(const gpu_activity& a) {
+  const std::uint64_t flow[] = {a.correlation};
+  const annotation args[] = {{.name = {}, .name_iid = external_id_iid_, .value = a.external_id},
+                             {.name = "correlation", .value = std::uint64_t{a.correlation}},
+                             {.name = "device", .value = std::uint64_t{a.device}},
+                             {.name = "stream", .value = std::uint64_t{a.stream}},
+                             {.name = "bytes", .value = a.bytes}};
+  const bool device_op = a.kind == gpu_activity_kind::kernel || a.kind == gpu_activity_kind::memcpy ||
+                         a.kind == gpu_activity_kind::memset;
+  const std::int64_t end = std::max(a.end_ns, a.start_ns);
+  if (device_op) {
+    const std::uint64_t track = stream_track(a.device, a.stream);
+    builder_.slice_begin(track, a.start_ns, a.name, gpu_category(a.kind), annotations(args, 5));
+    builder_.slice_end(track, end, {}, flow);
+    return;
+  }
+  const std::uint64_t track = builder_.named_track("CUDA API", thread_track(a.thread), cuda_api_track_key);
+  const bool launches = a.kind == gpu_activity_kind::runtime || a.kind == gpu_activity_kind::driver;
+  builder_.slice_begin(track, a.start_ns, a.name, gpu_category(a.kind), annotations(args, 2),
+                       launches && a.correlation != 0 ? std::span<const std::uint64_t>(flow) : std::span<const std::uint64_t>{});
+  builder_.slice_end(track, end);
+}
+
+void perfetto_writer::gpu(const std::vector<gpu_activity>& activities, const std::vector<gpu_span>& spans) {
+  for (const gpu_activity& a : activities)
+    if (a.kind != gpu_activity_kind::memory) gpu_activity_slice(a);
+  // A scope's projection onto a stream, on a track beside the stream's,
+  // outer spans first and each closed before the next that does not nest in it.
+  std::vector<gpu_span> sorted = spans;
+  std::sort(sorted.begin(), sorted.end(), [](const gpu_span& x, const gpu_span& y) {
+    return std::tie(x.device, x.stream, x.begin_ns, y.end_ns) < std::tie(y.device, y.stream, y.begin_ns, x.end_ns);
+  });
+  std::vector<const gpu_span*> open;
+  const auto close_until = [&](const gpu_span* next) {
+    while (!open.empty() && (!next || open.back()->device != next->device || open.back()->stream != next->stream ||
+                             open.back()->end_ns <= next->begin_ns)) {
+      const gpu_span& s = *open.back();
+      builder_.slice_end(builder_.named_track("annotations", stream_track(s.device, s.stream), 0), s.end_ns);
+      open.pop_back();
+    }
+  };
+  for (const gpu_span& s : sorted) {
+    close_until(&s);
+    const annotation args[] = {{.name = {}, .name_iid = external_id_iid_, .value = s.external_id}};
+    builder_.slice_begin(builder_.named_track("annotations", stream_track(s.device, s.stream), 0), s.begin_ns,
+                         s.where->name, "gpu_user_annotation", args);
+    open.push_back(&s);
+  }
+  close_until(nullptr);
+}
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

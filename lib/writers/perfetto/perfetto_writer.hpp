@@ -1,0 +1,80 @@
+// Internal: a trace window's records as Perfetto's Trace protobuf.
+//
+// The same calls as kineto_json_writer; the packets accumulate in buffer()
+// until the window appends them to the spool, which is a valid .pftrace at
+// every commit (packets are only ever appended: a kill loses at most what
+// was not committed, and the file loads as it is).
+//
+// Scopes become SLICE_BEGIN/SLICE_END pairs on their thread's track. A
+// scope is written when it closes, after its children; so that a parent's
+// begin precedes its children's in the file (Perfetto nests by order where
+// timestamps tie), the first child to close writes the begins of the open
+// scopes around it (open_scope::announced) and their ends come later.
+//
+//   perfetto_writer w(head);
+//   w.scope(ts, s, end_ns);
+//   file.commit(w.buffer(), ""); w.buffer().clear();
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "aggregation/aggregator.hpp"
+#include "pairing/scope_stack.hpp"
+#include "writers/perfetto/perfetto_builder.hpp"
+#include "writers/trace_head.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+struct finished_trace;
+
+class perfetto_writer {
+ public:
+  explicit perfetto_writer(const trace_head& head);
+  perfetto_writer(const perfetto_writer&) = delete;  // the builder appends to buffer_
+  perfetto_writer& operator=(const perfetto_writer&) = delete;
+
+  static std::string head() { return {}; }
+  // Packets after the last event, on a sequence of their own: the trace's
+  // counters (losses included) as args of a "proftrace" instant, and its name.
+  static std::string tail(const finished_trace& f, const std::string& trace_name);
+
+  void thread(std::int64_t tid, const std::string& name);
+  void scope(thread_state& ts, const open_scope& s, std::int64_t end_ns);
+  void async(const open_async& a, std::uint64_t id, std::int64_t end_ns, std::int64_t end_tid);
+  void memory(const memory_event& m);
+  void instant(std::int64_t tid, const site& where, std::int64_t ns);
+  void counter(std::int64_t tid, const site& where, std::int64_t ns, double value);
+  void gpu(const std::vector<gpu_activity>& activities, const std::vector<gpu_span>& spans);
+
+  std::string& buffer() noexcept { return buffer_; }
+
+ private:
+  struct site_ids {
+    std::uint64_t name, category;
+  };
+  std::uint64_t thread_track(std::int64_t tid);
+  const site_ids& ids_of(const site& where);
+  void begin(std::uint64_t track, const thread_state& ts, const open_scope& s, std::int64_t end_ns, bool with_args);
+  std::size_t scope_args(const thread_state& ts, const open_scope& s, annotation (&out)[10], std::string (&text)[2]);
+  void gpu_activity_slice(const gpu_activity& a);
+  std::uint64_t stream_track(std::uint32_t device, std::uint32_t stream);
+
+  const trace_head& head_;
+  std::string buffer_;
+  perfetto_builder builder_;
+  std::uint64_t process_track_ = 0;
+  std::unordered_map<std::int64_t, std::uint64_t> threads_;
+  std::unordered_map<const site*, site_ids> sites_;
+  std::uint64_t external_id_iid_ = 0;
+  std::int64_t last_tid_ = -1;
+  std::uint64_t last_track_ = 0;
+};
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace
