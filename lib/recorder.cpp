@@ -13,6 +13,7 @@ std::atomic<overflow_policy> overflow{static_cast<overflow_policy>(PROFTRACE_OVE
 const site step_site{"ProfilerStep", "", __FILE__, 0, category::step};
 const site thread_step_site{"thread step", "", __FILE__, 0, category::step};
 const site api_step_site{"ProfilerStep", "", __FILE__, 0, category::step};
+const site ring_wait_site{"ring full: waiting", "", __FILE__, 0, category::proftrace};
 
 overflow_policy current_overflow_policy() noexcept { return overflow.load(std::memory_order_relaxed); }
 void set_overflow_policy(overflow_policy p) noexcept { overflow.store(p, std::memory_order_relaxed); }

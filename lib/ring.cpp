@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "proftrace/detail/recorder.hpp"
 #include "registry.hpp"
 
 namespace proftrace {
@@ -81,7 +82,20 @@ void ring::overwrite_oldest(std::uint64_t h, std::uint32_t n) noexcept {
   tail_cache_ = t;
 }
 
-std::uint64_t ring::make_room(std::uint64_t h, std::uint32_t n, std::uint64_t ticks) noexcept {
+bool ring::wait_for_room(std::uint64_t h, std::uint32_t need) noexcept {
+  const std::uint64_t cap = mask_ + 1;
+  for (unsigned spins = 0; h + need - tail_cache_ > cap; ++spins) {
+    if (!flusher_running()) return false;
+    wake_flusher();
+    if (spins < 64) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(50));
+    tail_cache_ = tail_.load(std::memory_order_acquire);
+  }
+  limit_ = tail_cache_ + watermark_;
+  return true;
+}
+
+std::uint64_t ring::make_room(std::uint64_t h, std::uint32_t n, std::uint64_t ticks, event_kind kind) noexcept {
   const std::uint64_t cap = mask_ + 1;
   const std::uint32_t need = n + (unmarked_drops_ != 0 ? 1 : 0);  // a gap record is owed first
   tail_cache_ = tail_.load(std::memory_order_acquire);
@@ -96,23 +110,18 @@ std::uint64_t ring::make_room(std::uint64_t h, std::uint32_t n, std::uint64_t ti
     limit_ = h;  // the next record comes back here, to write the gap record first
     return no_begin;
   };
+  std::uint64_t wait_begin = 0;
   if (h + need - tail_cache_ > cap) {
     switch (current_overflow_policy()) {
-      case overflow_policy::block: {
+      case overflow_policy::block:
         // Nobody will make room when no flusher runs, nor when this is the
         // flusher's own thread (a warning handler it runs records scopes):
         // behave as drop.
         if (flusher_thread) return drop();
-        for (unsigned spins = 0; h + need - tail_cache_ > cap; ++spins) {
-          if (!flusher_running()) return drop();
-          wake_flusher();
-          if (spins < 64) std::this_thread::yield();
-          else std::this_thread::sleep_for(std::chrono::microseconds(50));
-          tail_cache_ = tail_.load(std::memory_order_acquire);
-        }
-        limit_ = tail_cache_ + watermark_;
+        wait_begin = now();
+        if (!wait_for_room(h, need + 1)) return drop();  // one slot more: the wait's record
+        wait_end_ = now();
         break;
-      }
       case overflow_policy::drop_oldest:
         overwrite_oldest(h, need);
         limit_ = tail_cache_ + watermark_;
@@ -127,6 +136,12 @@ std::uint64_t ring::make_room(std::uint64_t h, std::uint32_t n, std::uint64_t ti
     unmarked_drops_ = 0;
     ++h;
   }
+  if (wait_end_ != 0) {
+    const bool before = opens_scope(kind);
+    store_slot(before ? h : h + n, wait_end_, reinterpret_cast<std::uintptr_t>(&ring_wait_site), wait_begin,
+               static_cast<std::uint64_t>(event_kind::complete));
+    if (before) ++h;
+  }
   return h;
 }
 
@@ -134,9 +149,16 @@ std::uint64_t ring::push_record(std::uint64_t ticks, std::uint64_t where, std::u
                                 const std::uint64_t* ext_words, std::uint32_t n_ext) noexcept {
   std::uint64_t h = head_.load(std::memory_order_relaxed);
   const std::uint32_t n = 1 + n_ext;
+  std::uint64_t next = h + n;  // where the head goes
   if (h + n > limit_) {
-    h = make_room(h, n, ticks);
+    h = make_room(h, n, ticks, kind);
     if (h == no_begin) return no_begin;
+    next = h + n;
+    if (PROFTRACE_UNLIKELY(wait_end_ != 0)) {  // make_room waited and wrote the wait's record
+      if (opens_scope(kind)) ticks = wait_end_;  // the scope starts when the wait ended
+      else ++next;
+      wait_end_ = 0;
+    }
   }
   store_slot(h, ticks, where, payload, static_cast<std::uint64_t>(kind) | (std::uint64_t{n_ext} << 32));
   for (std::uint32_t i = 0; i < n_ext; ++i) {
@@ -146,7 +168,7 @@ std::uint64_t ring::push_record(std::uint64_t ticks, std::uint64_t where, std::u
       std::atomic_ref<std::uint64_t>(s[k]).store(k == 3 ? static_cast<std::uint64_t>(event_kind::extension) : w[k],
                                                  std::memory_order_relaxed);
   }
-  head_.store(h + n, std::memory_order_release);
+  head_.store(next, std::memory_order_release);
   return h;
 }
 

@@ -16,6 +16,11 @@ namespace pd = proftrace::detail;
 
 namespace {
 
+pd::event_kind kind_of(const pd::event& e) { return static_cast<pd::event_kind>(e.kind); }
+bool is_wait(const pd::event& e) {
+  return kind_of(e) == pd::event_kind::complete && e.where == reinterpret_cast<std::uintptr_t>(&pd::ring_wait_site);
+}
+
 // A producer thread pushes `count` sequence numbers while the test thread
 // consumes; returns the sequence numbers the consumer saw, in order.
 std::vector<std::uint64_t> run_ring(pd::ring& r, std::uint64_t count, bool slow_consumer) {
@@ -26,12 +31,18 @@ std::vector<std::uint64_t> run_ring(pd::ring& r, std::uint64_t count, bool slow_
     done.store(true, std::memory_order_release);
   });
   std::vector<pd::event> buf(256);
+  pd::event_kind previous = pd::event_kind::gap;
   for (;;) {
     const bool finished = done.load(std::memory_order_acquire);
     std::size_t first = 0;
     const std::size_t n = r.consume(buf.data(), buf.size(), &first);
-    for (std::size_t i = 0; i < n; ++i)
-      if (static_cast<pd::event_kind>(buf[first + i].kind) != pd::event_kind::gap) seen.push_back(buf[first + i].payload);
+    for (std::size_t i = 0; i < n; ++i) {
+      const pd::event& e = buf[first + i];
+      // A wait for room (block) comes right after the instant that waited.
+      if (is_wait(e)) REQUIRE((previous == pd::event_kind::instant && e.payload < e.ticks));
+      else if (kind_of(e) != pd::event_kind::gap) seen.push_back(e.payload);
+      previous = kind_of(e);
+    }
     if (slow_consumer) std::this_thread::sleep_for(std::chrono::microseconds(200));
     if (finished && n == 0 && first == 0 && r.empty()) break;
   }
@@ -102,6 +113,203 @@ TEST_CASE("ring: block waits for the consumer, then goes on") {
   producer.join();
   CHECK(pushed.load());
   CHECK(r.dropped() == 0);
+  pd::set_overflow_policy(proftrace::overflow_policy::drop);
+}
+
+namespace {
+
+const pd::site scope_site{"scope", "", __FILE__, 0, pd::category::user_annotation};
+const std::uintptr_t scope = reinterpret_cast<std::uintptr_t>(&scope_site);
+
+// Consumes until at least `count` slots came out (the producer may still be writing them).
+std::vector<pd::event> consume_slots(pd::ring& r, std::size_t count) {
+  std::vector<pd::event> out;
+  std::vector<pd::event> buf(128);
+  while (out.size() < count) {
+    std::size_t first = 0;
+    const std::size_t n = r.consume(buf.data(), buf.size(), &first);
+    out.insert(out.end(), buf.begin() + static_cast<std::ptrdiff_t>(first),
+               buf.begin() + static_cast<std::ptrdiff_t>(first + n));
+    if (n == 0) std::this_thread::yield();
+  }
+  return out;
+}
+
+// `r` is full under block: runs `produce` on a thread of its own, which
+// waits for room, drains the ring 20 ms later and returns the `count` slots
+// written after it was full.
+template <class Produce>
+std::vector<pd::event> drain_after_wait(pd::ring& r, std::size_t count, Produce produce) {
+  std::thread producer(produce);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  REQUIRE(consume_slots(r, r.capacity()).size() == r.capacity());
+  producer.join();
+  auto rest = consume_slots(r, count);
+  CHECK(rest.size() == count);
+  CHECK(r.empty());
+  CHECK(r.dropped() == 0);
+  return rest;
+}
+
+void check_waited(const pd::event& wait) {
+  REQUIRE(is_wait(wait));
+  CHECK(wait.payload < wait.ticks);
+  const double ms = static_cast<double>(wait.ticks - wait.payload) * pd::calibrate_clock().ns_per_tick / 1e6;
+  CHECK(ms >= 10);  // the 20 ms the full ring waited for the consumer
+}
+
+}  // namespace
+
+TEST_CASE("ring: a begin that waited under block follows the wait's record and starts when it ended") {
+  pd::flusher::instance().ensure_running(std::chrono::milliseconds(50));  // block needs a live flusher
+  pd::set_overflow_policy(proftrace::overflow_policy::block);
+  pd::ring r(64);
+  const std::uint64_t base = r.uid() << pd::ring_uid_shift;
+  for (int i = 0; i < 64; ++i) r.push(r.now(), scope, 0, pd::event_kind::instant);
+  std::uint64_t stamped = 0;
+  std::uint64_t begin = 0;
+  const auto rest = drain_after_wait(r, 3, [&] {
+    stamped = r.now();
+    begin = r.push(stamped, scope, 0, pd::event_kind::begin);
+    r.push(r.now(), scope, begin, pd::event_kind::end);
+  });
+  check_waited(rest[0]);
+  CHECK(rest[0].payload >= stamped);
+  CHECK(kind_of(rest[1]) == pd::event_kind::begin);
+  CHECK(rest[1].ticks >= rest[0].ticks);  // re-stamped: the scope does not contain the wait
+  CHECK(begin == base + 65);             // its own slot, after the wait's
+  CHECK(kind_of(rest[2]) == pd::event_kind::end);
+  CHECK(rest[2].payload == begin);
+  CHECK(rest[2].ticks >= rest[1].ticks);
+  pd::set_overflow_policy(proftrace::overflow_policy::drop);
+}
+
+TEST_CASE("ring: a begin with extension slots that waited comes whole after the wait's record") {
+  pd::flusher::instance().ensure_running(std::chrono::milliseconds(50));
+  pd::set_overflow_policy(proftrace::overflow_policy::block);
+  pd::ring r(64);
+  const std::uint64_t base = r.uid() << pd::ring_uid_shift;
+  for (int i = 0; i < 64; ++i) r.push(r.now(), scope, 0, pd::event_kind::instant);
+  const std::uint64_t words[8] = {1, 2, 3, 0, 4, 5, 6, 0};
+  std::uint64_t begin = 0;
+  std::uint64_t after = 0;
+  const auto rest = drain_after_wait(r, 5, [&] {
+    begin = r.push_record(r.now(), scope, 7, pd::event_kind::shapes, words, 2);
+    after = r.push(r.now(), scope, begin, pd::event_kind::end);
+  });
+  check_waited(rest[0]);
+  CHECK(kind_of(rest[1]) == pd::event_kind::shapes);
+  CHECK(rest[1].extra == 2);
+  CHECK(rest[1].payload == 7);
+  CHECK(rest[1].ticks >= rest[0].ticks);
+  CHECK(rest[2].ticks == 1);
+  CHECK(rest[3].where == 5);
+  CHECK(begin == base + 65);
+  CHECK(after == base + 68);
+  CHECK(rest[4].payload == begin);
+  pd::set_overflow_policy(proftrace::overflow_policy::drop);
+}
+
+TEST_CASE("ring: an end that waited under block comes before the wait's record") {
+  pd::flusher::instance().ensure_running(std::chrono::milliseconds(50));
+  pd::set_overflow_policy(proftrace::overflow_policy::block);
+  pd::ring r(64);
+  const std::uint64_t base = r.uid() << pd::ring_uid_shift;
+  const std::uint64_t begin = r.push(r.now(), scope, 0, pd::event_kind::begin);
+  for (int i = 1; i < 64; ++i) r.push(r.now(), scope, 0, pd::event_kind::instant);
+  std::uint64_t stamped = 0;
+  std::uint64_t end = 0;
+  std::uint64_t next = 0;
+  const auto rest = drain_after_wait(r, 3, [&] {
+    stamped = r.now();
+    end = r.push(stamped, scope, begin, pd::event_kind::end);
+    next = r.push(r.now(), scope, 0, pd::event_kind::instant);
+  });
+  CHECK(kind_of(rest[0]) == pd::event_kind::end);
+  CHECK(rest[0].payload == begin);  // still names its begin
+  CHECK(rest[0].ticks == stamped);  // an end keeps its time: the wait came after it
+  check_waited(rest[1]);
+  CHECK(rest[1].payload >= stamped);
+  CHECK(kind_of(rest[2]) == pd::event_kind::instant);
+  CHECK(end == base + 64);
+  CHECK(next == base + 66);  // after the wait's slot
+  pd::set_overflow_policy(proftrace::overflow_policy::drop);
+}
+
+TEST_CASE("ring: under block, a ring that never waits holds exactly what was pushed") {
+  pd::flusher::instance().ensure_running(std::chrono::milliseconds(50));
+  pd::set_overflow_policy(proftrace::overflow_policy::block);
+  pd::ring r(64);
+  const std::uint64_t base = r.uid() << pd::ring_uid_shift;
+  const std::uint64_t words[4] = {1, 2, 3, 0};
+  const std::uint64_t begin = r.push(10, scope, 0, pd::event_kind::begin);
+  const std::uint64_t shapes = r.push_record(11, scope, 0, pd::event_kind::shapes, words, 1);
+  CHECK(begin == base);
+  CHECK(shapes == base + 1);
+  CHECK(r.push(13, scope, shapes, pd::event_kind::end) == base + 3);  // ticks: 10 + its slot
+  // Up to the last slot: room for a wait's record is asked only when waiting.
+  for (std::uint64_t i = 4; i < 64; ++i) CHECK(r.push(i + 10, scope, begin, pd::event_kind::end) == base + i);
+  std::vector<pd::event> buf(128);
+  std::size_t first = 0;
+  REQUIRE(r.consume(buf.data(), buf.size(), &first) == 64);
+  for (std::uint64_t i = 0; i < 64; ++i) {
+    CHECK_FALSE(is_wait(buf[i]));
+    if (i != 2) CHECK(buf[i].ticks == i + 10);  // slot 2: the shapes' extension
+  }
+  CHECK(r.dropped() == 0);
+  pd::set_overflow_policy(proftrace::overflow_policy::drop);
+}
+
+TEST_CASE("ring: under block with a slow consumer, every wait lies outside the scopes and every end names its begin") {
+  pd::flusher::instance().ensure_running(std::chrono::milliseconds(50));
+  pd::set_overflow_policy(proftrace::overflow_policy::block);
+  pd::ring r(64);
+  constexpr std::uint64_t scopes = 20000;
+  std::atomic<bool> done{false};
+  std::thread producer([&] {
+    for (std::uint64_t i = 0; i < scopes; ++i)
+      r.push(r.now(), scope, r.push(r.now(), scope, i, pd::event_kind::begin), pd::event_kind::end);
+    done.store(true, std::memory_order_release);
+  });
+  std::vector<pd::event> all;
+  std::vector<pd::event> buf(256);
+  for (bool finished = false; !(finished && r.empty());) {
+    finished = done.load(std::memory_order_acquire);
+    std::size_t first = 0;
+    const std::size_t n = r.consume(buf.data(), buf.size(), &first);
+    all.insert(all.end(), buf.begin() + static_cast<std::ptrdiff_t>(first),
+               buf.begin() + static_cast<std::ptrdiff_t>(first + n));
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  producer.join();
+  // Walk the slots as the flusher does: each record's index is its slot count.
+  std::uint64_t index = r.uid() << pd::ring_uid_shift;
+  std::uint64_t open = pd::no_begin;
+  std::uint64_t begins = 0;
+  std::uint64_t waits = 0;
+  for (std::size_t i = 0; i < all.size(); ++i, ++index) {
+    const pd::event& e = all[i];
+    if (is_wait(e)) {
+      ++waits;
+      REQUIRE(e.payload < e.ticks);
+      REQUIRE(open == pd::no_begin);  // never inside a scope
+      const bool before_begin = i + 1 < all.size() && kind_of(all[i + 1]) == pd::event_kind::begin &&
+                                all[i + 1].ticks == e.ticks;
+      const bool after_end = i > 0 && kind_of(all[i - 1]) == pd::event_kind::end && all[i - 1].ticks <= e.payload;
+      REQUIRE((before_begin || after_end));
+    } else if (kind_of(e) == pd::event_kind::begin) {
+      REQUIRE(e.payload == begins++);
+      open = index;
+    } else {
+      REQUIRE(kind_of(e) == pd::event_kind::end);
+      REQUIRE(e.payload == open);
+      open = pd::no_begin;
+    }
+  }
+  CHECK(begins == scopes);
+  CHECK(waits > 0);
+  CHECK(r.dropped() == 0);
+  MESSAGE(waits << " waits for room recorded");
   pd::set_overflow_policy(proftrace::overflow_policy::drop);
 }
 

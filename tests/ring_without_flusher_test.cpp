@@ -2,6 +2,8 @@
 // full ring drops and counts instead.
 #include <doctest/doctest.h>
 
+#include <vector>
+
 #include "registry.hpp"
 
 namespace pd = proftrace::detail;
@@ -15,4 +17,7 @@ TEST_CASE("block without a flusher degrades to a counted drop instead of hanging
   r.push(2, 0, 0, pd::event_kind::instant);  // returns: nobody will ever make room
   r.push(3, 0, 0, pd::event_kind::instant);
   CHECK(r.dropped() == 2);
+  std::vector<pd::event> buf(128);
+  std::size_t first = 0;
+  CHECK(r.consume(buf.data(), buf.size(), &first) == 64);  // the ring as filled: no record of a wait
 }

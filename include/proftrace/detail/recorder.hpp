@@ -219,6 +219,9 @@ class shapes_scope_guard {
 std::int64_t enter_step(bool& drives) noexcept;
 extern const site step_site;         // ProfilerStep#N: one per step, on the thread that drives it
 extern const site thread_step_site;  // "thread step": the other threads' spans of step N
+// "ring full: waiting": a producer's wait for room in its full ring under
+// `block`, which the ring records as a complete record (category proftrace).
+extern const site ring_wait_site;
 #if PROFTRACE_WITH_CUDA
 // A step's begin whose payload is its number carries the CUDA external id
 // it pushed in an extension slot. Returns its index.

@@ -18,6 +18,11 @@
 // overwrote records, the consumer hands out a `gap` record before the first
 // survivor. The flusher uses them to close, as truncated, the scopes whose
 // end a loss may have taken.
+//
+// Waits are marked too: a producer that waited for room under `block`
+// writes, in the same push, a `complete` record of the wait (ring_wait_site)
+// before a record that opens a scope (which then starts when the wait ended)
+// or after any other record, so the wait is never part of a user's scope.
 #pragma once
 
 #include <atomic>
@@ -66,11 +71,8 @@ class ring {
   // when the record was dropped.
   PROFTRACE_ALWAYS_INLINE std::uint64_t push(std::uint64_t ticks, std::uint64_t where, std::uint64_t payload,
                                              event_kind kind) noexcept {
-    std::uint64_t h = head_.load(std::memory_order_relaxed);
-    if (PROFTRACE_UNLIKELY(h >= limit_)) {
-      h = make_room(h, 1, ticks);
-      if (h == no_begin) return no_begin;
-    }
+    const std::uint64_t h = head_.load(std::memory_order_relaxed);
+    if (PROFTRACE_UNLIKELY(h >= limit_)) return push_record(ticks, where, payload, kind, nullptr, 0);
     store_slot(h, ticks, where, payload, static_cast<std::uint64_t>(kind));
     head_.store(h + 1, std::memory_order_release);
     return h;
@@ -110,12 +112,23 @@ class ring {
     std::atomic_ref<std::uint64_t>(s[3]).store(w3, std::memory_order_relaxed);
   }
 
+  // The kinds that open a scope: a wait for room goes before them.
+  static constexpr bool opens_scope(event_kind k) noexcept {
+    return k == event_kind::begin || k == event_kind::shapes || k == event_kind::comm ||
+           k == event_kind::async_begin;
+  }
+
   // Slow path, taken past the watermark: refreshes the cached tail, wakes the
   // flusher, and when there is no room for `n` slots applies the overflow
   // policy. Writes the gap record owed after a drop (with `ticks`, the next
-  // record's). Returns where the record goes, or no_begin: the record is
-  // dropped (and counted).
-  PROFTRACE_NOINLINE std::uint64_t make_room(std::uint64_t h, std::uint32_t n, std::uint64_t ticks) noexcept;
+  // record's). After a wait under `block` it also writes the wait's record,
+  // at `h` before a record of a `kind` that opens a scope, else at the slot
+  // after the record's n, and sets wait_end_. Returns where the record goes,
+  // or no_begin: the record is dropped (and counted).
+  PROFTRACE_NOINLINE std::uint64_t make_room(std::uint64_t h, std::uint32_t n, std::uint64_t ticks,
+                                             event_kind kind) noexcept;
+  // block: waits until `need` slots fit at `h`; false when no flusher runs to make room.
+  bool wait_for_room(std::uint64_t h, std::uint32_t need) noexcept;
   // drop_oldest: frees the oldest whole records until `n` slots fit at `h`.
   void overwrite_oldest(std::uint64_t h, std::uint32_t n) noexcept;
 
@@ -127,6 +140,7 @@ class ring {
   std::uint64_t unmarked_drops_ = 0;  // dropped since the last gap record
   std::atomic<std::uint64_t> dropped_{0};
   std::atomic<std::uint64_t> overwritten_{0};  // records, counted by the producer that overwrote them
+  std::uint64_t wait_end_ = 0;  // the end of a wait whose record make_room wrote; the push reads and clears it
 
   // Consumer cache line.
   alignas(64) std::atomic<std::uint64_t> tail_{0};

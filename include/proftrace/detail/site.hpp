@@ -20,7 +20,7 @@ enum class category : std::uint8_t {
   step,             // ProfilerStep#N; the step number travels in the payload
   instant,          // PROF_INSTANT
   counter,          // PROF_COUNTER
-  proftrace,        // what proftrace itself did: a producer's wait for ring room
+  proftrace,        // proftrace's own spans: a producer's wait for ring room under block
 };
 
 struct site {
