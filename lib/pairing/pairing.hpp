@@ -32,7 +32,9 @@
 
 #include "pairing/memory_resolver.hpp"
 #include "pairing/scope_stack.hpp"
+#include "cuda/cuda_collection.hpp"
 #include "proftrace/async_range.hpp"
+#include "proftrace/key_averages.hpp"
 #include "proftrace/detail/recorder.hpp"
 #include "record_layout.hpp"
 #include "registry.hpp"

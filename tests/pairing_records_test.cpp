@@ -1,0 +1,205 @@
+// Pairing on its own: raw ring records in, finished scopes out, with no
+// ring, flusher, session or file — a test sink stands in for the trace
+// window and records what pairing delivers. One tick is one nanosecond.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "pairing/pairing.hpp"
+#include "proftrace/detail/recorder.hpp"
+
+namespace pt = proftrace::detail;
+
+namespace {
+
+const pt::site site_a{"a", "", "f.cpp", 1, pt::category::user_annotation};
+const pt::site site_b{"b", "", "f.cpp", 2, pt::category::user_annotation};
+
+struct finished {
+  std::string name;
+  std::int64_t tid, begin, end, self;
+  std::size_t depth;
+  bool truncated;
+  std::string category;
+};
+struct finished_async {
+  std::string name;
+  std::int64_t begin, end, begin_tid, end_tid;
+};
+struct seen_memory {
+  std::int64_t tid, ns, bytes, total;
+  bool scoped;
+};
+
+struct test_sink {
+  std::uint64_t start_ticks = 0;
+  std::uint64_t id = 1;
+  std::uint64_t next_external_id = 1;
+  proftrace::loss_counts losses;
+  pt::pairing_counts counts;
+  std::vector<finished> scopes;
+  std::vector<finished_async> asyncs;
+  std::vector<seen_memory> memories;
+
+  std::int64_t to_ns(std::uint64_t ticks) const { return static_cast<std::int64_t>(ticks); }
+  bool record_shapes() const { return true; }
+  void thread_seen(pt::thread_state& ts) { ts.window_seen = id; }
+  void scope(pt::thread_state& ts, const pt::open_scope& s, std::int64_t end_ns) {
+    scopes.push_back({s.where->name, ts.tid, s.begin_ns, end_ns, end_ns - s.begin_ns - s.child_ns, ts.stack.size(),
+                      s.truncated, pt::category_name(*s.where)});
+  }
+  void async(const pt::open_async& a, std::uint64_t, std::int64_t end_ns, std::int64_t end_tid) {
+    asyncs.push_back({a.where->name, a.begin_ns, end_ns, a.tid, end_tid});
+  }
+  void memory(const pt::thread_state&, const pt::memory_event& m, bool scoped) {
+    memories.push_back({m.tid, m.ns, m.resolved->bytes, m.resolved->total_allocated, scoped});
+  }
+  void instant(const pt::thread_state&, const pt::site&, std::int64_t) {}
+  void counter(const pt::thread_state&, const pt::site&, std::int64_t, double) {}
+};
+
+// A thread whose ring has uid `uid`: records get indices uid << 44 | n.
+pt::thread_state thread_of(std::int64_t tid, std::uint64_t uid) {
+  pt::thread_state ts;
+  ts.tid = tid;
+  ts.uid = uid;
+  ts.next_index = uid << pt::ring_uid_shift;
+  return ts;
+}
+std::uint64_t index_of(std::uint64_t uid, std::uint64_t n) { return uid << pt::ring_uid_shift | n; }
+
+pt::event begin(std::uint64_t t, const pt::site& s) {
+  return {t, reinterpret_cast<std::uintptr_t>(&s), 0, static_cast<std::uint32_t>(pt::event_kind::begin), 0};
+}
+pt::event end(std::uint64_t t, const pt::site& s, std::uint64_t begin_index) {
+  return {t, reinterpret_cast<std::uintptr_t>(&s), begin_index, static_cast<std::uint32_t>(pt::event_kind::end), 0};
+}
+
+struct fixture {
+  pt::memory_resolver resolver;
+  pt::pairing<test_sink> pairs{resolver};
+  test_sink sink;
+  void feed(pt::thread_state& ts, const std::vector<pt::event>& events) {
+    for (std::size_t i = 0; i < events.size(); i += pt::record_length(events[i])) pairs.process(ts, &events[i], &sink);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("pairing: nested scopes close innermost first, with self time and depth") {
+  fixture f;
+  auto ts = thread_of(7, 1);
+  f.pairs.attach(ts);
+  f.feed(ts, {begin(10, site_a), begin(20, site_b), end(30, site_b, index_of(1, 1)), end(50, site_a, index_of(1, 0))});
+  REQUIRE(f.sink.scopes.size() == 2);
+  CHECK(f.sink.scopes[0].name == "b");
+  CHECK(f.sink.scopes[0].depth == 1);
+  CHECK(f.sink.scopes[0].begin == 20);
+  CHECK(f.sink.scopes[0].end == 30);
+  CHECK(f.sink.scopes[1].name == "a");
+  CHECK(f.sink.scopes[1].depth == 0);
+  CHECK(f.sink.scopes[1].self == 30);
+  CHECK(f.sink.losses.total() == 0);
+  CHECK(ts.stack.empty());
+}
+
+TEST_CASE("pairing: a gap freezes what is open; a scope whose end was lost there closes truncated") {
+  fixture f;
+  auto ts = thread_of(7, 1);
+  f.pairs.attach(ts);
+  // b's end was dropped with one other record: the producer's gap record took slot 2.
+  const pt::event gap{25, 2, 0, static_cast<std::uint32_t>(pt::event_kind::gap), 0};
+  f.feed(ts, {begin(10, site_a), begin(20, site_b), gap, end(60, site_a, index_of(1, 0))});
+  REQUIRE(f.sink.scopes.size() == 2);
+  CHECK(f.sink.scopes[0].name == "b");
+  CHECK(f.sink.scopes[0].truncated);
+  CHECK(f.sink.scopes[0].end == 20);  // the last moment it was seen open
+  CHECK(f.sink.scopes[1].name == "a");
+  CHECK_FALSE(f.sink.scopes[1].truncated);
+  CHECK(f.sink.scopes[1].end == 60);
+  CHECK(f.sink.counts.truncated_scopes == 1);
+}
+
+TEST_CASE("pairing: an end with no begin in the trace is counted as unpaired, never matched to another scope") {
+  fixture f;
+  auto ts = thread_of(7, 1);
+  f.pairs.attach(ts);
+  f.feed(ts, {begin(10, site_a), end(20, site_a, index_of(1, 99)), end(30, site_a, index_of(1, 0))});
+  REQUIRE(f.sink.scopes.size() == 1);
+  CHECK(f.sink.scopes[0].end == 30);
+  CHECK(f.sink.losses.unpaired == 1);
+}
+
+TEST_CASE("pairing: a scope that ends on another thread becomes an async range, in either drain order") {
+  for (const bool ending_thread_first : {false, true}) {
+    CAPTURE(ending_thread_first);
+    fixture f;
+    auto t1 = thread_of(1, 1);
+    auto t2 = thread_of(2, 2);
+    f.pairs.attach(t1);
+    f.pairs.attach(t2);
+    const std::vector<pt::event> on_1 = {begin(10, site_a)};
+    const std::vector<pt::event> on_2 = {end(40, site_a, index_of(1, 0))};
+    if (ending_thread_first) {
+      f.feed(t2, on_2);
+      f.feed(t1, on_1);
+    } else {
+      f.feed(t1, on_1);
+      f.feed(t2, on_2);
+    }
+    REQUIRE(f.sink.asyncs.size() == 1);
+    CHECK(f.sink.asyncs[0].name == "a");
+    CHECK(f.sink.asyncs[0].begin == 10);
+    CHECK(f.sink.asyncs[0].end == 40);
+    CHECK(f.sink.asyncs[0].begin_tid == 1);
+    CHECK(f.sink.asyncs[0].end_tid == 2);
+    CHECK(f.sink.scopes.empty());
+    CHECK(f.sink.counts.moved_scopes == 1);
+    CHECK(t1.stack.empty());
+  }
+}
+
+TEST_CASE("pairing: memory resolved in time order across threads, whichever ring is drained first") {
+  fixture f;
+  auto t1 = thread_of(1, 1);
+  auto t2 = thread_of(2, 2);
+  const auto kind = [](pt::event_kind k) { return static_cast<std::uint32_t>(k); };
+  // Thread 1 allocates 64 bytes at 0x100 inside a; thread 2 frees it later.
+  const std::vector<pt::event> on_1 = {begin(5, site_a), {10, 0x100, pt::memory_payload(64, -1), kind(pt::event_kind::alloc), 0},
+                                       end(15, site_a, index_of(1, 0))};
+  const std::vector<pt::event> on_2 = {{20, 0x100, pt::memory_payload(0, -1), kind(pt::event_kind::free), 0}};
+  // As the flusher's memory drain does: note every memory event, resolve in time order, then pair.
+  for (auto* batch : {&on_2, &on_1})
+    for (const pt::event& e : *batch)
+      if (pt::is_memory(static_cast<pt::event_kind>(e.kind)))
+        f.resolver.note(e.ticks, &e, &(batch == &on_1 ? t1 : t2).resolved.emplace_back());
+  f.resolver.resolve_noted(false, 0);
+  f.feed(t2, on_2);  // the free's ring first
+  f.feed(t1, on_1);
+  REQUIRE(f.sink.memories.size() == 2);
+  CHECK(f.sink.memories[0].bytes == -64);  // the free, known although its ring was drained first
+  CHECK(f.sink.memories[0].total == 0);
+  CHECK_FALSE(f.sink.memories[0].scoped);
+  CHECK(f.sink.memories[1].bytes == 64);
+  CHECK(f.sink.memories[1].total == 64);
+  CHECK(f.sink.memories[1].scoped);
+  CHECK(f.sink.counts.unknown_frees == 0);
+}
+
+TEST_CASE("pairing: a producer's wait is a child span, out of the open scope's self time") {
+  fixture f;
+  auto ts = thread_of(7, 1);
+  f.pairs.attach(ts);
+  const pt::event wait{50, reinterpret_cast<std::uintptr_t>(&pt::ring_wait_site), 20,
+                       static_cast<std::uint32_t>(pt::event_kind::complete), 0};
+  f.feed(ts, {begin(10, site_a), wait, end(60, site_a, index_of(1, 0))});
+  REQUIRE(f.sink.scopes.size() == 2);
+  CHECK(f.sink.scopes[0].name == std::string("ring full: waiting"));
+  CHECK(f.sink.scopes[0].category == "proftrace");
+  CHECK(f.sink.scopes[0].depth == 1);
+  CHECK(f.sink.scopes[0].begin == 20);
+  CHECK(f.sink.scopes[0].end == 50);
+  CHECK(f.sink.scopes[1].name == "a");
+  CHECK(f.sink.scopes[1].self == 50 - 30);
+}
