@@ -29,6 +29,7 @@
 #include "proftrace/trace_handler.hpp"
 #include "process_hooks.hpp"
 #include "registry.hpp"
+#include "tensorboard_handler.hpp"
 #include "trace_file.hpp"
 #include "warn.hpp"
 #if PROFTRACE_WITH_MPI
@@ -192,11 +193,20 @@ struct session::impl {
   bool warned_start_trace = false;
   bool ended_at_exit = false;    // stopped by the atexit hook: later step() calls do nothing
 
+  // The spool's format: the option's, else the handler's.
+  trace_format stream_format() const {
+    if (opts.stream_format != trace_format::automatic) return opts.stream_format;
+    const auto* handler = opts.on_trace_ready.target<detail::tensorboard_handler>();
+    return handler ? handler->format : trace_format::json;
+  }
+
   detail::window_options window_for_next_trace() {
     detail::window_options w;
+    w.format = stream_format();
     const std::filesystem::path dir = opts.spool_dir.empty() ? default_spool_dir() : opts.spool_dir;
     w.path = dir / ("proftrace-" + std::to_string(::getpid()) + "-" + run_token() + "-" +
-                    std::to_string(++spool_sequence) + ".pt.trace.json.part");
+                    std::to_string(++spool_sequence) +
+                    (w.format == trace_format::pftrace ? ".pt.trace.pftrace.part" : ".pt.trace.json.part"));
     if (dist) w.head_metadata.emplace_back("distributedInfo", distributed_json(*dist));
     w.head_metadata.emplace_back("clockAlignment", clock_alignment);
     if (opts.profile_memory) w.head_metadata.emplace_back("profile_memory", "1");
@@ -698,7 +708,23 @@ void session::export_chrome_trace(const std::filesystem::path& path) const {
   // A spool that could not be written completely exports what it holds,
   // its "proftrace" counters marking the trace incomplete.
   const auto& last = impl_->last;
-  last->spool->export_to(last->tail(path.string()), path);
+  if (detail::format_of_path(path) == last->format) {
+    last->spool->export_to(last->tail(path.string()), path);
+    return;
+  }
+  // The other format: the spool's own as it would export, converted.
+  const std::filesystem::path own = detail::temporary_beside(path, last->format == trace_format::pftrace ? ".pftrace" : ".json");
+  try {
+    last->spool->export_to(last->tail(path.string()), own);
+    if (last->format == trace_format::pftrace) detail::perfetto_to_kineto(own, path);
+    else detail::kineto_to_perfetto(own, path);
+  } catch (...) {
+    std::error_code ec;
+    std::filesystem::remove(own, ec);
+    throw;
+  }
+  std::error_code ec;
+  std::filesystem::remove(own, ec);
 }
 
 void session::export_memory_timeline(const std::filesystem::path& path, std::string_view device) const {
@@ -860,27 +886,39 @@ std::int64_t enter_step(bool& drives) noexcept {
 
 }  // namespace detail
 
-trace_ready_fn tensorboard_trace_handler(std::filesystem::path dir, std::string worker_name, bool use_gzip) {
-  return [dir = std::move(dir), worker_name = std::move(worker_name), use_gzip](session& p) mutable {
-    std::error_code ec;
-    if (!std::filesystem::is_directory(dir, ec)) {
-      std::filesystem::create_directories(dir, ec);
-      if (ec) throw std::runtime_error("Can't create directory: " + dir.string());
-    }
-    if (worker_name.empty()) {
-      char host[256] = {};
-      ::gethostname(host, sizeof host - 1);
-      worker_name = std::string(host) + "_" + std::to_string(::getpid());
-      // One file per rank, sorted by rank: rank3_host_pid.
-      if (const auto d = distributed()) worker_name = "rank" + std::to_string(d->rank) + "_" + worker_name;
-    }
-    const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
-    std::string file = worker_name + "." + std::to_string(now_ns) + ".pt.trace.json";
-    if (use_gzip) file += ".gz";
-    p.export_chrome_trace(dir / file);
-  };
+namespace detail {
+trace_format format_of_path(const std::filesystem::path& p) {
+  const std::string name = p.filename().string();
+  return name.ends_with(".pftrace") || name.ends_with(".pftrace.gz") ? trace_format::pftrace : trace_format::json;
+}
+
+void tensorboard_handler::operator()(session& p) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw std::runtime_error("Can't create directory: " + dir.string());
+  }
+  if (worker_name.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    worker_name = std::string(host) + "_" + std::to_string(::getpid());
+    // One file per rank, sorted by rank: rank3_host_pid.
+    if (const auto d = distributed()) worker_name = "rank" + std::to_string(d->rank) + "_" + worker_name;
+  }
+  const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  std::string file = worker_name + "." + std::to_string(now_ns) +
+                     (format == trace_format::pftrace ? ".pt.trace.pftrace" : ".pt.trace.json");
+  if (use_gzip) file += ".gz";
+  p.export_chrome_trace(dir / file);
+}
+}  // namespace detail
+
+trace_ready_fn tensorboard_trace_handler(std::filesystem::path dir, std::string worker_name, bool use_gzip,
+                                         trace_format format) {
+  return detail::tensorboard_handler{std::move(dir), std::move(worker_name), use_gzip,
+                                     format == trace_format::pftrace ? trace_format::pftrace : trace_format::json};
 }
 
 }  // namespace PROFTRACE_ABI_NAMESPACE

@@ -332,6 +332,20 @@ void trace_file::export_to(std::string_view tail, const std::filesystem::path& d
   out.commit();
 }
 
+std::filesystem::path temporary_beside(const std::filesystem::path& dest, const std::string& suffix) {
+  int err = 0;
+  for (const std::filesystem::path& dir : {dest.parent_path(), std::filesystem::temp_directory_path()}) {
+    std::string pattern = ((dir.empty() ? std::filesystem::path(".") : dir) / ("." + dest.filename().string() + ".XXXXXX" + suffix)).string();
+    const int fd = ::mkostemps(pattern.data(), static_cast<int>(suffix.size()), O_CLOEXEC);
+    if (fd >= 0) {
+      ::close(fd);
+      return pattern;
+    }
+    err = errno;
+  }
+  throw std::runtime_error(describe(dest, "write trace", err));
+}
+
 void write_compressed(const std::filesystem::path& dest, std::string_view text) {
   const file_size_signal_shield shield;
   output_file out(dest, "write");

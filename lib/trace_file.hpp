@@ -64,6 +64,11 @@ class trace_file {
   bool closes_with_tail_ = true;
 };
 
+// A new, empty file named like `dest` (hidden, random part, ending in
+// `suffix`) in dest's directory, or the system's temporary directory where
+// that one takes no file. Throws std::runtime_error when neither does.
+std::filesystem::path temporary_beside(const std::filesystem::path& dest, const std::string& suffix);
+
 // Writes `text` to `dest`, compressed by suffix, whole or not at all, as
 // export_to does. Throws std::runtime_error naming dest and the reason.
 void write_compressed(const std::filesystem::path& dest, std::string_view text);

@@ -65,6 +65,15 @@ using trace_ready_fn = std::function<void(session&)>;
 
 enum class fork_child : std::uint8_t { profiling_off, fresh_session };
 
+// The format a trace streams in while it records. json: Kineto's JSON
+// (HTA, TensorBoard). pftrace: Perfetto's protobuf — a fraction of the
+// size, a fraction of the flusher's work, what Perfetto UI and
+// trace_processor load best. Exports take the format their path names
+// (.json[.gz|.zst], .pftrace[.gz]) and convert when it is the other one.
+// automatic: pftrace when on_trace_ready is a tensorboard_trace_handler
+// writing .pftrace, else json.
+enum class trace_format : std::uint8_t { automatic, json, pftrace };
+
 struct profile_options {
   // Empty: everything this build compiled in, CUDA only where it is really
   // there (library, driver, device), silently as torch. Naming
@@ -90,6 +99,7 @@ struct profile_options {
   std::optional<overflow_policy> overflow{};  // empty: PROFTRACE_OVERFLOW_POLICY
   std::uint32_t ring_events = PROFTRACE_RING_EVENTS;  // for threads that attach from now on
   std::chrono::milliseconds flush_period{100};
+  trace_format stream_format = trace_format::automatic;  // see trace_format
   // Where traces stream while recording. Empty: $PROFTRACE_SPOOL_DIR, else
   // the system's temporary directory.
   std::filesystem::path spool_dir{};

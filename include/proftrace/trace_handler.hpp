@@ -4,7 +4,10 @@
 //                         .on_trace_ready = proftrace::tensorboard_trace_handler("./log", "rank0", true)});
 //
 // Each ready trace is exported to
-// `{dir}/{worker_name}.{unix_time_ns}.pt.trace.json[.gz]`; the default worker
+// `{dir}/{worker_name}.{unix_time_ns}.pt.trace.json[.gz]`, or with
+// `format` trace_format::pftrace to `....pt.trace.pftrace[.gz]` (Perfetto's
+// protobuf; the session then streams in that format, see trace_format);
+// the default worker
 // name is `{hostname}_{pid}`, `rank{N}_{hostname}_{pid}` in a distributed job
 // (<proftrace/distributed.hpp>). A directory that cannot be created throws
 // std::runtime_error("Can't create directory: <dir>").
@@ -19,10 +22,14 @@ namespace proftrace {
 inline namespace PROFTRACE_SESSION_NAMESPACE {
 
 #if PROFTRACE_ENABLED
-trace_ready_fn tensorboard_trace_handler(std::filesystem::path dir, std::string worker_name = {}, bool use_gzip = false);
+trace_ready_fn tensorboard_trace_handler(std::filesystem::path dir, std::string worker_name = {}, bool use_gzip = false,
+                                         trace_format format = trace_format::json);
 #else
 // Compiled out: no trace is ever ready, so the handler has nothing to write.
-inline trace_ready_fn tensorboard_trace_handler(std::filesystem::path, std::string = {}, bool = false) { return {}; }
+inline trace_ready_fn tensorboard_trace_handler(std::filesystem::path, std::string = {}, bool = false,
+                                                trace_format = trace_format::json) {
+  return {};
+}
 #endif
 
 }  // namespace PROFTRACE_SESSION_NAMESPACE

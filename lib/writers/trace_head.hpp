@@ -7,16 +7,11 @@
 #include <vector>
 
 #include "cuda/gpu_activity.hpp"
+#include "proftrace/profile.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
-
-// The formats a trace window can write as it records (its spool's format).
-enum class trace_format : std::uint8_t {
-  json,     // Kineto's JSON (.json, .json.gz, .json.zst exports)
-  pftrace,  // Perfetto's Trace protobuf (.pftrace, .pftrace.gz exports)
-};
 
 struct trace_head {
   std::int64_t pid = 0;

@@ -1,0 +1,27 @@
+// Internal: what tensorboard_trace_handler() returns — a named type, so a
+// session can see that its traces go to a .pftrace and stream them so.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "proftrace/profile.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+struct tensorboard_handler {
+  std::filesystem::path dir;
+  std::string worker_name;
+  bool use_gzip = false;
+  trace_format format = trace_format::json;
+  void operator()(session& p);
+};
+
+// The format a path names: .pftrace[.gz] Perfetto's, anything else JSON.
+trace_format format_of_path(const std::filesystem::path& p);
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace
