@@ -20,12 +20,15 @@
 #include "proftrace/config.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <variant>
+#include <vector>
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
@@ -46,12 +49,16 @@ using annotations = std::span<const annotation>;
 
 class perfetto_builder {
  public:
-  // Appends to `out`; every packet carries `sequence_id`.
+  // Appends to `out`; every packet carries `sequence_id`. Writes the first
+  // packet (incremental state cleared, the REALTIME/BOOTTIME clock snapshot,
+  // both clocks read now) at once.
   perfetto_builder(std::string& out, std::uint32_t sequence_id);
 
   // Track descriptors, emitted once per uuid (a second call returns the
   // same uuid and writes nothing). Uuids are derived from the arguments, so
   // two builders agree on them.
+  // A thread track's process track is emitted with it when it is new
+  // (unnamed then: name a process before its threads).
   std::uint64_t process_track(std::int64_t pid, std::string_view name);
   std::uint64_t thread_track(std::int64_t pid, std::int64_t tid, std::string_view name);
   // A named track under `parent` (0: top level): a GPU stream, an async range's lane.
@@ -80,12 +87,44 @@ class perfetto_builder {
   std::string& out() noexcept { return out_; }
 
  private:
-  // (implementation state: interning tables, emitted tracks, first-packet flag)
+  enum class table : std::uint8_t { category = 1, name = 2, annotation_name = 3 };  // InternedData field numbers
+  struct pending_entry {
+    table in;
+    std::uint64_t iid;
+    std::string_view text;  // a key of the table's map: stable while the builder lives
+  };
+  struct event_fields {
+    int type = 0;
+    std::uint64_t track = 0;
+    std::int64_t unix_ns = 0;
+    std::uint64_t name_iid = 0, category_iid = 0;
+    annotations args = {};
+    std::span<const std::uint64_t> flow_ids = {}, terminating_flow_ids = {};
+    bool has_counter = false;
+    double counter_value = 0;
+  };
+  struct text_hash {  // transparent: looked up by string_view, no key built per event
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  using intern_map = std::unordered_map<std::string, std::uint64_t, text_hash, std::equal_to<>>;
+
+  std::uint64_t intern(intern_map& map, table in, std::string_view text);
+  void write_clock_snapshot();
+  void write_event(const event_fields& e);
+  void write_annotation(const annotation& a, std::uint64_t name_iid);
+  std::size_t open_packet();
+  // False when `uuid` was emitted already; otherwise opens its descriptor
+  // packet and TrackDescriptor (positions in `at`) with the uuid written.
+  bool open_track(std::uint64_t uuid, std::size_t (&at)[2]);
+  void close_track(const std::size_t (&at)[2]);
+
   std::string& out_;
   std::uint32_t sequence_id_;
-  bool first_packet_ = true;
-  std::unordered_map<std::string, std::uint64_t> names_, categories_, annotation_names_;
-  std::unordered_map<std::uint64_t, bool> tracks_;
+  intern_map names_, categories_, annotation_names_;
+  std::vector<pending_entry> pending_;  // interned since the last event packet
+  std::vector<std::uint64_t> arg_iids_;  // scratch: one event's annotation name ids
+  std::unordered_set<std::uint64_t> tracks_;
 };
 
 }  // namespace detail

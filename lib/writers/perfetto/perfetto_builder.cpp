@@ -1,0 +1,269 @@
+// Perfetto packets, field by field (numbers from
+// ../shared/reference/perfetto-trace-format.md).
+#include "writers/perfetto/perfetto_builder.hpp"
+
+#include <time.h>
+
+#include <type_traits>
+
+#include "writers/perfetto/proto_encoder.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+namespace {
+
+namespace field {
+// Trace
+constexpr std::uint32_t packet = 1;
+// TracePacket
+constexpr std::uint32_t clock_snapshot = 6, timestamp = 8, trusted_packet_sequence_id = 10, track_event = 11,
+                        interned_data = 12, sequence_flags = 13, timestamp_clock_id = 58, track_descriptor = 60;
+// ClockSnapshot and its Clock
+constexpr std::uint32_t clocks = 1, clock_id = 1, clock_timestamp = 2;
+// TrackDescriptor, ProcessDescriptor, ThreadDescriptor
+constexpr std::uint32_t uuid = 1, track_name = 2, process = 3, thread = 4, parent_uuid = 5, counter = 8;
+constexpr std::uint32_t pid = 1, process_name = 6, tid = 2, thread_name = 5;
+// TrackEvent
+constexpr std::uint32_t category_iids = 3, debug_annotations = 4, type = 9, name_iid = 10, track_uuid = 11,
+                        double_counter_value = 44, flow_ids = 47, terminating_flow_ids = 48;
+// interned entries (EventCategory, EventName, DebugAnnotationName)
+constexpr std::uint32_t iid = 1, entry_name = 2;
+// DebugAnnotation
+constexpr std::uint32_t annotation_name_iid = 1, bool_value = 2, uint_value = 3, int_value = 4, double_value = 5,
+                        string_value = 6, legacy_json_value = 9;
+}  // namespace field
+
+constexpr std::uint32_t clock_realtime = 1, clock_boottime = 6;
+constexpr std::uint64_t seq_incremental_state_cleared = 1, seq_needs_incremental_state = 2;
+constexpr int type_slice_begin = 1, type_slice_end = 2, type_instant = 3, type_counter = 4;
+
+std::uint64_t read_clock(clockid_t id) {
+  timespec t{};
+  clock_gettime(id, &t);
+  return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(t.tv_nsec);
+}
+
+// FNV-1a over a tag and the arguments' bytes, then a final mix: stable
+// across builders and runs, never 0 (not a usable uuid).
+struct uuid_hash {
+  std::uint64_t h = 14695981039346656037ull;
+  uuid_hash& add(const void* p, std::size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+    return *this;
+  }
+  uuid_hash& add(std::uint64_t v) { return add(&v, sizeof v); }
+  uuid_hash& add(std::string_view s) { return add(s.size()).add(s.data(), s.size()); }
+  std::uint64_t done() const {
+    std::uint64_t z = h ^ (h >> 31);
+    z *= 0xbf58476d1ce4e5b9ull;
+    z ^= z >> 27;
+    return z ? z : 1;
+  }
+};
+
+}  // namespace
+
+perfetto_builder::perfetto_builder(std::string& out, std::uint32_t sequence_id) : out_(out), sequence_id_(sequence_id) {
+  write_clock_snapshot();
+}
+
+std::size_t perfetto_builder::open_packet() {
+  const std::size_t at = proto::open(out_, field::packet);
+  proto::put_uint(out_, field::trusted_packet_sequence_id, sequence_id_);
+  return at;
+}
+
+void perfetto_builder::write_clock_snapshot() {
+  const std::uint64_t realtime = read_clock(CLOCK_REALTIME);
+  const std::uint64_t boottime = read_clock(CLOCK_BOOTTIME);
+  const std::size_t packet = open_packet();
+  proto::put_uint(out_, field::sequence_flags, seq_incremental_state_cleared);
+  const std::size_t snapshot = proto::open(out_, field::clock_snapshot);
+  const std::pair<std::uint32_t, std::uint64_t> clocks[] = {{clock_realtime, realtime}, {clock_boottime, boottime}};
+  for (const auto& [id, ns] : clocks) {
+    const std::size_t clock = proto::open(out_, field::clocks);
+    proto::put_uint(out_, field::clock_id, id);
+    proto::put_uint(out_, field::clock_timestamp, ns);
+    proto::close(out_, clock);
+  }
+  proto::close(out_, snapshot);
+  proto::close(out_, packet);
+}
+
+// ---- tracks ----
+
+bool perfetto_builder::open_track(std::uint64_t uuid, std::size_t (&at)[2]) {
+  if (!tracks_.insert(uuid).second) return false;
+  at[0] = open_packet();
+  at[1] = proto::open(out_, field::track_descriptor);
+  proto::put_uint(out_, field::uuid, uuid);
+  return true;
+}
+
+void perfetto_builder::close_track(const std::size_t (&at)[2]) {
+  proto::close(out_, at[1]);
+  proto::close(out_, at[0]);
+}
+
+std::uint64_t perfetto_builder::process_track(std::int64_t pid, std::string_view name) {
+  const std::uint64_t uuid = uuid_hash{}.add("process").add(static_cast<std::uint64_t>(pid)).done();
+  std::size_t at[2];
+  if (!open_track(uuid, at)) return uuid;
+  const std::size_t process = proto::open(out_, field::process);
+  proto::put_int(out_, field::pid, pid);
+  if (!name.empty()) proto::put_string(out_, field::process_name, name);
+  proto::close(out_, process);
+  close_track(at);
+  return uuid;
+}
+
+std::uint64_t perfetto_builder::thread_track(std::int64_t pid, std::int64_t tid, std::string_view name) {
+  const std::uint64_t uuid =
+      uuid_hash{}.add("thread").add(static_cast<std::uint64_t>(pid)).add(static_cast<std::uint64_t>(tid)).done();
+  if (tracks_.contains(uuid)) return uuid;
+  const std::uint64_t parent = process_track(pid, {});
+  std::size_t at[2];
+  open_track(uuid, at);
+  proto::put_uint(out_, field::parent_uuid, parent);
+  const std::size_t thread = proto::open(out_, field::thread);
+  proto::put_int(out_, field::pid, pid);
+  proto::put_int(out_, field::tid, tid);
+  if (!name.empty()) proto::put_string(out_, field::thread_name, name);
+  proto::close(out_, thread);
+  close_track(at);
+  return uuid;
+}
+
+std::uint64_t perfetto_builder::named_track(std::string_view name, std::uint64_t parent, std::uint64_t key) {
+  const std::uint64_t uuid = uuid_hash{}.add("named").add(name).add(parent).add(key).done();
+  std::size_t at[2];
+  if (!open_track(uuid, at)) return uuid;
+  proto::put_string(out_, field::track_name, name);
+  if (parent) proto::put_uint(out_, field::parent_uuid, parent);
+  close_track(at);
+  return uuid;
+}
+
+std::uint64_t perfetto_builder::counter_track(std::string_view name, std::uint64_t parent) {
+  const std::uint64_t uuid = uuid_hash{}.add("counter").add(name).add(parent).done();
+  std::size_t at[2];
+  if (!open_track(uuid, at)) return uuid;
+  proto::put_string(out_, field::track_name, name);
+  if (parent) proto::put_uint(out_, field::parent_uuid, parent);
+  proto::close(out_, proto::open(out_, field::counter));  // present and empty: a counter track
+  close_track(at);
+  return uuid;
+}
+
+// ---- interning ----
+
+std::uint64_t perfetto_builder::intern(intern_map& map, table in, std::string_view text) {
+  const auto found = map.find(text);
+  if (found != map.end()) return found->second;
+  const std::uint64_t iid = map.size() + 1;
+  const auto it = map.emplace(std::string(text), iid).first;
+  pending_.push_back({in, iid, it->first});
+  return iid;
+}
+
+std::uint64_t perfetto_builder::intern_name(std::string_view name) { return intern(names_, table::name, name); }
+std::uint64_t perfetto_builder::intern_category(std::string_view category) {
+  return intern(categories_, table::category, category);
+}
+std::uint64_t perfetto_builder::intern_annotation_name(std::string_view name) {
+  return intern(annotation_names_, table::annotation_name, name);
+}
+
+// ---- events ----
+
+void perfetto_builder::write_annotation(const annotation& a, std::uint64_t name_iid) {
+  const std::size_t at = proto::open(out_, field::debug_annotations);
+  proto::put_uint(out_, field::annotation_name_iid, name_iid);
+  std::visit(
+      [&](const auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::int64_t>) proto::put_int(out_, field::int_value, v);
+        else if constexpr (std::is_same_v<T, std::uint64_t>) proto::put_uint(out_, field::uint_value, v);
+        else if constexpr (std::is_same_v<T, double>) proto::put_double(out_, field::double_value, v);
+        else if constexpr (std::is_same_v<T, bool>) proto::put_uint(out_, field::bool_value, v ? 1 : 0);
+        else if constexpr (std::is_same_v<T, std::string_view>) proto::put_string(out_, field::string_value, v);
+        else proto::put_string(out_, field::legacy_json_value, v.text);
+      },
+      a.value);
+  proto::close(out_, at);
+}
+
+void perfetto_builder::write_event(const event_fields& e) {
+  arg_iids_.clear();
+  for (const annotation& a : e.args) arg_iids_.push_back(a.name_iid ? a.name_iid : intern_annotation_name(a.name));
+  const std::size_t packet = open_packet();
+  proto::put_uint(out_, field::timestamp, static_cast<std::uint64_t>(e.unix_ns));
+  proto::put_uint(out_, field::timestamp_clock_id, clock_realtime);
+  proto::put_uint(out_, field::sequence_flags, seq_needs_incremental_state);
+  if (!pending_.empty()) {
+    const std::size_t interned = proto::open(out_, field::interned_data);
+    for (const pending_entry& p : pending_) {
+      const std::size_t entry = proto::open(out_, static_cast<std::uint32_t>(p.in));
+      proto::put_uint(out_, field::iid, p.iid);
+      proto::put_string(out_, field::entry_name, p.text);
+      proto::close(out_, entry);
+    }
+    proto::close(out_, interned);
+    pending_.clear();
+  }
+  const std::size_t event = proto::open(out_, field::track_event);
+  proto::put_uint(out_, field::type, static_cast<std::uint64_t>(e.type));
+  proto::put_uint(out_, field::track_uuid, e.track);
+  if (e.name_iid) proto::put_uint(out_, field::name_iid, e.name_iid);
+  if (e.category_iid) proto::put_uint(out_, field::category_iids, e.category_iid);
+  for (std::size_t i = 0; i < e.args.size(); ++i) write_annotation(e.args[i], arg_iids_[i]);
+  for (const std::uint64_t id : e.flow_ids) proto::put_fixed64(out_, field::flow_ids, id);
+  for (const std::uint64_t id : e.terminating_flow_ids) proto::put_fixed64(out_, field::terminating_flow_ids, id);
+  if (e.has_counter) proto::put_double(out_, field::double_counter_value, e.counter_value);
+  proto::close(out_, event);
+  proto::close(out_, packet);
+}
+
+void perfetto_builder::slice_begin(std::uint64_t track, std::int64_t unix_ns, std::string_view name,
+                                   std::string_view category, annotations args, std::span<const std::uint64_t> flow_ids) {
+  const std::uint64_t name_iid = intern_name(name);
+  const std::uint64_t category_iid = category.empty() ? 0 : intern_category(category);
+  write_event({.type = type_slice_begin, .track = track, .unix_ns = unix_ns, .name_iid = name_iid,
+               .category_iid = category_iid, .args = args, .flow_ids = flow_ids});
+}
+
+void perfetto_builder::slice_begin(std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
+                                   std::uint64_t category_iid, annotations args) {
+  write_event({.type = type_slice_begin, .track = track, .unix_ns = unix_ns, .name_iid = name_iid,
+               .category_iid = category_iid, .args = args});
+}
+
+void perfetto_builder::slice_end(std::uint64_t track, std::int64_t unix_ns, annotations args,
+                                 std::span<const std::uint64_t> terminating_flow_ids) {
+  write_event({.type = type_slice_end, .track = track, .unix_ns = unix_ns, .args = args,
+               .terminating_flow_ids = terminating_flow_ids});
+}
+
+void perfetto_builder::instant(std::uint64_t track, std::int64_t unix_ns, std::string_view name,
+                               std::string_view category, annotations args) {
+  const std::uint64_t name_iid = intern_name(name);
+  const std::uint64_t category_iid = category.empty() ? 0 : intern_category(category);
+  instant(track, unix_ns, name_iid, category_iid, args);
+}
+
+void perfetto_builder::instant(std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
+                               std::uint64_t category_iid, annotations args) {
+  write_event({.type = type_instant, .track = track, .unix_ns = unix_ns, .name_iid = name_iid,
+               .category_iid = category_iid, .args = args});
+}
+
+void perfetto_builder::counter(std::uint64_t track, std::int64_t unix_ns, double value) {
+  write_event({.type = type_counter, .track = track, .unix_ns = unix_ns, .has_counter = true, .counter_value = value});
+}
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace
