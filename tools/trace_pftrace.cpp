@@ -150,7 +150,7 @@ read_result read_perfetto_trace(const std::filesystem::path& path, const read_op
     const pd::perfetto_read_result r = pd::read_perfetto(path, cb);
     result.truncated = r.truncated;
     result.stopped = r.stopped;
-    result.bytes = r.packets;
+    result.bytes = r.bytes;
   } catch (const pd::perfetto_error& err) {
     throw trace_error(err.what());
   }

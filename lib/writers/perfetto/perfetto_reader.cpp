@@ -311,6 +311,7 @@ perfetto_read_result read_perfetto(std::istream& in, const perfetto_callbacks& c
     offset += header + len;
   }
   d.finish();
+  result.bytes = offset;
   return result;
 }
 

@@ -58,6 +58,7 @@ struct decoded_event {
 
 struct perfetto_read_result {
   std::uint64_t packets = 0, events = 0;
+  std::uint64_t bytes = 0;  // (uncompressed) bytes of the whole packets read
   // The input ended inside a packet (or the compressed stream broke off):
   // everything before was delivered; `truncation` says where.
   bool truncated = false;
