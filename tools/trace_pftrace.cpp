@@ -1,16 +1,10 @@
-// Perfetto traces in the command line: read_trace's events from a .pftrace
-// (through the library's decoder), and `proftrace convert`.
+// read_trace's events from a .pftrace, through the library's decoder.
 #include <boost/json.hpp>
 
-#include <cstdio>
-#include <fstream>
 
 #include "trace_input.hpp"
 #include "trace_reader.hpp"
-#include "writers/perfetto/compressed_output.hpp"
-#include "writers/perfetto/kineto_to_perfetto.hpp"
 #include "writers/perfetto/perfetto_reader.hpp"
-#include "writers/perfetto/perfetto_to_kineto.hpp"
 
 namespace proftrace::tools {
 
@@ -18,16 +12,6 @@ namespace {
 
 namespace json = boost::json;
 namespace pd = proftrace::detail;
-
-bool has_suffix(const std::filesystem::path& p, std::initializer_list<const char*> suffixes) {
-  const std::string name = p.filename().string();
-  for (const char* s : suffixes)
-    if (name.ends_with(s)) return true;
-  return false;
-}
-
-bool named_perfetto(const std::filesystem::path& p) { return has_suffix(p, {".pftrace", ".pftrace.gz"}); }
-bool named_json(const std::filesystem::path& p) { return has_suffix(p, {".json", ".json.gz", ".json.zst"}); }
 
 // "Input Dims" as the JSON reader gives them: "[[64, 128], ['float']]".
 void append_dims(std::string& out, const json::value& v) {
@@ -91,26 +75,15 @@ void to_trace_event(const pd::decoded_event& d, std::int64_t base_ns, trace_even
   read_args(d, e);
 }
 
-// The uncompressed bytes of `input` written to `output`, compressed by its suffix.
-std::uint64_t recompress(const std::filesystem::path& input, const std::filesystem::path& output) {
-  trace_input in(input);
-  pd::compressed_output out(output);
-  std::vector<char> buf(in.buffer_size(std::size_t{1} << 20));
-  std::uint64_t total = 0;
-  while (const std::size_t n = in.read(buf.data(), buf.size())) {
-    out.stream().write(buf.data(), static_cast<std::streamsize>(n));
-    total += n;
-  }
-  if (in.status() != trace_input::state::complete)
-    throw trace_error(input.string() + ": " + (in.error().empty() ? "compressed stream cut off" : in.error()));
-  out.commit();
-  return total;
-}
-
 }  // namespace
 
+bool named_perfetto_trace(const std::filesystem::path& path) {
+  const std::string name = path.filename().string();
+  return name.ends_with(".pftrace") || name.ends_with(".pftrace.gz");
+}
+
 bool is_perfetto_trace(const std::filesystem::path& path) {
-  if (named_perfetto(path)) return true;
+  if (named_perfetto_trace(path)) return true;
   try {
     trace_input in(path);
     char head[2] = {0, 0};
@@ -156,39 +129,6 @@ read_result read_perfetto_trace(const std::filesystem::path& path, const read_op
   }
   result.metadata.push_back({"baseTimeNanoseconds", json_type::number, std::to_string(base_ns)});
   return result;
-}
-
-conversion_report convert_trace(const std::filesystem::path& input, const std::filesystem::path& output) {
-  const bool in_perfetto = is_perfetto_trace(input);
-  if (!in_perfetto && !named_json(input))
-    throw trace_error(input.string() + ": cannot tell its format (.json, .json.gz, .json.zst, .pftrace, .pftrace.gz)");
-  if (!named_perfetto(output) && !named_json(output))
-    throw trace_error(output.string() + ": unknown output format (.json, .json.gz, .json.zst, .pftrace, .pftrace.gz)");
-  conversion_report report;
-  try {
-    if (in_perfetto && named_json(output)) {
-      const auto r = pd::perfetto_to_kineto(input, output);
-      report.summary = std::to_string(r.events) + " events from " + std::to_string(r.packets) + " packets";
-      if (r.truncated) report.warnings.push_back(input.string() + ": truncated: " + r.truncation);
-      if (r.open_slices) report.warnings.push_back(std::to_string(r.open_slices) + " slices never ended (left out)");
-      return report;
-    }
-    if (in_perfetto == named_perfetto(output)) {  // same format: the bytes as they are, compressed anew
-      report.summary = std::to_string(recompress(input, output)) + " bytes copied";
-      return report;
-    }
-    const auto r = pd::kineto_to_perfetto(input, output);
-    report.summary = std::to_string(r.events) + " events: " + std::to_string(r.slices) + " slices, " +
-                     std::to_string(r.instants) + " instants, " + std::to_string(r.counters) + " counters, " +
-                     std::to_string(r.async_slices) + " async slices, " + std::to_string(r.flows) + " flow ends";
-    if (r.skipped) report.warnings.push_back(std::to_string(r.skipped) + " events not converted (other phases or unusable)");
-    if (r.truncated) report.warnings.push_back(input.string() + ": truncated inside traceEvents: its complete events were converted");
-  } catch (const trace_error&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw trace_error(e.what());
-  }
-  return report;
 }
 
 }  // namespace proftrace::tools

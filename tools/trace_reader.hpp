@@ -114,6 +114,7 @@ read_result read_trace(const std::filesystem::path& path, const read_options& op
 // is 0x0a (Trace.packet) with a second byte that white space and '{' rule
 // out (a JSON text starting with a newline). Never throws.
 bool is_perfetto_trace(const std::filesystem::path& path);
+bool named_perfetto_trace(const std::filesystem::path& path);  // by the suffix alone
 
 // read_trace's work for a Perfetto trace: its slices become "X" events,
 // instants "i", counters "C" (in the order their END appears), with pid,
@@ -129,6 +130,7 @@ struct conversion_report {
 // IN .json[.gz|.zst] -> OUT .pftrace[.gz]; IN .pftrace[.gz] -> OUT
 // .json[.gz|.zst]; the same format on both sides re-encodes (or copies).
 // Throws trace_error for unknown suffixes and unreadable or invalid input.
+// (tools/trace_convert.cpp)
 conversion_report convert_trace(const std::filesystem::path& input, const std::filesystem::path& output);
 
 // ---- telling traces from the other files of an output directory ----
