@@ -2065,3 +2065,17 @@ TEST_CASE("convert and summary on cut, garbage and unknown files: clear errors, 
   CHECK(r.rc == 1);
   CHECK(r.err.find("unknown output format") != std::string::npos);
 }
+
+TEST_CASE("merge skips .pftrace files in a directory and refuses one named on the command line") {
+  temp_dir dir("pftrace-merge");
+  const auto json = std::filesystem::path(data_dir) / "pytorch_style.pt.trace.json";
+  std::filesystem::copy_file(json, dir.path / "rank0.pt.trace.json");
+  REQUIRE(run_cli({"convert", json.string(), (dir.path / "rank1.pftrace").string()}).rc == 0);
+  const auto merged = dir.path / "merged.json";
+  auto r = run_cli({"merge", dir.path.string(), "-o", merged.string()});
+  CHECK(r.rc == 0);
+  CHECK(r.err.find("rank1.pftrace: a Perfetto trace") != std::string::npos);
+  r = run_cli({"merge", (dir.path / "rank1.pftrace").string(), "-o", merged.string()});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("convert") != std::string::npos);
+}

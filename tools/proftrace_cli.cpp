@@ -535,12 +535,18 @@ int cmd_merge(const std::vector<std::string>& args) {
   std::vector<std::filesystem::path> files;
   std::vector<pt::skipped_file> skipped;
   for (const auto& p : a.positional) {
+    // merge copies each event's JSON text: Perfetto traces must be converted first.
+    const std::string json_only = "a Perfetto trace: merge reads Kineto JSON traces ('proftrace convert' it first)";
     if (is_directory(p)) {
       // Decided by content: the directory's other files are skipped, named on stderr.
-      for (auto& f : pt::list_traces(p, skipped, {*a.output})) files.push_back(std::move(f));
+      for (auto& f : pt::list_traces(p, skipped, {*a.output})) {
+        if (pt::is_perfetto_trace(f)) skipped.push_back({f, json_only});
+        else files.push_back(std::move(f));
+      }
       continue;
     }
     // A file named on the command line must be a trace.
+    if (pt::is_perfetto_trace(p)) throw pt::trace_error(p + ": " + json_only);
     const auto probe = pt::probe_trace(p);
     if (!probe.is_trace) throw pt::trace_error(p + ": " + probe.reason);
     files.emplace_back(p);
