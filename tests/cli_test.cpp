@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <boost/iostreams/filter/gzip.hpp>
+#include <boost/json.hpp>
 #include <boost/iostreams/filtering_stream.hpp>
 
 #include <chrono>
@@ -1932,4 +1933,149 @@ TEST_CASE("every command's numbers are independent of the order of events in the
       CHECK(h.top_level == w.top_level);
     }
   }
+}
+
+// ---- Perfetto: proftrace convert, and .pftrace input to the other commands ----
+namespace {
+
+// The "X" events of a Kineto JSON trace, keyed by what must survive a
+// conversion: name, cat, pid, tid, Unix start and duration in ns.
+std::multimap<std::string, boost::json::object> complete_events(const std::filesystem::path& p) {
+  const auto doc = boost::json::parse(slurp(p)).as_object();
+  const std::int64_t base = doc.at("baseTimeNanoseconds").to_number<std::int64_t>();
+  std::multimap<std::string, boost::json::object> out;
+  for (const auto& v : doc.at("traceEvents").as_array()) {
+    const auto& e = v.as_object();
+    if (e.at("ph") != "X") continue;
+    const auto ns = [&](const char* k) { return std::llround(e.at(k).to_number<double>() * 1000); };
+    std::ostringstream key;
+    key << e.at("name").as_string() << "|" << e.at("cat").as_string() << "|" << boost::json::serialize(e.at("pid"))
+        << "|" << boost::json::serialize(e.at("tid")) << "|" << base + ns("ts") << "|" << ns("dur");
+    out.emplace(key.str(), e.contains("args") ? e.at("args").as_object() : boost::json::object());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("convert: JSON -> .pftrace -> JSON keeps every slice: name, thread, time, duration, args") {
+  temp_dir dir("pftrace-roundtrip");
+  const auto input = std::filesystem::path(data_dir) / "pytorch_style.pt.trace.json";  // torch's multi-line layout
+  for (const std::string suffix : {"", ".gz"}) {
+    CAPTURE(suffix);
+    const auto pf = dir.path / ("t.pftrace" + suffix), back = dir.path / ("back.json" + suffix);
+    auto r = run_cli({"convert", input.string(), pf.string()});
+    REQUIRE(r.rc == 0);
+    CHECK(r.out.find("slices") != std::string::npos);
+    r = run_cli({"convert", pf.string(), back.string()});
+    REQUIRE(r.rc == 0);
+    const auto plain = dir.path / "back-plain.json";
+    REQUIRE(run_cli({"convert", back.string(), plain.string()}).rc == 0);  // same format: re-encoded
+    const auto before = complete_events(input), after = complete_events(plain);
+    REQUIRE(before.size() >= 10);
+    CHECK(after.size() == before.size());
+    for (const auto& [key, args] : before) {
+      CAPTURE(key);
+      const auto range = after.equal_range(key);
+      REQUIRE(range.first != range.second);
+      bool same_args = false;
+      for (auto it = range.first; it != range.second; ++it) same_args |= it->second == args;
+      CHECK(same_args);
+    }
+    CHECK(run_cli({"validate", plain.string()}).rc == 0);
+  }
+}
+
+TEST_CASE("convert: string tids as named tracks, names from later M events, instants, counters, async ranges") {
+  temp_dir dir("pftrace-kinds");
+  const auto in = dir.path / "k.json", pf = dir.path / "k.pftrace", out = dir.path / "k2.json";
+  write_file(in, R"({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": "stream 7", "ts": 10, "dur": 5, "args": {"grid": [1, 2]}},
+    {"ph": "X", "cat": "cpu_op", "name": "outer", "pid": 1, "tid": 2, "ts": 10, "dur": 100},
+    {"ph": "X", "cat": "cpu_op", "name": "inner", "pid": 1, "tid": 2, "ts": 20, "dur": 10},
+    {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "mark", "pid": 1, "tid": 2, "ts": 50},
+    {"ph": "C", "name": "mem", "pid": 1, "tid": 2, "ts": 60, "args": {"mem": 4096}},
+    {"ph": "b", "cat": "async", "name": "req", "id": 9, "pid": 1, "tid": 2, "ts": 30},
+    {"ph": "e", "cat": "async", "name": "req", "id": 9, "pid": 1, "tid": 2, "ts": 70},
+    {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "worker"}}
+  ], "baseTimeNanoseconds": 1000000000})");
+  REQUIRE(run_cli({"convert", in.string(), pf.string()}).rc == 0);
+  REQUIRE(run_cli({"convert", pf.string(), out.string()}).rc == 0);
+  const auto doc = boost::json::parse(slurp(out)).as_object();
+  const std::int64_t base = doc.at("baseTimeNanoseconds").to_number<std::int64_t>();
+  std::set<std::string> seen;
+  for (const auto& v : doc.at("traceEvents").as_array()) {
+    const auto& e = v.as_object();
+    std::string s = std::string(e.at("ph").as_string()) + " " + std::string(e.at("name").as_string()) + " " +
+                    boost::json::serialize(e.at("tid"));
+    if (e.contains("ts") && e.at("ph") != "M")
+      s += " @" + std::to_string(base + std::llround(e.at("ts").to_number<double>() * 1000));
+    if (e.contains("dur")) s += " +" + std::to_string(std::llround(e.at("dur").to_number<double>() * 1000));
+    if (e.at("ph") == "M") s += " " + boost::json::serialize(e.at("args"));
+    seen.insert(s);
+  }
+  const std::set<std::string> expected = {
+      R"(X gemm "stream 7" @1000010000 +5000)", "X outer 2 @1000010000 +100000", "X inner 2 @1000020000 +10000",
+      "i mark 2 @1000050000",                  R"(C mem "mem" @1000060000)",     R"(X req "req" @1000030000 +40000)",
+      R"(M thread_name 2 {"name":"worker"})"};
+  CHECK(seen == expected);
+  CHECK(slurp(out).find(R"("grid": [1,2])") != std::string::npos);  // an array arg kept as JSON
+}
+
+TEST_CASE("summary, csv and diff read .pftrace files as their JSON; summary DIR finds them") {
+  temp_dir dir("pftrace-summary");
+  const auto json = std::filesystem::path(data_dir) / "pytorch_style.pt.trace.json";
+  const auto pf = dir.path / "rank0.pftrace.gz";
+  REQUIRE(run_cli({"convert", json.string(), pf.string()}).rc == 0);
+  const auto from_json = run_cli({"summary", json.string()}), from_pf = run_cli({"summary", pf.string()});
+  REQUIRE(from_json.rc == 0);
+  REQUIRE(from_pf.rc == 0);
+  CHECK(from_pf.out == from_json.out);
+  CHECK(run_cli({"csv", pf.string()}).out == run_cli({"csv", json.string()}).out);
+  const auto d = run_cli({"diff", json.string(), pf.string(), "--threshold", "0"});
+  CHECK(d.rc == 0);
+  const auto by_dir = run_cli({"summary", dir.path.string()});
+  CHECK(by_dir.rc == 0);
+  CHECK(by_dir.out.find("rank0.pftrace.gz") != std::string::npos);
+  CHECK(by_dir.out.find("ProfilerStep*") != std::string::npos);
+}
+
+TEST_CASE("convert and summary on cut, garbage and unknown files: clear errors, no crash") {
+  temp_dir dir("pftrace-bad");
+  const auto pf = dir.path / "t.pftrace";
+  REQUIRE(run_cli({"convert", (std::filesystem::path(data_dir) / "pytorch_style.pt.trace.json").string(), pf.string()}).rc == 0);
+  const std::string bytes = slurp(pf);
+  const auto cut = dir.path / "cut.pftrace";
+  write_file(cut, std::string_view(bytes).substr(0, bytes.size() * 2 / 3));
+  auto r = run_cli({"convert", cut.string(), (dir.path / "cut.json").string()});
+  CHECK(r.rc == 0);
+  CHECK(r.err.find("truncated") != std::string::npos);
+  r = run_cli({"summary", cut.string()});
+  CHECK(r.rc == 0);
+  CHECK(r.err.find("cut off") != std::string::npos);
+  const auto garbage = dir.path / "g.pftrace";
+  write_file(garbage, "\x13garbage that is not protobuf");
+  r = run_cli({"summary", garbage.string()});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("not a Perfetto trace") != std::string::npos);
+  r = run_cli({"convert", garbage.string(), (dir.path / "g.json").string()});
+  CHECK(r.rc == 1);
+  CHECK_FALSE(std::filesystem::exists(dir.path / "g.json"));  // nothing half-written left
+  r = run_cli({"convert", pf.string(), (dir.path / "x.txt").string()});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("unknown output format") != std::string::npos);
+}
+
+TEST_CASE("merge skips .pftrace files in a directory and refuses one named on the command line") {
+  temp_dir dir("pftrace-merge");
+  const auto json = std::filesystem::path(data_dir) / "pytorch_style.pt.trace.json";
+  std::filesystem::copy_file(json, dir.path / "rank0.pt.trace.json");
+  REQUIRE(run_cli({"convert", json.string(), (dir.path / "rank1.pftrace").string()}).rc == 0);
+  const auto merged = dir.path / "merged.json";
+  auto r = run_cli({"merge", dir.path.string(), "-o", merged.string()});
+  CHECK(r.rc == 0);
+  CHECK(r.err.find("rank1.pftrace: a Perfetto trace") != std::string::npos);
+  r = run_cli({"merge", (dir.path / "rank1.pftrace").string(), "-o", merged.string()});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("convert") != std::string::npos);
 }

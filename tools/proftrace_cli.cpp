@@ -36,7 +36,8 @@ const char* const tool_help =
     "usage: proftrace <command> [options]\n"
     "\n"
     "Reads trace files in PyTorch Kineto's JSON layout (.json, .json.gz, .json.zst),\n"
-    "written by proftrace or by torch.profiler, once and in bounded memory.\n"
+    "written by proftrace or by torch.profiler, once and in bounded memory, and\n"
+    "Perfetto's protobuf traces (.pftrace, .pftrace.gz; also told by content).\n"
     "\n"
     "commands:\n"
     "  summary TRACE    key_averages().table() of the trace's host events\n"
@@ -47,6 +48,7 @@ const char* const tool_help =
     "  validate --repair TRACE [-o OUT]   make a cut-off trace valid again\n"
     "  diff A B         per-key change in count, self and total time (a CI gate)\n"
     "  merge DIR -o M   several ranks' traces on one timeline, clocks aligned\n"
+    "  convert IN OUT   Kineto JSON <-> Perfetto .pftrace, formats by suffix\n"
     "\n"
     "Run 'proftrace <command> --help' for a command's options.\n"
     "exit codes: 0 ok, 1 invalid trace or validation problems, 2 usage error,\n"
@@ -184,6 +186,27 @@ const char* const diff_help =
     "  -h, --help          this text\n"
     "exit codes: 0 ok, 1 unreadable or invalid trace, 2 usage error,\n"
     "            3 threshold exceeded\n";
+
+const char* const convert_help =
+    "usage: proftrace convert IN OUT\n"
+    "\n"
+    "IN .json, .json.gz or .json.zst (Kineto or Chrome trace JSON, ours or torch's)\n"
+    "-> OUT .pftrace or .pftrace.gz (Perfetto's protobuf trace); IN .pftrace or\n"
+    ".pftrace.gz -> OUT .json, .json.gz or .json.zst (Kineto layout). The same\n"
+    "format on both sides copies the content, compressed by OUT's suffix.\n"
+    "JSON -> Perfetto: \"X\" events become slices on their thread's track (a string\n"
+    "pid or tid, such as \"stream 7\", a named track), args debug annotations\n"
+    "(arrays and objects as JSON), \"i\" instants, \"C\" counters, \"b\"/\"e\" slices\n"
+    "on a track per (name, id), \"s\"/\"f\" flows those of the slice starting at\n"
+    "their ts; thread and process names from \"M\" events. It holds the whole\n"
+    "trace in memory (a thread's events are sorted before they are written).\n"
+    "Perfetto -> JSON streams: slices as \"X\", instants \"i\", counters \"C\".\n"
+    "A cut input is converted as far as it goes, with a warning. OUT is written\n"
+    "aside and renamed.\n"
+    "\n"
+    "options:\n"
+    "  -h, --help          this text\n"
+    "exit codes: 0 ok, 1 unreadable or invalid input or unknown format, 2 usage error\n";
 
 struct parsed_args {
   std::vector<std::string> positional;
@@ -512,12 +535,18 @@ int cmd_merge(const std::vector<std::string>& args) {
   std::vector<std::filesystem::path> files;
   std::vector<pt::skipped_file> skipped;
   for (const auto& p : a.positional) {
+    // merge copies each event's JSON text: Perfetto traces must be converted first.
+    const std::string json_only = "a Perfetto trace: merge reads Kineto JSON traces ('proftrace convert' it first)";
     if (is_directory(p)) {
       // Decided by content: the directory's other files are skipped, named on stderr.
-      for (auto& f : pt::list_traces(p, skipped, {*a.output})) files.push_back(std::move(f));
+      for (auto& f : pt::list_traces(p, skipped, {*a.output})) {
+        if (pt::is_perfetto_trace(f)) skipped.push_back({f, json_only});
+        else files.push_back(std::move(f));
+      }
       continue;
     }
     // A file named on the command line must be a trace.
+    if (pt::is_perfetto_trace(p)) throw pt::trace_error(p + ": " + json_only);
     const auto probe = pt::probe_trace(p);
     if (!probe.is_trace) throw pt::trace_error(p + ": " + probe.reason);
     files.emplace_back(p);
@@ -576,6 +605,19 @@ int cmd_diff(const std::vector<std::string>& args) {
   return exit_regression;
 }
 
+int cmd_convert(const std::vector<std::string>& args) {
+  const auto a = parse(args, {});
+  if (a.help) {
+    std::cout << convert_help;
+    return exit_ok;
+  }
+  if (a.positional.size() != 2) throw usage_error{"convert takes IN and OUT"};
+  const auto report = pt::convert_trace(a.positional[0], a.positional[1]);
+  print_warnings(report.warnings);
+  std::cout << a.positional[1] << ": " << report.summary << "\n";
+  return exit_ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -594,6 +636,7 @@ int main(int argc, char** argv) {
     if (command == "validate") return cmd_validate(rest);
     if (command == "diff") return cmd_diff(rest);
     if (command == "merge") return cmd_merge(rest);
+    if (command == "convert") return cmd_convert(rest);
     command.clear();
     throw usage_error{"unknown command '" + args[0] + "'"};
   } catch (const usage_error& e) {

@@ -374,6 +374,7 @@ struct sax {
 }  // namespace
 
 read_result read_trace(const std::filesystem::path& path, const read_options& options) {
+  if (is_perfetto_trace(path)) return read_perfetto_trace(path, options);
   const std::string file_name = path.string();
   const auto fail = [&](const std::string& what) { throw trace_error(file_name + ": " + what); };
 
@@ -459,6 +460,12 @@ trace_probe probe_trace(const std::filesystem::path& path) {
     p.reason = "not a Kineto trace (" + std::move(why) + ")";
     return p;
   };
+  if (is_perfetto_trace(path)) {
+    std::error_code ec;
+    p.is_trace = std::filesystem::is_regular_file(path, ec);
+    if (!p.is_trace) p.reason = "cannot be read: not a regular file";
+    return p;
+  }
   // The first byte of the (decompressed) text: a trace is an object.
   char first = 0;
   std::uint64_t leading = 0;
@@ -513,7 +520,9 @@ std::vector<std::filesystem::path> list_traces(const std::filesystem::path& dir,
   for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const auto& entry = *it;
     const std::string name = entry.path().filename().string();
-    if (!(name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".json.zst"))) continue;
+    if (!(name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".json.zst") ||
+          name.ends_with(".pftrace") || name.ends_with(".pftrace.gz")))
+      continue;
     std::error_code type_ec;
     const bool regular = entry.is_regular_file(type_ec);
     if (type_ec) {  // a symbolic link loop, a dangling link, no permission: named, not fatal

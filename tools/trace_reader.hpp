@@ -108,6 +108,31 @@ struct read_options {
 // traceEvents (a cut inside traceEvents is reported as `truncated` instead).
 read_result read_trace(const std::filesystem::path& path, const read_options& options);
 
+// ---- Perfetto traces (.pftrace, .pftrace.gz; tools/trace_pftrace.cpp) ----
+
+// A .pftrace or .pftrace.gz name, or a file whose (decompressed) first byte
+// is 0x0a (Trace.packet) with a second byte that white space and '{' rule
+// out (a JSON text starting with a newline). Never throws.
+bool is_perfetto_trace(const std::filesystem::path& path);
+bool named_perfetto_trace(const std::filesystem::path& path);  // by the suffix alone
+
+// read_trace's work for a Perfetto trace: its slices become "X" events,
+// instants "i", counters "C" (in the order their END appears), with pid,
+// tid (a named track's name as tid), ts and dur in microseconds from the
+// first event's time base, and the args the summary reads. A file cut
+// inside a packet is `truncated`; malformed content throws trace_error.
+read_result read_perfetto_trace(const std::filesystem::path& path, const read_options& options);
+
+struct conversion_report {
+  std::string summary;  // one line: what was converted
+  std::vector<std::string> warnings;
+};
+// IN .json[.gz|.zst] -> OUT .pftrace[.gz]; IN .pftrace[.gz] -> OUT
+// .json[.gz|.zst]; the same format on both sides re-encodes (or copies).
+// Throws trace_error for unknown suffixes and unreadable or invalid input.
+// (tools/trace_convert.cpp)
+conversion_report convert_trace(const std::filesystem::path& input, const std::filesystem::path& output);
+
 // ---- telling traces from the other files of an output directory ----
 
 // Whether a file is a Kineto trace, decided by its content (not its name): a

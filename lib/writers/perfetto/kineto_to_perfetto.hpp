@@ -1,0 +1,47 @@
+// Internal: a Kineto/Chrome trace (JSON: .json, .json.gz, .json.zst) written
+// as a .pftrace (.pftrace.gz by suffix) through perfetto_builder.
+//
+// The text is split into events by json_events_scanner and each event
+// parsed on its own, but the events are then HELD IN MEMORY (as parsed JSON)
+// until the input ends: Perfetto nests a track's slices by the order of
+// their BEGIN and END packets, so a thread's "X" events are sorted by start
+// (longer first) before any is written, and thread names from "M" events
+// anywhere in the file are known when a track is first declared. Memory is
+// therefore about that of the whole trace parsed (roughly 3-5 times its
+// JSON text).
+//
+// Mapping: "X" -> SLICE_BEGIN/END on the thread's track (numeric pid/tid;
+// a string pid or tid such as "stream 7" -> a named track under the
+// process); args -> debug annotations (numbers, bools, strings; arrays and
+// objects as legacy JSON); "i"/"I" -> instants; "C" -> one counter track per
+// arg ("name" for an arg named as the event, else "name.arg"); "b"/"e" ->
+// slices on a named track per (name, id) under the process; "s"/"f" flows
+// -> flow ids of the "X" slice starting at the same ts on the same thread
+// (terminating ids on its END), others dropped. Overlapping (not nested)
+// "X" events on a thread are cut at their parent's end.
+//
+//   const auto r = kineto_to_perfetto("t.pt.trace.json.gz", "t.pftrace");
+#pragma once
+
+#include "proftrace/config.hpp"
+
+#include <cstdint>
+#include <filesystem>
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+struct kineto_conversion {
+  std::uint64_t events = 0;  // elements of traceEvents
+  std::uint64_t slices = 0, instants = 0, counters = 0, async_slices = 0, flows = 0;
+  std::uint64_t skipped = 0;  // not converted: other phases, unusable events, flows without a slice
+  bool truncated = false;     // the JSON ended inside traceEvents: every complete event was converted
+};
+
+// Throws std::runtime_error naming the input or output and the reason.
+kineto_conversion kineto_to_perfetto(const std::filesystem::path& input, const std::filesystem::path& output);
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

@@ -1,0 +1,94 @@
+// Internal: a .pftrace (Perfetto's protobuf `Trace`, plain or .gz) decoded
+// back into slices, instants and counters, streaming: one packet in memory
+// at a time, plus each track's stack of open slices and the interning
+// tables. Events are delivered in the order their END (or the instant or
+// counter) appears in the file.
+//
+//   perfetto_callbacks cb;
+//   cb.on_track = [](const decoded_track& t) { ... };       // once per descriptor
+//   cb.on_event = [](const decoded_event& e) { ...; return true; };
+//   const perfetto_read_result r = read_perfetto("t.pftrace", cb);
+//   if (r.truncated) warn(r.truncation);
+#pragma once
+
+#include "proftrace/config.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <istream>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+// A DebugAnnotation.legacy_json_value, kept as its JSON text.
+struct decoded_json {
+  std::string text;
+  bool operator==(const decoded_json&) const = default;
+};
+using decoded_value = std::variant<std::int64_t, std::uint64_t, double, bool, std::string, decoded_json>;
+struct decoded_arg {
+  std::string name;
+  decoded_value value;
+};
+
+struct decoded_track {
+  std::uint64_t uuid = 0, parent = 0;
+  std::string name;          // TrackDescriptor.name (named and counter tracks)
+  bool is_process = false, is_thread = false, is_counter = false;
+  std::int64_t pid = 0, tid = 0;  // pid also for a named track under a process, from its ancestors
+  bool has_pid = false;
+  std::string process_name, thread_name;
+};
+
+struct decoded_event {
+  enum class kind : std::uint8_t { slice, instant, counter } type = kind::slice;
+  std::string name, category;  // a counter's name is its track's
+  const decoded_track* track = nullptr;  // never null; valid during the callback
+  std::int64_t start_ns = 0, dur_ns = 0;  // Unix ns; dur 0 but for slices
+  double value = 0;                       // counters
+  std::vector<decoded_arg> args;          // the BEGIN's, then the END's
+  std::vector<std::uint64_t> flow_ids, terminating_flow_ids;
+};
+
+struct perfetto_read_result {
+  std::uint64_t packets = 0, events = 0;
+  std::uint64_t bytes = 0;  // (uncompressed) bytes of the whole packets read
+  // The input ended inside a packet (or the compressed stream broke off):
+  // everything before was delivered; `truncation` says where.
+  bool truncated = false;
+  std::string truncation;
+  std::uint64_t open_slices = 0;     // BEGINs never ended (not delivered)
+  std::uint64_t unmatched_ends = 0;  // ENDs on a track with nothing open (ignored)
+  bool stopped = false;              // on_event returned false
+};
+
+// Not a Perfetto trace, or a malformed one: one line naming the byte offset.
+class perfetto_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct perfetto_callbacks {
+  std::function<void(const decoded_track&)> on_track;
+  std::function<bool(const decoded_event&)> on_event;  // false: stop reading
+};
+
+// Throws perfetto_error (messages start with "PATH: ") for an unreadable
+// file or malformed content; a cut is reported in the result instead.
+perfetto_read_result read_perfetto(const std::filesystem::path& path, const perfetto_callbacks& callbacks);
+// The uncompressed bytes from `in` (messages without a path).
+perfetto_read_result read_perfetto(std::istream& in, const perfetto_callbacks& callbacks);
+
+// Whether `first_byte` of a (decompressed) file can start a Perfetto trace:
+// 0x0a, the key of Trace.packet (field 1, length-delimited).
+constexpr bool looks_like_perfetto(unsigned char first_byte) noexcept { return first_byte == 0x0a; }
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

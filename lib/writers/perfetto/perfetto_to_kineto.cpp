@@ -1,0 +1,155 @@
+#include "writers/perfetto/perfetto_to_kineto.hpp"
+
+#include <boost/json/parse.hpp>
+
+#include "json_text.hpp"
+#include "writers/perfetto/compressed_output.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+namespace {
+constexpr std::size_t flush_bytes = std::size_t{1} << 16;
+
+// legacy_json_value is trusted only once it parses: a bad one would make
+// the whole file unreadable, so it is written as a string instead.
+void append_json_text(std::string& out, const std::string& text) {
+  boost::system::error_code ec;
+  (void)boost::json::parse(text, ec);
+  if (ec) append_json_string(out, text);
+  else out += text;
+}
+
+void append_value(std::string& out, const decoded_value& v) {
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, bool>) out += x ? "true" : "false";
+        else if constexpr (std::is_same_v<T, double>) append_double(out, x);
+        else if constexpr (std::is_same_v<T, std::string>) append_json_string(out, x);
+        else if constexpr (std::is_same_v<T, decoded_json>) append_json_text(out, x.text);
+        else append_int(out, x);
+      },
+      v);
+}
+}  // namespace
+
+kineto_json_writer::kineto_json_writer(std::ostream& out) : out_(out) { buf_ = "{\n  \"traceEvents\": ["; }
+
+perfetto_callbacks kineto_json_writer::callbacks() {
+  return {[this](const decoded_track& t) { track(t); },
+          [this](const decoded_event& e) {
+            event(e);
+            return true;
+          }};
+}
+
+void kineto_json_writer::begin_element() {
+  buf_ += first_ ? "\n  " : ",\n  ";
+  first_ = false;
+}
+
+void kineto_json_writer::flush_if_big() {
+  if (buf_.size() < flush_bytes) return;
+  out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+  buf_.clear();
+}
+
+void kineto_json_writer::append_where(const decoded_track& t) {
+  buf_ += "\"pid\": ";
+  append_int(buf_, t.has_pid ? t.pid : 0);
+  buf_ += ", \"tid\": ";
+  if (t.is_thread) append_int(buf_, t.tid);
+  else if (t.is_process) append_int(buf_, t.pid);
+  else append_json_string(buf_, t.name);
+}
+
+void kineto_json_writer::track(const decoded_track& t) {
+  if (!(t.is_thread && !t.thread_name.empty()) && !(t.is_process && !t.process_name.empty())) return;
+  begin_element();
+  buf_ += t.is_thread ? "{\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": 0, "
+                      : "{\"name\": \"process_name\", \"ph\": \"M\", \"ts\": 0, ";
+  append_where(t);
+  buf_ += ", \"args\": {\"name\": ";
+  append_json_string(buf_, t.is_thread ? t.thread_name : t.process_name);
+  buf_ += "}}";
+  flush_if_big();
+}
+
+void kineto_json_writer::append_args(const decoded_event& e) {
+  buf_ += ", \"args\": {";
+  if (e.type == decoded_event::kind::counter) {
+    append_json_string(buf_, e.name);
+    buf_ += ": ";
+    append_double(buf_, e.value);
+  }
+  for (std::size_t i = 0; i < e.args.size(); ++i) {
+    if (i) buf_ += ", ";
+    append_json_string(buf_, e.args[i].name);
+    buf_ += ": ";
+    append_value(buf_, e.args[i].value);
+  }
+  buf_ += "}}";
+}
+
+void kineto_json_writer::append_flow(const decoded_event& e, std::uint64_t id, bool start) {
+  begin_element();
+  buf_ += start ? "{\"ph\": \"s\", " : "{\"ph\": \"f\", \"bp\": \"e\", ";
+  buf_ += "\"id\": ";
+  append_int(buf_, id);
+  buf_ += ", \"cat\": \"ac2g\", \"name\": \"ac2g\", ";
+  append_where(*e.track);
+  buf_ += ", \"ts\": ";
+  append_us3(buf_, e.start_ns - base_ns_);
+  buf_ += "}";
+}
+
+void kineto_json_writer::event(const decoded_event& e) {
+  if (!has_base_) {
+    base_ns_ = e.start_ns - e.start_ns % trace_base_period_ns;
+    has_base_ = true;
+  }
+  static constexpr const char* ph[] = {"X", "i", "C"};
+  begin_element();
+  buf_ += "{\"ph\": \"";
+  buf_ += ph[static_cast<int>(e.type)];
+  buf_ += e.type == decoded_event::kind::instant ? "\", \"s\": \"t\", \"cat\": " : "\", \"cat\": ";
+  append_json_string(buf_, e.category);
+  buf_ += ", \"name\": ";
+  append_json_string(buf_, e.name);
+  buf_ += ", ";
+  append_where(*e.track);
+  buf_ += ", \"ts\": ";
+  append_us3(buf_, e.start_ns - base_ns_);
+  if (e.type == decoded_event::kind::slice) {
+    buf_ += ", \"dur\": ";
+    append_us3(buf_, e.dur_ns);
+  }
+  append_args(e);
+  for (const auto id : e.flow_ids) append_flow(e, id, true);
+  for (const auto id : e.terminating_flow_ids) append_flow(e, id, false);
+  flush_if_big();
+}
+
+void kineto_json_writer::finish() {
+  buf_ += "\n  ],\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ";
+  append_int(buf_, base_ns_);
+  buf_ += "\n}\n";
+  out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+  buf_.clear();
+  out_.flush();
+}
+
+perfetto_read_result perfetto_to_kineto(const std::filesystem::path& input, const std::filesystem::path& output) {
+  compressed_output out(output);
+  kineto_json_writer w(out.stream());
+  const perfetto_read_result r = read_perfetto(input, w.callbacks());
+  w.finish();
+  out.commit();
+  return r;
+}
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

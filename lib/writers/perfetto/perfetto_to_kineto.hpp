@@ -1,0 +1,61 @@
+// Internal: decoded Perfetto events (perfetto_reader.hpp) written as a
+// Kineto-layout JSON trace, streaming: each event is written as it comes.
+// Slices are "X" events, instants "i" ("s": "t"), counters "C" with args
+// {name: value}, flows "s"/"f" (cat "ac2g") at their slice's start; thread
+// and process descriptors become "M" thread_name/process_name events.
+// Threads' events carry their pid and tid; a named track's carry its
+// ancestor process's pid (else 0) and the track's name as "tid". `ts` is
+// relative to "baseTimeNanoseconds", taken from the first event (a multiple
+// of 2^51 ns, as the recorder's) and written after "traceEvents".
+//
+//   std::ofstream out("t.json");
+//   kineto_json_writer w(out);
+//   read_perfetto("t.pftrace", w.callbacks());
+//   w.finish();
+//
+//   perfetto_to_kineto("t.pftrace.gz", "t.json.zst");  // the two together, files by suffix
+#pragma once
+
+#include "proftrace/config.hpp"
+#include "writers/perfetto/perfetto_reader.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <ostream>
+#include <string>
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+class kineto_json_writer {
+ public:
+  explicit kineto_json_writer(std::ostream& out);
+  void track(const decoded_track& t);
+  void event(const decoded_event& e);
+  // Closes traceEvents and the object; once, after the last event.
+  void finish();
+  perfetto_callbacks callbacks();
+
+ private:
+  void begin_element();
+  void append_where(const decoded_track& t);  // "pid": ..., "tid": ...
+  void append_args(const decoded_event& e);
+  void append_flow(const decoded_event& e, std::uint64_t id, bool start);
+  void flush_if_big();
+
+  std::ostream& out_;
+  std::string buf_;
+  bool first_ = true, has_base_ = false;
+  std::int64_t base_ns_ = 0;
+};
+
+// Reads `input` (.pftrace, .pftrace.gz) and writes `output` (.json,
+// .json.gz, .json.zst by suffix; whole or not at all). Throws
+// perfetto_error or std::runtime_error; a cut input is converted as far as
+// it goes and reported in the result.
+perfetto_read_result perfetto_to_kineto(const std::filesystem::path& input, const std::filesystem::path& output);
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

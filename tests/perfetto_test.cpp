@@ -1,0 +1,356 @@
+// The Perfetto writer checked by an independent wire-format decoder written
+// here from ../shared/reference/perfetto-trace-format.md (not the library's
+// reader), then the library's reader: round trip, cut files, garbage.
+#include <doctest/doctest.h>
+
+#include <boost/json.hpp>
+
+#include <cstring>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "writers/perfetto/perfetto_builder.hpp"
+#include "writers/perfetto/perfetto_reader.hpp"
+#include "writers/perfetto/perfetto_to_kineto.hpp"
+
+using namespace proftrace::detail;
+using namespace std::string_view_literals;
+
+namespace {
+
+// ---- the independent decoder ----
+struct pb_field {
+  std::uint32_t number = 0;
+  int wire = 0;
+  std::uint64_t value = 0;
+  std::string_view bytes;
+};
+
+std::vector<pb_field> decode(std::string_view m) {
+  std::vector<pb_field> out;
+  std::size_t i = 0;
+  const auto varint = [&] {
+    std::uint64_t r = 0;
+    for (int shift = 0;; shift += 7) {
+      REQUIRE(i < m.size());
+      REQUIRE(shift < 64);
+      const auto b = static_cast<unsigned char>(m[i++]);
+      r |= std::uint64_t{b & 0x7fu} << shift;
+      if (!(b & 0x80)) return r;
+    }
+  };
+  while (i < m.size()) {
+    const std::uint64_t key = varint();
+    pb_field f;
+    f.number = static_cast<std::uint32_t>(key >> 3);
+    f.wire = static_cast<int>(key & 7);
+    if (f.wire == 0) {
+      f.value = varint();
+    } else if (f.wire == 1 || f.wire == 5) {
+      const std::size_t n = f.wire == 1 ? 8 : 4;
+      REQUIRE(i + n <= m.size());
+      std::memcpy(&f.value, m.data() + i, n);  // little endian host
+      i += n;
+    } else {
+      REQUIRE(f.wire == 2);
+      const std::uint64_t n = varint();
+      REQUIRE(i + n <= m.size());
+      f.bytes = m.substr(i, n);
+      i += n;
+    }
+    out.push_back(f);
+  }
+  return out;
+}
+
+std::vector<pb_field> all(const std::vector<pb_field>& fs, std::uint32_t number) {
+  std::vector<pb_field> r;
+  for (const auto& f : fs)
+    if (f.number == number) r.push_back(f);
+  return r;
+}
+const pb_field* one(const std::vector<pb_field>& fs, std::uint32_t number) {
+  for (const auto& f : fs)
+    if (f.number == number) return &f;
+  return nullptr;
+}
+double as_double(std::uint64_t bits) {
+  double d;
+  std::memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
+// A builder trace with every kind of track, event and annotation.
+struct sample {
+  std::string out;
+  std::uint64_t process = 0, thread = 0, counter = 0, stream = 0;
+  sample() {
+    perfetto_builder b(out, 7);
+    process = b.process_track(100, "proc");
+    thread = b.thread_track(100, 101, "main");
+    CHECK(b.thread_track(100, 101, "main") == thread);
+    const annotation args[] = {{.name = "i", .value = std::int64_t{-5}},   {.name = "u", .value = std::uint64_t{7}},
+                               {.name = "d", .value = 2.5},                {.name = "b", .value = true},
+                               {.name = "s", .value = "text"sv},           {.name = "j", .value = json_value{"[[2, 3]]"}}};
+    const std::uint64_t flow[] = {42}, terminating[] = {43};
+    b.slice_begin(thread, 1000, "outer", "user_annotation", args, flow);
+    b.slice_begin(thread, 1100, "inner", "cpu_op");
+    b.slice_end(thread, 1200);
+    b.slice_end(thread, 2000, {}, terminating);
+    b.instant(thread, 1500, "mark", "cpu_op");
+    counter = b.counter_track("mem", process);
+    b.counter(counter, 1600, 3.5);
+    stream = b.named_track("stream 7", process, 7);
+    const std::uint64_t name = b.intern_name("outer");  // interned already: the same id, nothing new written
+    CHECK(name == 1);
+    b.slice_begin(stream, 3000, name, b.intern_category("kernel"));
+    b.slice_end(stream, 3100);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("builder packets decoded independently: fields, flags, interning, tracks, nesting, annotations") {
+  const sample s;
+  const auto trace = decode(s.out);
+  REQUIRE(trace.size() > 5);
+  std::map<std::uint64_t, std::string> names, categories, annotation_names;
+  std::set<std::uint64_t> tracks;
+  std::map<std::uint64_t, std::vector<std::string>> open;
+  std::vector<std::string> seen;  // "B outer", "E outer", ...
+  std::map<std::string, int> interned_count;
+  for (std::size_t k = 0; k < trace.size(); ++k) {
+    REQUIRE(trace[k].number == 1);
+    REQUIRE(trace[k].wire == 2);
+    const auto p = decode(trace[k].bytes);
+    REQUIRE(one(p, 10));
+    CHECK(one(p, 10)->value == 7);
+    if (k == 0) {  // the first packet: state cleared, REALTIME and BOOTTIME read together
+      REQUIRE(one(p, 13));
+      CHECK(one(p, 13)->value == 1);
+      REQUIRE(one(p, 6));
+      std::set<std::uint64_t> clocks;
+      for (const auto& c : all(decode(one(p, 6)->bytes), 1)) {
+        const auto clock = decode(c.bytes);
+        REQUIRE(one(clock, 1));
+        REQUIRE(one(clock, 2));
+        CHECK(one(clock, 2)->value > 0);
+        clocks.insert(one(clock, 1)->value);
+      }
+      CHECK(clocks == std::set<std::uint64_t>{1, 6});
+      continue;
+    }
+    if (const pb_field* d = one(p, 60)) {
+      const auto desc = decode(d->bytes);
+      REQUIRE(one(desc, 1));
+      CHECK(tracks.insert(one(desc, 1)->value).second);  // once per uuid
+      if (const pb_field* parent = one(desc, 5)) CHECK(tracks.count(parent->value) == 1);  // parent first
+      if (const pb_field* t = one(desc, 4)) {
+        const auto thread = decode(t->bytes);
+        CHECK(one(thread, 1)->value == 100);
+        CHECK(one(thread, 2)->value == 101);
+        CHECK(one(thread, 5)->bytes == "main");
+        CHECK(one(desc, 5)->value == s.process);
+      }
+      if (const pb_field* pr = one(desc, 3)) CHECK(one(decode(pr->bytes), 6)->bytes == "proc");
+      if (one(desc, 1)->value == s.counter) {
+        CHECK(one(desc, 8) != nullptr);
+        CHECK(one(desc, 2)->bytes == "mem");
+      }
+      continue;
+    }
+    REQUIRE(one(p, 11));
+    REQUIRE(one(p, 8));
+    REQUIRE(one(p, 58));
+    CHECK(one(p, 58)->value == 1);
+    REQUIRE(one(p, 13));
+    CHECK((one(p, 13)->value & 2) == 2);
+    if (const pb_field* in = one(p, 12)) {
+      const auto interned = decode(in->bytes);
+      for (auto [table, number] : {std::pair{&categories, 1u}, std::pair{&names, 2u}, std::pair{&annotation_names, 3u}})
+        for (const auto& e : all(interned, number)) {
+          const auto entry = decode(e.bytes);
+          const std::string text(one(entry, 2)->bytes);
+          CHECK(table->emplace(one(entry, 1)->value, text).second);
+          ++interned_count[text + "/" + std::to_string(number)];
+        }
+    }
+    const auto ev = decode(one(p, 11)->bytes);
+    const std::uint64_t track = one(ev, 11)->value, type = one(ev, 9)->value;
+    CHECK(tracks.count(track) == 1);  // declared before use
+    if (type == 1 || type == 3) {
+      REQUIRE(names.count(one(ev, 10)->value) == 1);  // interned in this packet or before
+      for (const auto& c : all(ev, 3)) CHECK(categories.count(c.value) == 1);
+    }
+    for (const auto& a : all(ev, 4)) {
+      const auto ann = decode(a.bytes);
+      REQUIRE(annotation_names.count(one(ann, 1)->value) == 1);
+      const std::string& n = annotation_names[one(ann, 1)->value];
+      const std::map<std::string, std::pair<std::uint32_t, int>> expect = {
+          {"i", {4, 0}}, {"u", {3, 0}}, {"d", {5, 1}}, {"b", {2, 0}}, {"s", {6, 2}}, {"j", {9, 2}}};
+      REQUIRE(expect.count(n) == 1);
+      const pb_field* v = one(ann, expect.at(n).first);
+      REQUIRE(v);
+      CHECK(v->wire == expect.at(n).second);
+      if (n == "i") CHECK(static_cast<std::int64_t>(v->value) == -5);
+      if (n == "d") CHECK(as_double(v->value) == 2.5);
+      if (n == "j") CHECK(v->bytes == "[[2, 3]]");
+    }
+    switch (type) {
+      case 1:
+        open[track].push_back(names[one(ev, 10)->value]);
+        seen.push_back("B " + open[track].back());
+        for (const auto& f : all(ev, 47)) CHECK((f.wire == 1 && f.value == 42));
+        break;
+      case 2:
+        REQUIRE(!open[track].empty());
+        CHECK(one(ev, 10) == nullptr);  // an END has no name
+        seen.push_back("E " + open[track].back());
+        open[track].pop_back();
+        for (const auto& f : all(ev, 48)) CHECK((f.wire == 1 && f.value == 43));
+        break;
+      case 3: seen.push_back("I " + names[one(ev, 10)->value]); break;
+      case 4:
+        REQUIRE(one(ev, 44));
+        CHECK(one(ev, 44)->wire == 1);
+        CHECK(as_double(one(ev, 44)->value) == 3.5);
+        seen.push_back("C");
+        break;
+      default: FAIL("unexpected type " << type);
+    }
+  }
+  const std::vector<std::string> expected = {"B outer", "B inner", "E inner", "E outer", "I mark",
+                                             "C",       "B outer", "E outer"};
+  CHECK(seen == expected);
+  CHECK(interned_count["outer/2"] == 1);
+  CHECK(interned_count["cpu_op/1"] == 1);
+  CHECK(tracks.size() == 4);
+}
+
+namespace {
+struct collected {
+  std::vector<decoded_event> events;
+  std::vector<decoded_track> tracks;
+  perfetto_read_result result;
+};
+collected read_bytes(const std::string& bytes) {
+  collected c;
+  perfetto_callbacks cb;
+  cb.on_track = [&](const decoded_track& t) { c.tracks.push_back(t); };
+  cb.on_event = [&](const decoded_event& e) {
+    c.events.push_back(e);
+    return true;
+  };
+  std::istringstream in(bytes);
+  c.result = read_perfetto(in, cb);
+  return c;
+}
+}  // namespace
+
+TEST_CASE("read_perfetto gives back slices (in END order), instants, counters, tracks and typed args") {
+  const sample s;
+  const collected c = read_bytes(s.out);
+  CHECK_FALSE(c.result.truncated);
+  CHECK(c.result.open_slices == 0);
+  REQUIRE(c.events.size() == 5);
+  const decoded_event &inner = c.events[0], &outer = c.events[1];
+  CHECK(inner.name == "inner");
+  CHECK(inner.start_ns == 1100);
+  CHECK(inner.dur_ns == 100);
+  CHECK(outer.name == "outer");
+  CHECK(outer.category == "user_annotation");
+  CHECK(outer.dur_ns == 1000);
+  CHECK(outer.track->pid == 100);
+  CHECK(outer.track->tid == 101);
+  CHECK(outer.track->thread_name == "main");
+  REQUIRE(outer.args.size() == 6);
+  CHECK(std::get<std::int64_t>(outer.args[0].value) == -5);
+  CHECK(std::get<std::uint64_t>(outer.args[1].value) == 7);
+  CHECK(std::get<double>(outer.args[2].value) == 2.5);
+  CHECK(std::get<bool>(outer.args[3].value));
+  CHECK(std::get<std::string>(outer.args[4].value) == "text");
+  CHECK(std::get<decoded_json>(outer.args[5].value).text == "[[2, 3]]");
+  CHECK(outer.flow_ids == std::vector<std::uint64_t>{42});
+  CHECK(outer.terminating_flow_ids == std::vector<std::uint64_t>{43});
+  CHECK(c.events[2].type == decoded_event::kind::instant);
+  CHECK(c.events[3].type == decoded_event::kind::counter);
+  CHECK(c.events[3].name == "mem");
+  CHECK(c.events[3].value == 3.5);
+  CHECK(c.events[4].track->name == "stream 7");
+  CHECK(c.events[4].track->pid == 100);  // from its process
+  CHECK(c.events[4].category == "kernel");
+  CHECK(c.tracks.size() == 4);
+}
+
+TEST_CASE("a file cut anywhere: everything before the cut, `truncated` unless the cut is between packets") {
+  const sample s;
+  std::set<std::size_t> boundaries = {0};
+  std::size_t at = 0;
+  for (const auto& packet : decode(s.out)) {
+    at = static_cast<std::size_t>(packet.bytes.data() + packet.bytes.size() - s.out.data());
+    boundaries.insert(at);
+  }
+  CHECK(at == s.out.size());
+  std::size_t last_events = 0;
+  for (std::size_t cut = 0; cut <= s.out.size(); ++cut) {
+    CAPTURE(cut);
+    collected c;
+    REQUIRE_NOTHROW(c = read_bytes(s.out.substr(0, cut)));
+    CHECK(c.result.truncated == (boundaries.count(cut) == 0));
+    if (c.result.truncated) CHECK(c.result.truncation.find("inside packet") != std::string::npos);
+    CHECK(c.events.size() >= last_events);
+    last_events = c.events.size();
+  }
+  CHECK(last_events == 5);
+}
+
+TEST_CASE("garbage is refused with a clear error, and no mutation of a trace crashes the reader") {
+  CHECK_THROWS_WITH_AS(read_bytes("{\"traceEvents\": []}"), doctest::Contains("not a Perfetto trace"), perfetto_error);
+  CHECK_THROWS_WITH_AS(read_bytes(std::string("\x0a\x02\x08", 3) + std::string("\xff\xff", 2)),
+                       doctest::Contains("malformed TracePacket"), perfetto_error);
+  const sample s;
+  CHECK_THROWS_WITH_AS(read_bytes(s.out + "xyz"), doctest::Contains("garbage"), perfetto_error);
+  std::mt19937 rng(12345);
+  for (int round = 0; round < 3000; ++round) {
+    std::string m = s.out;
+    for (int k = 0; k < 1 + round % 4; ++k) m[rng() % m.size()] = static_cast<char>(rng());
+    try {
+      (void)read_bytes(m);
+    } catch (const perfetto_error&) {
+    }
+  }
+}
+
+TEST_CASE("the Kineto JSON written from a decoded trace") {
+  const sample s;
+  std::ostringstream json;
+  kineto_json_writer w(json);
+  std::istringstream in(s.out);
+  read_perfetto(in, w.callbacks());
+  w.finish();
+  const auto doc = boost::json::parse(json.str()).as_object();
+  CHECK(doc.at("displayTimeUnit") == "ms");
+  const std::int64_t base = doc.at("baseTimeNanoseconds").as_int64();
+  std::map<std::string, boost::json::object> by_name;
+  std::set<std::string> metadata;
+  for (const auto& v : doc.at("traceEvents").as_array()) {
+    const auto& e = v.as_object();
+    if (e.at("ph") == "M") metadata.insert(std::string(e.at("name").as_string()) + "=" +
+                                           std::string(e.at("args").at("name").as_string()));
+    else by_name.emplace(std::string(e.at("ph").as_string()) + std::string(e.at("name").as_string()), e);  // the first
+  }
+  CHECK(metadata == std::set<std::string>{"process_name=proc", "thread_name=main"});
+  const auto& outer = by_name.at("Xinner");
+  CHECK(outer.at("pid") == 100);
+  CHECK(outer.at("tid") == 101);
+  CHECK(base + std::llround(outer.at("ts").to_number<double>() * 1000) == 1100);
+  CHECK(outer.at("dur").to_number<double>() == doctest::Approx(0.1));
+  const auto& args = by_name.at("Xouter").at("args").as_object();
+  CHECK(args.at("j") == boost::json::parse("[[2, 3]]"));
+  CHECK(args.at("s") == "text");
+  CHECK(args.at("i") == -5);
+  CHECK(by_name.at("imark").at("s") == "t");
+  CHECK(by_name.at("Cmem").at("args").at("mem").to_number<double>() == 3.5);
+}

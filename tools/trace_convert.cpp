@@ -1,0 +1,71 @@
+// `proftrace convert`: Kineto JSON <-> Perfetto, by suffix, through the
+// library's converters.
+#include "trace_input.hpp"
+#include "trace_reader.hpp"
+#include "writers/perfetto/compressed_output.hpp"
+#include "writers/perfetto/kineto_to_perfetto.hpp"
+#include "writers/perfetto/perfetto_to_kineto.hpp"
+
+namespace proftrace::tools {
+
+namespace {
+
+namespace pd = proftrace::detail;
+
+bool named_json(const std::filesystem::path& p) {
+  const std::string name = p.filename().string();
+  return name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".json.zst");
+}
+
+// The uncompressed bytes of `input` written to `output`, compressed by its suffix.
+std::uint64_t recompress(const std::filesystem::path& input, const std::filesystem::path& output) {
+  trace_input in(input);
+  pd::compressed_output out(output);
+  std::vector<char> buf(in.buffer_size(std::size_t{1} << 20));
+  std::uint64_t total = 0;
+  while (const std::size_t n = in.read(buf.data(), buf.size())) {
+    out.stream().write(buf.data(), static_cast<std::streamsize>(n));
+    total += n;
+  }
+  if (in.status() != trace_input::state::complete)
+    throw trace_error(input.string() + ": " + (in.error().empty() ? "compressed stream cut off" : in.error()));
+  out.commit();
+  return total;
+}
+
+}  // namespace
+
+conversion_report convert_trace(const std::filesystem::path& input, const std::filesystem::path& output) {
+  const bool in_perfetto = is_perfetto_trace(input);
+  if (!in_perfetto && !named_json(input))
+    throw trace_error(input.string() + ": cannot tell its format (.json, .json.gz, .json.zst, .pftrace, .pftrace.gz)");
+  if (!named_perfetto_trace(output) && !named_json(output))
+    throw trace_error(output.string() + ": unknown output format (.json, .json.gz, .json.zst, .pftrace, .pftrace.gz)");
+  conversion_report report;
+  try {
+    if (in_perfetto && named_json(output)) {
+      const auto r = pd::perfetto_to_kineto(input, output);
+      report.summary = std::to_string(r.events) + " events from " + std::to_string(r.packets) + " packets";
+      if (r.truncated) report.warnings.push_back(input.string() + ": truncated: " + r.truncation);
+      if (r.open_slices) report.warnings.push_back(std::to_string(r.open_slices) + " slices never ended (left out)");
+      return report;
+    }
+    if (in_perfetto == named_perfetto_trace(output)) {  // same format: the bytes as they are, compressed anew
+      report.summary = std::to_string(recompress(input, output)) + " bytes copied";
+      return report;
+    }
+    const auto r = pd::kineto_to_perfetto(input, output);
+    report.summary = std::to_string(r.events) + " events: " + std::to_string(r.slices) + " slices, " +
+                     std::to_string(r.instants) + " instants, " + std::to_string(r.counters) + " counters, " +
+                     std::to_string(r.async_slices) + " async slices, " + std::to_string(r.flows) + " flow ends";
+    if (r.skipped) report.warnings.push_back(std::to_string(r.skipped) + " events not converted (other phases or unusable)");
+    if (r.truncated) report.warnings.push_back(input.string() + ": truncated inside traceEvents: its complete events were converted");
+  } catch (const trace_error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw trace_error(e.what());
+  }
+  return report;
+}
+
+}  // namespace proftrace::tools

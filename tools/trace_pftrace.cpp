@@ -1,0 +1,134 @@
+// read_trace's events from a .pftrace, through the library's decoder.
+#include <boost/json.hpp>
+
+
+#include "trace_input.hpp"
+#include "trace_reader.hpp"
+#include "writers/perfetto/perfetto_reader.hpp"
+
+namespace proftrace::tools {
+
+namespace {
+
+namespace json = boost::json;
+namespace pd = proftrace::detail;
+
+// "Input Dims" as the JSON reader gives them: "[[64, 128], ['float']]".
+void append_dims(std::string& out, const json::value& v) {
+  switch (v.kind()) {
+    case json::kind::array: {
+      out += '[';
+      bool first = true;
+      for (const auto& x : v.get_array()) {
+        if (!first) out += ", ";
+        first = false;
+        append_dims(out, x);
+      }
+      out += ']';
+      return;
+    }
+    case json::kind::string: out += "'" + std::string(v.get_string()) + "'"; return;
+    case json::kind::object: out += "{}"; return;
+    default: out += json::serialize(v); return;
+  }
+}
+
+std::int64_t int_of(const pd::decoded_value& v) {
+  if (const auto* i = std::get_if<std::int64_t>(&v)) return *i;
+  if (const auto* u = std::get_if<std::uint64_t>(&v)) return static_cast<std::int64_t>(*u);
+  if (const auto* d = std::get_if<double>(&v)) return static_cast<std::int64_t>(*d);
+  return 0;
+}
+
+void read_args(const pd::decoded_event& d, trace_event& e) {
+  e.has_args = !d.args.empty() || d.type == pd::decoded_event::kind::counter;
+  for (const auto& a : d.args) {
+    if (a.name == "External id") e.has_external_id = true, e.external_id = int_of(a.value);
+    else if (a.name == "stream") e.has_stream = true;
+    else if (a.name == "flops") e.flops = int_of(a.value);
+    else if (a.name == "Bytes") e.has_bytes = true, e.bytes = int_of(a.value);
+    else if (a.name == "Device Type") e.device_type = int_of(a.value);
+    else if (a.name == "Input Dims") {
+      e.has_input_dims = true;
+      const auto* text = std::get_if<pd::decoded_json>(&a.value);
+      boost::system::error_code ec;
+      const json::value v = text ? json::parse(text->text, ec) : json::value();
+      if (text && !ec) append_dims(e.input_dims, v);
+    }
+  }
+}
+
+void to_trace_event(const pd::decoded_event& d, std::int64_t base_ns, trace_event& e) {
+  static constexpr const char* ph[] = {"X", "i", "C"};
+  e.ph = ph[static_cast<int>(d.type)];
+  e.name = d.name;
+  e.cat = d.category;
+  e.ph_type = e.name_type = e.cat_type = json_type::string;
+  e.ts_type = e.pid_type = e.tid_type = json_type::number;
+  e.ts = static_cast<double>(d.start_ns - base_ns) / 1e3;
+  if (d.type == pd::decoded_event::kind::slice) e.dur_type = json_type::number, e.dur = static_cast<double>(d.dur_ns) / 1e3;
+  const pd::decoded_track& t = *d.track;
+  e.pid = std::to_string(t.has_pid ? t.pid : 0);
+  if (t.is_thread) e.tid = std::to_string(t.tid);
+  else if (t.is_process) e.tid = e.pid;
+  else e.tid = t.name, e.tid_type = json_type::string;
+  read_args(d, e);
+}
+
+}  // namespace
+
+bool named_perfetto_trace(const std::filesystem::path& path) {
+  const std::string name = path.filename().string();
+  return name.ends_with(".pftrace") || name.ends_with(".pftrace.gz");
+}
+
+bool is_perfetto_trace(const std::filesystem::path& path) {
+  if (named_perfetto_trace(path)) return true;
+  try {
+    trace_input in(path);
+    char head[2] = {0, 0};
+    std::size_t got = 0;
+    while (got < 2) {
+      const std::size_t n = in.read(head + got, 2 - got);
+      if (n == 0) break;
+      got += n;
+    }
+    const char second = head[1];
+    return got == 2 && pd::looks_like_perfetto(static_cast<unsigned char>(head[0])) && second != ' ' &&
+           second != '\t' && second != '\n' && second != '\r' && second != '{';
+  } catch (const trace_error&) {
+    return false;
+  }
+}
+
+read_result read_perfetto_trace(const std::filesystem::path& path, const read_options& options) {
+  read_result result;
+  result.top_level_object = result.has_trace_events = result.trace_events_is_array = true;
+  if (options.stop_at_events) {
+    result.stopped = true;
+    return result;
+  }
+  trace_event e;
+  std::int64_t base_ns = 0;
+  bool has_base = false;
+  pd::perfetto_callbacks cb;
+  cb.on_event = [&](const pd::decoded_event& d) {
+    if (!has_base) base_ns = d.start_ns - d.start_ns % (std::int64_t{1} << 51), has_base = true;
+    e.clear();
+    e.index = result.events++;
+    to_trace_event(d, base_ns, e);
+    return !options.on_event || options.on_event(e);
+  };
+  try {
+    const pd::perfetto_read_result r = pd::read_perfetto(path, cb);
+    result.truncated = r.truncated;
+    result.stopped = r.stopped;
+    result.bytes = r.bytes;
+  } catch (const pd::perfetto_error& err) {
+    throw trace_error(err.what());
+  }
+  result.metadata.push_back({"baseTimeNanoseconds", json_type::number, std::to_string(base_ns)});
+  return result;
+}
+
+}  // namespace proftrace::tools
