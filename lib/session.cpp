@@ -30,6 +30,8 @@
 #include "process_hooks.hpp"
 #include "registry.hpp"
 #include "tensorboard_handler.hpp"
+#include "writers/perfetto/kineto_to_perfetto.hpp"
+#include "writers/perfetto/perfetto_to_kineto.hpp"
 #include "trace_file.hpp"
 #include "warn.hpp"
 #if PROFTRACE_WITH_MPI

@@ -326,7 +326,7 @@ TEST_CASE("garbage is refused with a clear error, and no mutation of a trace cra
 TEST_CASE("the Kineto JSON written from a decoded trace") {
   const sample s;
   std::ostringstream json;
-  kineto_json_writer w(json);
+  decoded_json_writer w(json);
   std::istringstream in(s.out);
   read_perfetto(in, w.callbacks());
   w.finish();

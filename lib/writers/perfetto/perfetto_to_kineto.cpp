@@ -35,9 +35,9 @@ void append_value(std::string& out, const decoded_value& v) {
 }
 }  // namespace
 
-kineto_json_writer::kineto_json_writer(std::ostream& out) : out_(out) { buf_ = "{\n  \"traceEvents\": ["; }
+decoded_json_writer::decoded_json_writer(std::ostream& out) : out_(out) { buf_ = "{\n  \"traceEvents\": ["; }
 
-perfetto_callbacks kineto_json_writer::callbacks() {
+perfetto_callbacks decoded_json_writer::callbacks() {
   return {[this](const decoded_track& t) { track(t); },
           [this](const decoded_event& e) {
             event(e);
@@ -45,18 +45,18 @@ perfetto_callbacks kineto_json_writer::callbacks() {
           }};
 }
 
-void kineto_json_writer::begin_element() {
+void decoded_json_writer::begin_element() {
   buf_ += first_ ? "\n  " : ",\n  ";
   first_ = false;
 }
 
-void kineto_json_writer::flush_if_big() {
+void decoded_json_writer::flush_if_big() {
   if (buf_.size() < flush_bytes) return;
   out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
   buf_.clear();
 }
 
-void kineto_json_writer::append_where(const decoded_track& t) {
+void decoded_json_writer::append_where(const decoded_track& t) {
   buf_ += "\"pid\": ";
   append_int(buf_, t.has_pid ? t.pid : 0);
   buf_ += ", \"tid\": ";
@@ -65,7 +65,7 @@ void kineto_json_writer::append_where(const decoded_track& t) {
   else append_json_string(buf_, t.name);
 }
 
-void kineto_json_writer::track(const decoded_track& t) {
+void decoded_json_writer::track(const decoded_track& t) {
   if (!(t.is_thread && !t.thread_name.empty()) && !(t.is_process && !t.process_name.empty())) return;
   begin_element();
   buf_ += t.is_thread ? "{\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": 0, "
@@ -77,7 +77,7 @@ void kineto_json_writer::track(const decoded_track& t) {
   flush_if_big();
 }
 
-void kineto_json_writer::append_args(const decoded_event& e) {
+void decoded_json_writer::append_args(const decoded_event& e) {
   buf_ += ", \"args\": {";
   if (e.type == decoded_event::kind::counter) {
     append_json_string(buf_, e.name);
@@ -93,7 +93,7 @@ void kineto_json_writer::append_args(const decoded_event& e) {
   buf_ += "}}";
 }
 
-void kineto_json_writer::append_flow(const decoded_event& e, std::uint64_t id, bool start) {
+void decoded_json_writer::append_flow(const decoded_event& e, std::uint64_t id, bool start) {
   begin_element();
   buf_ += start ? "{\"ph\": \"s\", " : "{\"ph\": \"f\", \"bp\": \"e\", ";
   buf_ += "\"id\": ";
@@ -105,7 +105,7 @@ void kineto_json_writer::append_flow(const decoded_event& e, std::uint64_t id, b
   buf_ += "}";
 }
 
-void kineto_json_writer::event(const decoded_event& e) {
+void decoded_json_writer::event(const decoded_event& e) {
   if (!has_base_) {
     base_ns_ = e.start_ns - e.start_ns % trace_base_period_ns;
     has_base_ = true;
@@ -132,7 +132,7 @@ void kineto_json_writer::event(const decoded_event& e) {
   flush_if_big();
 }
 
-void kineto_json_writer::finish() {
+void decoded_json_writer::finish() {
   buf_ += "\n  ],\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ";
   append_int(buf_, base_ns_);
   buf_ += "\n}\n";
@@ -143,7 +143,7 @@ void kineto_json_writer::finish() {
 
 perfetto_read_result perfetto_to_kineto(const std::filesystem::path& input, const std::filesystem::path& output) {
   compressed_output out(output);
-  kineto_json_writer w(out.stream());
+  decoded_json_writer w(out.stream());
   const perfetto_read_result r = read_perfetto(input, w.callbacks());
   w.finish();
   out.commit();

@@ -9,7 +9,7 @@
 // of 2^51 ns, as the recorder's) and written after "traceEvents".
 //
 //   std::ofstream out("t.json");
-//   kineto_json_writer w(out);
+//   decoded_json_writer w(out);
 //   read_perfetto("t.pftrace", w.callbacks());
 //   w.finish();
 //
@@ -28,9 +28,9 @@ namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
 
-class kineto_json_writer {
+class decoded_json_writer {
  public:
-  explicit kineto_json_writer(std::ostream& out);
+  explicit decoded_json_writer(std::ostream& out);
   void track(const decoded_track& t);
   void event(const decoded_event& e);
   // Closes traceEvents and the object; once, after the last event.
