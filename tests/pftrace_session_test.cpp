@@ -1,0 +1,132 @@
+// Sessions and Perfetto's format end to end: a session that streams
+// .pftrace (the tensorboard handler's pftrace format, or stream_format),
+// its exports in both formats, and a JSON session exported to .pftrace.
+#include <doctest/doctest.h>
+
+#include <boost/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <proftrace/proftrace.hpp>
+
+#include "writers/perfetto/perfetto_reader.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("proftrace-pftrace-session-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+void work(int n) {
+  for (int i = 0; i < n; ++i) {
+    PROF_SCOPE("outer");
+    { PROF_SCOPE("inner"); }
+  }
+}
+
+void record(proftrace::profile& p) {
+  p.start();
+  std::thread t([] { work(30); });
+  work(20);
+  t.join();
+  p.stop();
+}
+
+// Slice counts by name, and the threads they were on, from a .pftrace.
+struct pftrace_counts {
+  std::map<std::string, int> by_name;
+  std::map<std::string, std::set<std::int64_t>> threads;
+  bool truncated = false;
+};
+pftrace_counts read_counts(const fs::path& file) {
+  pftrace_counts c;
+  proftrace::detail::perfetto_callbacks cb;
+  cb.on_event = [&](const proftrace::detail::decoded_event& e) {
+    if (e.type == proftrace::detail::decoded_event::kind::slice) {
+      ++c.by_name[e.name];
+      c.threads[e.name].insert(e.track->tid);
+    }
+    return true;
+  };
+  c.truncated = proftrace::detail::read_perfetto(file, cb).truncated;
+  return c;
+}
+
+std::map<std::string, int> json_counts(const fs::path& file) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::map<std::string, int> counts;
+  const boost::json::value trace = boost::json::parse(text.str());
+  for (const auto& e : trace.at("traceEvents").as_array())
+    if (e.at("ph").as_string() == "X") ++counts[std::string(e.at("name").as_string())];
+  return counts;
+}
+
+int row_count(const proftrace::profile& p, const std::string& name) {
+  for (const auto& row : p.key_averages())
+    if (row.key == name) return static_cast<int>(row.count);
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("a tensorboard handler writing .pftrace: the session streams Perfetto's format, every scope a slice") {
+  const fs::path dir = fresh_dir("handler");
+  proftrace::profile p({.on_trace_ready = proftrace::tensorboard_trace_handler(dir, "w", false, proftrace::trace_format::pftrace)});
+  record(p);
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path());
+  REQUIRE(files.size() == 1);
+  CHECK(files[0].filename().string().ends_with(".pt.trace.pftrace"));
+  CHECK(p.trace_path().string().ends_with(".pt.trace.pftrace.part"));  // the spool streamed the same format
+  pftrace_counts c = read_counts(files[0]);
+  CHECK_FALSE(c.truncated);
+  CHECK(c.by_name["outer"] == 50);
+  CHECK(c.by_name["inner"] == 50);
+  CHECK(c.by_name["outer"] == row_count(p, "outer"));
+  CHECK(c.threads["inner"].size() == 2);
+
+  // The same trace as JSON: converted from the stream, every slice an "X".
+  const fs::path json = dir / "again.json";
+  p.export_chrome_trace(json);
+  const auto counts = json_counts(json);
+  CHECK(counts.at("outer") == 50);
+  CHECK(counts.at("inner") == 50);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a JSON session exports .pftrace and .pftrace.gz by converting; stream_format picks Perfetto's directly") {
+  const fs::path dir = fresh_dir("export");
+  for (const auto format : {proftrace::trace_format::automatic, proftrace::trace_format::pftrace}) {
+    CAPTURE(static_cast<int>(format));
+    proftrace::profile p({.stream_format = format});
+    record(p);
+    CHECK(p.trace_path().string().ends_with(format == proftrace::trace_format::pftrace ? ".pftrace.part" : ".json.part"));
+    for (const char* name : {"t.pftrace", "t.pftrace.gz"}) {
+      CAPTURE(name);
+      p.export_chrome_trace(dir / name);
+      pftrace_counts c = read_counts(dir / name);
+      CHECK(c.by_name["outer"] == 50);
+      CHECK(c.by_name["inner"] == 50);
+    }
+    p.export_chrome_trace(dir / "t.json");
+    CHECK(json_counts(dir / "t.json").at("inner") == 50);
+    // Nothing but the exports is left behind (no temporary of the conversion).
+    int files = 0;
+    for (const auto& e : fs::directory_iterator(dir)) files += e.path().filename().string()[0] != '.' ? 1 : 100;
+    CHECK(files == 3);
+  }
+  fs::remove_all(dir);
+}
