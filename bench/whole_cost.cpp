@@ -1,15 +1,16 @@
 // bench/whole_cost.cpp — the whole CPU cost of a recorded scope as a user
 // meets it: every thread's CPU time (the producers', the flusher's, the
-// trace file's writes) from start() to a finished trace (stop() returned),
+// trace file's writes) from start() to a finished trace file (stop() and
+// export_chrome_trace() returned, to .json or .pftrace),
 // per recorded scope. The hot-path figure of proftrace_bench (two clock
 // reads and two ring writes, about 20-25 ns) is only the producer's share.
 //
-// BM_whole_cost/<threads>: a default session except for the `block` policy
+// BM_whole_cost/<threads>/<format>: a default session except for the `block` policy
 // (lossless, so every scope is written and counted: under `drop` a producer
 // faster than the flusher would make the flusher's share look smaller by
 // losing events); `threads` threads each record kScopes scopes of an empty
 // body, flat out; the process's user + system CPU (getrusage(RUSAGE_SELF))
-// is read before start() and after stop(). Counters, per recorded scope:
+// is read before start() and after the export. Counters, per recorded scope:
 // cpu_per_scope (the whole cost), producer_cpu_per_scope (the recording
 // threads' own CPU time, CLOCK_THREAD_CPUTIME_ID: the hot path as the
 // program's threads pay it), wall_per_scope, and lost (must be 0).
@@ -132,18 +133,22 @@ struct totals {
 
 void BM_whole_cost(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
+  const bool pftrace = state.range(1) != 0;
   const auto dir = scratch_dir();
   totals run;
   std::int64_t lost = 0, seen = 0;
   for (auto _ : state) {
     totals::interval measured(run);
     {
-      proftrace::profile p({.overflow = proftrace::overflow_policy::block, .spool_dir = dir});
+      proftrace::profile p({.overflow = proftrace::overflow_policy::block,
+                            .stream_format = pftrace ? proftrace::trace_format::pftrace : proftrace::trace_format::json,
+                            .spool_dir = dir});
       p.start();
       std::vector<std::thread> workers;
       for (int t = 0; t < threads; ++t) workers.push_back(timed_thread(record_scopes, kScopes, run.producer_ns));
       for (auto& w : workers) w.join();
-      p.stop();  // the trace is finished: every event drained and written
+      p.stop();  // every event drained and written to the spool
+      p.export_chrome_trace(dir / (pftrace ? "trace.pftrace" : "trace.json"));  // the finished trace file
       measured.end(state, threads * kScopes);
       // Checked after the measurement: the report is not part of the cost.
       const auto avg = p.key_averages();
@@ -158,7 +163,8 @@ void BM_whole_cost(benchmark::State& state) {
     state.SkipWithError(("\"x\" counted " + std::to_string(seen) + " scopes, expected " + std::to_string(run.scopes)).c_str());
   run.report(state);
   state.counters["lost"] = static_cast<double>(lost);
-  state.SetLabel(std::to_string(threads) + " thread" + (threads > 1 ? "s" : "") + ", recorded");
+  state.SetLabel(std::to_string(threads) + " thread" + (threads > 1 ? "s" : "") + ", recorded, " +
+                 (pftrace ? ".pftrace" : ".json"));
 }
 
 void BM_whole_cost_baseline(benchmark::State& state) {
@@ -185,6 +191,6 @@ BENCHMARK(BM_whole_cost_baseline)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
-BENCHMARK(BM_whole_cost)->Arg(1)->Arg(2)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_whole_cost)->ArgsProduct({{1, 2}, {0, 1}})->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
 
 BENCHMARK_MAIN();

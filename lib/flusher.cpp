@@ -26,6 +26,9 @@ namespace detail {
 
 namespace {
 constexpr std::size_t consume_chunk = 4096;
+// A drain writes what it formatted once this much accumulated: bounded
+// memory, and the text never regrows (and is copied) past it.
+constexpr std::size_t commit_bytes = std::size_t{1} << 20;
 }  // namespace
 
 struct flusher::impl {
@@ -157,6 +160,7 @@ struct flusher::impl {
         const event* ev = chunk.data() + first;
         for (std::size_t i = 0; i < n; i += record_length(ev[i]))
           route(ts, ev + i, record_length(ev[i]), split, split_ticks, parking);
+        if (current && current->buffered() > commit_bytes) current->commit();
         if (n == 0 && first == 0) break;
       }
       account_losses(ts, r);

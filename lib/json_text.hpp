@@ -87,22 +87,26 @@ inline void append_int(std::string& out, Int v) {
   out.append(buf, r.ptr);
 }
 
-// Nanoseconds as microseconds with exactly three decimals ("12.345"),
-// formatted on the stack and appended once.
-inline void append_us3(std::string& out, std::int64_t ns) {
-  char buf[32];
-  char* p = buf;
+// Nanoseconds as microseconds with exactly three decimals ("12.345") at
+// `p`, which has room for 32 characters; returns the end.
+inline char* put_us3(char* p, std::int64_t ns) noexcept {
   if (ns < 0) {
     *p++ = '-';
     ns = -ns;
   }
-  p = std::to_chars(p, buf + 24, ns / 1000).ptr;
+  p = std::to_chars(p, p + 24, ns / 1000).ptr;
   const auto frac = static_cast<int>(ns % 1000);
   p[0] = '.';
   p[1] = static_cast<char>('0' + frac / 100);
   p[2] = static_cast<char>('0' + frac / 10 % 10);
   p[3] = static_cast<char>('0' + frac % 10);
-  out.append(buf, p + 4);
+  return p + 4;
+}
+
+// The same appended to `out`, formatted on the stack and appended once.
+inline void append_us3(std::string& out, std::int64_t ns) {
+  char buf[32];
+  out.append(buf, put_us3(buf, ns));
 }
 
 // A metadata ("ph": "M") event at ts 0 up to the opening of its args:

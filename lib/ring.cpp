@@ -1,5 +1,12 @@
 #include "proftrace/detail/ring.hpp"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
+#include <ctime>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -82,17 +89,48 @@ void ring::overwrite_oldest(std::uint64_t h, std::uint32_t n) noexcept {
   tail_cache_ = t;
 }
 
+namespace {
+// Linux futexes on a ring's 32-bit word: a producer waiting for room sleeps
+// instead of spinning, so a producer that outruns the flusher costs no CPU
+// while it waits (its wait is in the trace as its own span).
+void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, long timeout_ns) noexcept {
+  const timespec timeout{0, timeout_ns};
+  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, &timeout, nullptr, 0);
+}
+void futex_wake_all(std::atomic<std::uint32_t>& word) noexcept {
+  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+}
+}  // namespace
+
 bool ring::wait_for_room(std::uint64_t h, std::uint32_t need) noexcept {
   const std::uint64_t cap = mask_ + 1;
-  for (unsigned spins = 0; h + need - tail_cache_ > cap; ++spins) {
-    if (!flusher_running()) return false;
+  // Resume once half the ring is free, not at the first free slot: a
+  // producer that outruns the flusher then waits a few long times instead
+  // of once per consumed chunk.
+  const std::uint64_t resume = std::max<std::uint64_t>(need, cap / 2);
+  for (unsigned round = 0; h + resume - tail_cache_ > cap; ++round) {
+    if (!flusher_running()) {
+      if (h + need - tail_cache_ <= cap) break;
+      return false;
+    }
     wake_flusher();
-    if (spins < 64) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (round < 4) std::this_thread::yield();
+    else sleep_until_consumed(h, resume);
     tail_cache_ = tail_.load(std::memory_order_acquire);
   }
   limit_ = tail_cache_ + watermark_;
   return true;
+}
+
+// Ordering: the producer announces itself, then reads the tail; the
+// consumer moves the tail, then reads the announcement (all seq_cst). One
+// of them sees the other: the consumer wakes it, or it sees the room.
+void ring::sleep_until_consumed(std::uint64_t h, std::uint64_t resume) noexcept {
+  const std::uint64_t cap = mask_ + 1;
+  const std::uint32_t epoch = room_epoch_.load(std::memory_order_acquire);
+  producer_sleeps_.store(1, std::memory_order_seq_cst);
+  if (h + resume - tail_.load(std::memory_order_seq_cst) > cap) futex_wait(room_epoch_, epoch, 1'000'000);
+  producer_sleeps_.store(0, std::memory_order_relaxed);
 }
 
 std::uint64_t ring::make_room(std::uint64_t h, std::uint32_t n, std::uint64_t ticks, event_kind kind) noexcept {
@@ -207,8 +245,12 @@ std::size_t ring::consume(event* out, std::size_t max, std::size_t* first) noexc
     if (end == 0) return 0;
     // Fails only when the producer overwrote records below t + end meanwhile:
     // what was copied may be torn, so copy again from the new tail.
-    if (!tail_.compare_exchange_strong(t, t + end, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    if (!tail_.compare_exchange_strong(t, t + end, std::memory_order_seq_cst, std::memory_order_acquire)) continue;
     consumed_ = t + end;
+    if (producer_sleeps_.load(std::memory_order_seq_cst) != 0) {
+      room_epoch_.fetch_add(1, std::memory_order_release);
+      futex_wake_all(room_epoch_);
+    }
     if (!gap_owed_) return end;
     gap_owed_ = false;
     out[0] = event{out[1].ticks, 0, t, static_cast<std::uint32_t>(event_kind::gap), 0};  // payload: where the survivors start

@@ -66,6 +66,7 @@ class trace_window {
   // Writes what accumulated to the spool. A failure is kept in
   // pending_warning (emitted once the flusher lock is released).
   void commit();
+  std::size_t buffered() { return buffer().size(); }  // formatted, not yet committed
   std::string pending_warning;
   // Closes the window at `stop_ns`: its aggregates, losses and still open spool.
   std::shared_ptr<finished_trace> finish(std::int64_t stop_ns, std::vector<std::string>& warnings);

@@ -36,12 +36,15 @@ event_average& aggregator::row_for(const thread_state& ts, const open_scope& s) 
   if (opts_.with_stack)
     for (std::size_t i = depth; i-- > 0;) frames.push_back(frame_of(*ts.stack[i].where));
   if ((s.shapes.empty() || is_step) && frames.empty()) {
+    site_slot& slot = site_cache_[(reinterpret_cast<std::uintptr_t>(s.where) >> 4) % site_cache_.size()];
+    if (slot.where == s.where) return rows_[slot.row];
     auto [it, fresh] = by_site_.try_emplace(s.where, rows_.size());
     if (fresh) {
       rows_.emplace_back();
       rows_.back().key = name;
       rows_.back().top_level = depth == 0;
     }
+    slot = {s.where, it->second};
     return rows_[it->second];
   }
   std::string key = name;

@@ -4,6 +4,7 @@
 // scopes that launched it, the retained events and the memory records.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -65,6 +66,13 @@ class aggregator {
   aggregation_options opts_;
   std::vector<event_average> rows_;
   std::unordered_map<const site*, std::size_t> by_site_;
+  // by_site_'s recent answers, direct-mapped by address: the drain loop's
+  // lookup without hashing.
+  struct site_slot {
+    const site* where = nullptr;
+    std::size_t row = 0;
+  };
+  std::array<site_slot, 64> site_cache_{};
   std::unordered_map<std::string, std::size_t> by_key_;
   std::vector<function_event> retained_;
   std::vector<memory_record> memory_;

@@ -127,8 +127,12 @@ class ring {
   // or no_begin: the record is dropped (and counted).
   PROFTRACE_NOINLINE std::uint64_t make_room(std::uint64_t h, std::uint32_t n, std::uint64_t ticks,
                                              event_kind kind) noexcept;
-  // block: waits until `need` slots fit at `h`; false when no flusher runs to make room.
+  // block: waits until `need` slots fit at `h` (asleep, until half the
+  // ring is free); false when no flusher runs to make room.
   bool wait_for_room(std::uint64_t h, std::uint32_t need) noexcept;
+  // Sleeps until the consumer frees slots (or 1 ms passes) unless `resume`
+  // slots already fit at `h`.
+  void sleep_until_consumed(std::uint64_t h, std::uint64_t resume) noexcept;
   // drop_oldest: frees the oldest whole records until `n` slots fit at `h`.
   void overwrite_oldest(std::uint64_t h, std::uint32_t n) noexcept;
 
@@ -146,6 +150,10 @@ class ring {
   alignas(64) std::atomic<std::uint64_t> tail_{0};
   std::uint64_t consumed_ = 0;  // the tail this consumer last set: a tail moved past it was overwritten
   bool gap_owed_ = false;       // a gap record goes before the next record handed out
+  // A producer asleep under `block` (1 while it sleeps), and the count of
+  // consumes that woke it: a futex word.
+  std::atomic<std::uint32_t> producer_sleeps_{0};
+  std::atomic<std::uint32_t> room_epoch_{0};
 
   // Read-only while a producer is attached.
   alignas(64) std::uint64_t* words_ = nullptr;

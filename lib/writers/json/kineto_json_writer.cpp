@@ -1,5 +1,8 @@
 #include "writers/json/kineto_json_writer.hpp"
 
+#include <charconv>
+#include <cstring>
+
 #include "cuda/gpu_trace_writer.hpp"
 #include "flusher.hpp"
 #include "json_text.hpp"
@@ -94,7 +97,10 @@ void kineto_json_writer::thread(std::int64_t tid, const std::string& name) {
 // `{"ph": "X", "cat": ..., "name": ..., "pid": N, "tid": ` for a site,
 // escaped once per trace instead of once per event.
 const std::string& kineto_json_writer::complete_prefix(const site& where) {
+  if (&where == last_site_) return *last_prefix_;
   auto [it, fresh] = prefixes_.try_emplace(&where);
+  last_site_ = &where;
+  last_prefix_ = &it->second;
   if (fresh) {
     std::string& p = it->second;
     p = "{\"ph\": \"X\", \"cat\": \"";
@@ -108,8 +114,41 @@ const std::string& kineto_json_writer::complete_prefix(const site& where) {
   return it->second;
 }
 
+// The common scope's fixed part in one append: its site's prefix, then
+// tid, ts, dur and External id formatted into a stack buffer.
+bool kineto_json_writer::short_scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns) {
+  const std::string& prefix = complete_prefix(*s.where);
+  char buf[320];
+  if (prefix.size() > sizeof buf - 160) return false;
+  char* p = buf;
+  if (!first_event_) {
+    *p++ = ',';
+    *p++ = '\n';
+  }
+  first_event_ = false;
+  const auto put = [&p](std::string_view text) {
+    std::memcpy(p, text.data(), text.size());
+    p += text.size();
+  };
+  put(prefix);
+  p = std::to_chars(p, p + 24, ts.tid).ptr;
+  put(", \"ts\": ");
+  p = put_us3(p, s.begin_ns - head_.base_ns);
+  put(", \"dur\": ");
+  p = put_us3(p, end_ns > s.begin_ns ? end_ns - s.begin_ns : 0);
+  put(", \"args\": {\"External id\": ");
+  p = std::to_chars(p, p + 24, s.external_id).ptr;
+  buffer_.append(buf, p);
+  return true;
+}
+
 void kineto_json_writer::scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns) {
   const site& where = *s.where;
+  if (where.cat != category::step && short_scope(ts, s, end_ns)) {
+    scope_args(ts, s);
+    buffer_ += "}}";
+    return;
+  }
   begin_event();
   if (&where == &thread_step_site) {
     // Another thread's span of step N: named so that no reader takes it

@@ -49,13 +49,16 @@ class kineto_json_writer {
   void begin_event();
   void process_metadata();
   const std::string& complete_prefix(const site& where);
+  bool short_scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns);
   void scope_args(const thread_state& ts, const open_scope& s);
   void open_event(std::string_view ph_and_cat, std::string_view name, std::int64_t tid, std::int64_t ns);
 
   const trace_head& head_;
   std::string buffer_;
   bool first_event_ = true;
-  std::unordered_map<const site*, std::string> prefixes_;
+  std::unordered_map<const site*, std::string> prefixes_;  // node-based: last_prefix_ stays valid
+  const site* last_site_ = nullptr;
+  const std::string* last_prefix_ = nullptr;
 };
 
 }  // namespace detail

@@ -4,6 +4,8 @@
 
 #include <time.h>
 
+#include <bit>
+#include <cstring>
 #include <type_traits>
 
 #include "writers/perfetto/proto_encoder.hpp"
@@ -56,12 +58,70 @@ struct uuid_hash {
   }
   uuid_hash& add(std::uint64_t v) { return add(&v, sizeof v); }
   uuid_hash& add(std::string_view s) { return add(s.size()).add(s.data(), s.size()); }
+  // 32 bits: a uuid is written in every event packet, as a varint (5
+  // bytes, not 10); a trace has far too few tracks for a collision to be likely.
   std::uint64_t done() const {
     std::uint64_t z = h ^ (h >> 31);
     z *= 0xbf58476d1ce4e5b9ull;
     z ^= z >> 27;
+    z &= 0xffffffffu;
     return z ? z : 1;
   }
+};
+
+// A packet whose every nested message is under 128 bytes, written into a
+// stack buffer with one-byte lengths patched in place: the common event
+// costs a few dozen stores and one append, no memmove. Anything longer sets
+// `overflow` and the caller writes the packet the general way.
+class short_packet {
+ public:
+  void varint(std::uint64_t v) noexcept {
+    if (end_ - p_ < 10) return fail();
+    while (v >= 0x80) {
+      *p_++ = static_cast<char>(v | 0x80);
+      v >>= 7;
+    }
+    *p_++ = static_cast<char>(v);
+  }
+  void key(std::uint32_t f, proto::wire w) noexcept { varint(std::uint64_t{f} << 3 | w); }
+  void uint(std::uint32_t f, std::uint64_t v) noexcept {
+    key(f, proto::varint);
+    varint(v);
+  }
+  void fixed64(std::uint32_t f, std::uint64_t v) noexcept {
+    key(f, proto::fixed64);
+    if (end_ - p_ < 8) return fail();
+    std::memcpy(p_, &v, 8);  // little endian host
+    p_ += 8;
+  }
+  void bytes(std::uint32_t f, std::string_view b) noexcept {
+    key(f, proto::length_delimited);
+    varint(b.size());
+    if (end_ - p_ < static_cast<std::ptrdiff_t>(b.size())) return fail();
+    std::memcpy(p_, b.data(), b.size());
+    p_ += b.size();
+  }
+  char* open(std::uint32_t f) noexcept {
+    key(f, proto::length_delimited);
+    if (p_ == end_) fail();
+    return overflow ? p_ : p_++;
+  }
+  void close(char* at) noexcept {
+    const std::ptrdiff_t len = p_ - at - 1;
+    if (overflow || len > 127) return fail();
+    *at = static_cast<char>(len);
+  }
+  std::string_view view() const noexcept { return {buf_, static_cast<std::size_t>(p_ - buf_)}; }
+  bool overflow = false;
+
+ private:
+  void fail() noexcept {
+    overflow = true;
+    p_ = buf_;  // what follows writes over the start: the result is discarded
+  }
+  char buf_[192];
+  char* p_ = buf_;
+  char* const end_ = buf_ + sizeof buf_;
 };
 
 }  // namespace
@@ -196,9 +256,59 @@ void perfetto_builder::write_annotation(const annotation& a, std::uint64_t name_
   proto::close(out_, at);
 }
 
+bool perfetto_builder::write_short_event(const event_fields& e) {
+  short_packet m;
+  char* const packet = m.open(field::packet);
+  m.uint(field::trusted_packet_sequence_id, sequence_id_);
+  m.uint(field::timestamp, static_cast<std::uint64_t>(e.unix_ns));
+  m.uint(field::timestamp_clock_id, clock_realtime);
+  m.uint(field::sequence_flags, seq_needs_incremental_state);
+  if (!pending_.empty()) {
+    char* const interned = m.open(field::interned_data);
+    for (const pending_entry& p : pending_) {
+      char* const entry = m.open(static_cast<std::uint32_t>(p.in));
+      m.uint(field::iid, p.iid);
+      m.bytes(field::entry_name, p.text);
+      m.close(entry);
+    }
+    m.close(interned);
+  }
+  char* const event = m.open(field::track_event);
+  m.uint(field::type, static_cast<std::uint64_t>(e.type));
+  m.uint(field::track_uuid, e.track);
+  if (e.name_iid) m.uint(field::name_iid, e.name_iid);
+  if (e.category_iid) m.uint(field::category_iids, e.category_iid);
+  for (std::size_t i = 0; i < e.args.size(); ++i) {
+    char* const a = m.open(field::debug_annotations);
+    m.uint(field::annotation_name_iid, arg_iids_[i]);
+    std::visit(
+        [&](const auto& v) {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, std::int64_t>) m.uint(field::int_value, static_cast<std::uint64_t>(v));
+          else if constexpr (std::is_same_v<T, std::uint64_t>) m.uint(field::uint_value, v);
+          else if constexpr (std::is_same_v<T, double>) m.fixed64(field::double_value, std::bit_cast<std::uint64_t>(v));
+          else if constexpr (std::is_same_v<T, bool>) m.uint(field::bool_value, v ? 1 : 0);
+          else if constexpr (std::is_same_v<T, std::string_view>) m.bytes(field::string_value, v);
+          else m.bytes(field::legacy_json_value, v.text);
+        },
+        e.args[i].value);
+    m.close(a);
+  }
+  for (const std::uint64_t id : e.flow_ids) m.fixed64(field::flow_ids, id);
+  for (const std::uint64_t id : e.terminating_flow_ids) m.fixed64(field::terminating_flow_ids, id);
+  if (e.has_counter) m.fixed64(field::double_counter_value, std::bit_cast<std::uint64_t>(e.counter_value));
+  m.close(event);
+  m.close(packet);
+  if (m.overflow) return false;
+  out_.append(m.view());
+  pending_.clear();
+  return true;
+}
+
 void perfetto_builder::write_event(const event_fields& e) {
   arg_iids_.clear();
   for (const annotation& a : e.args) arg_iids_.push_back(a.name_iid ? a.name_iid : intern_annotation_name(a.name));
+  if (write_short_event(e)) return;
   const std::size_t packet = open_packet();
   proto::put_uint(out_, field::timestamp, static_cast<std::uint64_t>(e.unix_ns));
   proto::put_uint(out_, field::timestamp_clock_id, clock_realtime);
@@ -258,6 +368,85 @@ void perfetto_builder::instant(std::uint64_t track, std::int64_t unix_ns, std::u
                                std::uint64_t category_iid, annotations args) {
   write_event({.type = type_instant, .track = track, .unix_ns = unix_ns, .name_iid = name_iid,
                .category_iid = category_iid, .args = args});
+}
+
+namespace {
+char* put_varint(char* p, std::uint64_t v) noexcept {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
+}
+constexpr char key(std::uint32_t f, proto::wire w) noexcept { return static_cast<char>(f << 3 | w); }
+}  // namespace
+
+// The same bytes write_short_event produces for such an event, with the
+// field keys as constants (every key here is under 128: one byte) and the
+// nested lengths (under 128 by construction: at most 50 bytes) written last.
+void perfetto_builder::write_slice_with_id(int type, std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
+                                           std::uint64_t category_iid, std::uint64_t arg_name_iid,
+                                           std::uint64_t arg_value) {
+  char annotation[24];
+  char* a = annotation;
+  *a++ = key(field::annotation_name_iid, proto::varint);
+  a = put_varint(a, arg_name_iid);
+  *a++ = key(field::uint_value, proto::varint);
+  a = put_varint(a, arg_value);
+  char event[96];
+  char* e = event;
+  *e++ = key(field::type, proto::varint);
+  *e++ = static_cast<char>(type);
+  *e++ = key(field::track_uuid, proto::varint);
+  e = put_varint(e, track);
+  if (name_iid) {
+    *e++ = key(field::name_iid, proto::varint);
+    e = put_varint(e, name_iid);
+  }
+  if (category_iid) {
+    *e++ = key(field::category_iids, proto::varint);
+    e = put_varint(e, category_iid);
+  }
+  *e++ = key(field::debug_annotations, proto::length_delimited);
+  *e++ = static_cast<char>(a - annotation);
+  std::memcpy(e, annotation, static_cast<std::size_t>(a - annotation));
+  e += a - annotation;
+  char packet[128];
+  char* p = packet + 2;  // the packet's key and length go first, once its length is known
+  p = put_varint(p, std::uint64_t{field::trusted_packet_sequence_id} << 3);
+  p = put_varint(p, sequence_id_);
+  *p++ = key(field::timestamp, proto::varint);
+  p = put_varint(p, static_cast<std::uint64_t>(unix_ns));
+  p = put_varint(p, std::uint64_t{field::timestamp_clock_id} << 3);
+  *p++ = static_cast<char>(clock_realtime);
+  *p++ = key(field::sequence_flags, proto::varint);
+  *p++ = static_cast<char>(seq_needs_incremental_state);
+  *p++ = key(field::track_event, proto::length_delimited);
+  *p++ = static_cast<char>(e - event);
+  std::memcpy(p, event, static_cast<std::size_t>(e - event));
+  p += e - event;
+  packet[0] = key(field::packet, proto::length_delimited);
+  packet[1] = static_cast<char>(p - packet - 2);
+  out_.append(packet, p);
+}
+
+void perfetto_builder::slice_begin(std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
+                                   std::uint64_t category_iid, std::uint64_t arg_name_iid, std::uint64_t arg_value) {
+  if (!pending_.empty()) {
+    const annotation arg[] = {{.name = {}, .name_iid = arg_name_iid, .value = arg_value}};
+    return slice_begin(track, unix_ns, name_iid, category_iid, arg);
+  }
+  write_slice_with_id(type_slice_begin, track, unix_ns, name_iid, category_iid, arg_name_iid, arg_value);
+}
+
+void perfetto_builder::slice_end(std::uint64_t track, std::int64_t unix_ns, std::uint64_t arg_name_iid,
+                                 std::uint64_t arg_value) {
+  if (!pending_.empty()) {
+    const annotation arg[] = {{.name = {}, .name_iid = arg_name_iid, .value = arg_value}};
+    return slice_end(track, unix_ns, arg);
+  }
+  write_slice_with_id(type_slice_end, track, unix_ns, 0, 0, arg_name_iid, arg_value);
 }
 
 void perfetto_builder::counter(std::uint64_t track, std::int64_t unix_ns, double value) {

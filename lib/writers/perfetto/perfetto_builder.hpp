@@ -84,6 +84,12 @@ class perfetto_builder {
   void instant(std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid, std::uint64_t category_iid,
                annotations args = {});
 
+  // The commonest events, a slice's begin and end whose one arg is an
+  // unsigned integer (an External id), hand-encoded: a few dozen stores.
+  void slice_begin(std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid, std::uint64_t category_iid,
+                   std::uint64_t arg_name_iid, std::uint64_t arg_value);
+  void slice_end(std::uint64_t track, std::int64_t unix_ns, std::uint64_t arg_name_iid, std::uint64_t arg_value);
+
   std::string& out() noexcept { return out_; }
 
  private:
@@ -112,6 +118,9 @@ class perfetto_builder {
   std::uint64_t intern(intern_map& map, table in, std::string_view text);
   void write_clock_snapshot();
   void write_event(const event_fields& e);
+  bool write_short_event(const event_fields& e);
+  void write_slice_with_id(int type, std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
+                           std::uint64_t category_iid, std::uint64_t arg_name_iid, std::uint64_t arg_value);
   void write_annotation(const annotation& a, std::uint64_t name_iid);
   std::size_t open_packet();
   // False when `uuid` was emitted already; otherwise opens its descriptor

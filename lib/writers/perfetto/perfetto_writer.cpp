@@ -65,7 +65,10 @@ void perfetto_writer::thread(std::int64_t tid, const std::string& name) {
 }
 
 const perfetto_writer::site_ids& perfetto_writer::ids_of(const site& where) {
+  if (&where == last_site_) return *last_ids_;
   auto [it, fresh] = sites_.try_emplace(&where);
+  last_site_ = &where;
+  last_ids_ = &it->second;
   if (fresh) it->second = {builder_.intern_name(where.name), builder_.intern_category(category_name(where))};
   return it->second;
 }
@@ -90,26 +93,38 @@ std::size_t perfetto_writer::scope_args(const thread_state& ts, const open_scope
   return n;
 }
 
-void perfetto_writer::begin(std::uint64_t track, const thread_state& ts, const open_scope& s, std::int64_t end_ns,
-                            bool with_args) {
+// Most scopes carry nothing but their External id: those skip building the
+// general argument list.
+bool perfetto_writer::plain(const open_scope& s) const noexcept {
+  return !s.truncated && s.where != &thread_step_site && s.shapes.empty() && s.flops <= 0 && s.comm_bytes < 0 &&
+         !head_.with_stack && !head_.with_modules;
+}
+
+void perfetto_writer::begin(std::uint64_t track, const thread_state& ts, const open_scope& s, bool with_args) {
+  const bool step = s.where->cat == category::step && s.where != &thread_step_site;
+  const auto write = [&](annotations args) {
+    if (step) {
+      builder_.slice_begin(track, s.begin_ns, "ProfilerStep#" + std::to_string(s.payload), "user_annotation", args);
+      return;
+    }
+    const site_ids& ids = ids_of(*s.where);
+    builder_.slice_begin(track, s.begin_ns, ids.name, ids.category, args);
+  };
+  if (!with_args) return write({});
+  if (plain(s) && !step) {
+    const site_ids& ids = ids_of(*s.where);
+    return builder_.slice_begin(track, s.begin_ns, ids.name, ids.category, external_id_iid_, s.external_id);
+  }
   annotation args[10];
   std::string text[2];
-  const std::size_t n = with_args ? scope_args(ts, s, args, text) : 0;
-  (void)end_ns;
-  if (s.where->cat == category::step && s.where != &thread_step_site) {
-    builder_.slice_begin(track, s.begin_ns, "ProfilerStep#" + std::to_string(s.payload), "user_annotation",
-                         annotations(args, n));
-    return;
-  }
-  const site_ids& ids = ids_of(*s.where);
-  builder_.slice_begin(track, s.begin_ns, ids.name, ids.category, annotations(args, n));
+  write(annotations(args, scope_args(ts, s, args, text)));
 }
 
 void perfetto_writer::scope(thread_state& ts, const open_scope& s, std::int64_t end_ns) {
   const std::uint64_t track = thread_track(ts.tid);
   if (s.where == &api_step_site) {  // on a track of its own: profile::step()'s spans need not nest with scopes
     const std::uint64_t steps = builder_.named_track("ProfilerStep", track, steps_track_key);
-    begin(steps, ts, s, end_ns, true);
+    begin(steps, ts, s, true);
     builder_.slice_end(steps, end_ns);
     return;
   }
@@ -120,13 +135,14 @@ void perfetto_writer::scope(thread_state& ts, const open_scope& s, std::int64_t 
     open_scope& outer = ts.stack[i];
     if (outer.where == &api_step_site) continue;
     outer.announced = true;
-    begin(track, ts, outer, end_ns, false);
+    begin(track, ts, outer, false);
   }
   if (!s.announced) {
-    begin(track, ts, s, end_ns, true);
+    begin(track, ts, s, true);
     builder_.slice_end(track, end_ns);
     return;
   }
+  if (plain(s)) return builder_.slice_end(track, end_ns, external_id_iid_, s.external_id);
   annotation args[10];
   std::string text[2];
   builder_.slice_end(track, end_ns, annotations(args, scope_args(ts, s, args, text)));

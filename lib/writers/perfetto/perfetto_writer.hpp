@@ -59,7 +59,8 @@ class perfetto_writer {
   };
   std::uint64_t thread_track(std::int64_t tid);
   const site_ids& ids_of(const site& where);
-  void begin(std::uint64_t track, const thread_state& ts, const open_scope& s, std::int64_t end_ns, bool with_args);
+  void begin(std::uint64_t track, const thread_state& ts, const open_scope& s, bool with_args);
+  bool plain(const open_scope& s) const noexcept;
   std::size_t scope_args(const thread_state& ts, const open_scope& s, annotation (&out)[10], std::string (&text)[2]);
   void gpu_activity_slice(const gpu_activity& a);
   std::uint64_t stream_track(std::uint32_t device, std::uint32_t stream);
@@ -69,7 +70,9 @@ class perfetto_writer {
   perfetto_builder builder_;
   std::uint64_t process_track_ = 0;
   std::unordered_map<std::int64_t, std::uint64_t> threads_;
-  std::unordered_map<const site*, site_ids> sites_;
+  std::unordered_map<const site*, site_ids> sites_;  // node-based: last_ids_ stays valid
+  const site* last_site_ = nullptr;
+  const site_ids* last_ids_ = nullptr;
   std::uint64_t external_id_iid_ = 0;
   std::int64_t last_tid_ = -1;
   std::uint64_t last_track_ = 0;
