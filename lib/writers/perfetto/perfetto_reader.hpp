@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <functional>
 #include <istream>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <variant>
@@ -49,7 +50,7 @@ struct decoded_track {
 struct decoded_event {
   enum class kind : std::uint8_t { slice, instant, counter } type = kind::slice;
   std::string name, category;  // a counter's name is its track's
-  const decoded_track* track = nullptr;  // never null; valid during the callback
+  std::shared_ptr<const decoded_track> track;  // never null
   std::int64_t start_ns = 0, dur_ns = 0;  // Unix ns; dur 0 but for slices
   double value = 0;                       // counters
   std::vector<decoded_arg> args;          // the BEGIN's, then the END's
