@@ -6,11 +6,15 @@
 #include <boost/json.hpp>
 
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <random>
 #include <set>
 #include <sstream>
 
+#include "test_support.hpp"
+#include "writers/perfetto/json_events_scanner.hpp"
+#include "writers/perfetto/kineto_to_perfetto.hpp"
 #include "writers/perfetto/perfetto_builder.hpp"
 #include "writers/perfetto/perfetto_reader.hpp"
 #include "writers/perfetto/perfetto_to_kineto.hpp"
@@ -380,4 +384,56 @@ TEST_CASE("the Kineto JSON written from a decoded trace") {
   CHECK(args.at("i") == -5);
   CHECK(by_name.at("imark").at("s") == "t");
   CHECK(by_name.at("Cmem").at("args").at("mem").to_number<double>() == 3.5);
+}
+
+TEST_CASE("json_events_scanner: elements and members whatever the chunking, strings and escapes respected") {
+  const std::string text =
+      "{\"schemaVersion\": 1, \"name\\\"}]\": \"a, \\\"b\\\" }]\",\n \"traceEvents\": [\n  {\"name\": \"x}]\\\\\", "
+      "\"args\": {\"a\": [1, {\"b\": \"]\"}]}},\n  {\"name\": \"y\"}\n ],\n \"baseTimeNanoseconds\": 1000 }\n";
+  for (const std::size_t chunk : {std::size_t{1}, std::size_t{7}, text.size()}) {
+    CAPTURE(chunk);
+    std::vector<std::string> elements, members;
+    json_events_scanner s([&](std::string_view e) { elements.emplace_back(e); },
+                          [&](std::string_view k, std::string_view v) { members.push_back(std::string(k) + "=" + std::string(v)); });
+    for (std::size_t i = 0; i < text.size(); i += chunk) s.feed(std::string_view(text).substr(i, chunk));
+    CHECK_FALSE(s.finish());
+    REQUIRE(elements.size() == 2);
+    CHECK(boost::json::parse(elements[0]).at("name") == "x}]\\");
+    CHECK(elements[1] == "{\"name\": \"y\"}");
+    CHECK(members == std::vector<std::string>{"schemaVersion=1", "name\\\"}]=\"a, \\\"b\\\" }]\"",
+                                              "baseTimeNanoseconds=1000"});
+  }
+  json_events_scanner cut([](std::string_view) {}, {});
+  cut.feed(std::string_view(text).substr(0, text.find("{\"name\": \"y")));
+  CHECK(cut.finish());  // cut inside traceEvents
+  json_events_scanner array([](std::string_view) {}, {});
+  CHECK_THROWS_WITH(array.feed("[1, 2]"), doctest::Contains("not a JSON object"));
+  json_events_scanner none([](std::string_view) {}, {});
+  none.feed("{\"a\": 1}");
+  CHECK_THROWS_WITH(none.finish(), doctest::Contains("traceEvents"));
+}
+
+TEST_CASE("kineto_to_perfetto nests a thread's X events whatever their order in the file") {
+  test_support::temp_dir dir("perfetto-nesting");
+  const auto in = dir.path / "t.json", out = dir.path / "t.pftrace";
+  // In END order (children first), a child sharing its parent's start, and
+  // a child that outlives its parent (cut at the parent's end).
+  std::ofstream(in) << R"({"traceEvents": [
+    {"ph": "X", "name": "leaf", "cat": "c", "pid": 1, "tid": 1, "ts": 10, "dur": 2},
+    {"ph": "X", "name": "child", "cat": "c", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
+    {"ph": "X", "name": "parent", "cat": "c", "pid": 1, "tid": 1, "ts": 10, "dur": 20},
+    {"ph": "X", "name": "late", "cat": "c", "pid": 1, "tid": 1, "ts": 25, "dur": 10}
+  ], "baseTimeNanoseconds": 0})";
+  const kineto_conversion r = kineto_to_perfetto(in, out);
+  CHECK(r.slices == 4);
+  std::vector<std::string> ends;
+  perfetto_callbacks cb;
+  cb.on_event = [&](const decoded_event& e) {
+    ends.push_back(e.name + " " + std::to_string(e.start_ns) + "+" + std::to_string(e.dur_ns));
+    return true;
+  };
+  const auto result = read_perfetto(out, cb);
+  CHECK(result.open_slices == 0);
+  CHECK(result.unmatched_ends == 0);
+  CHECK(ends == std::vector<std::string>{"leaf 10000+2000", "child 10000+5000", "late 25000+5000", "parent 10000+20000"});
 }
