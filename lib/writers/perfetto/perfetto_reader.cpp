@@ -5,6 +5,7 @@
 
 #include <boost/iostreams/device/file.hpp>
 #include <boost/iostreams/filter/gzip.hpp>
+#include <boost/iostreams/filter/zstd.hpp>
 #include <boost/iostreams/filtering_stream.hpp>
 
 #include <fstream>
@@ -320,7 +321,9 @@ perfetto_read_result read_perfetto(const std::filesystem::path& path, const perf
   if (!file) throw perfetto_error(path.string() + ": cannot open");
   namespace io = boost::iostreams;
   io::filtering_istream in;
-  if (path.filename().string().ends_with(".gz")) in.push(io::gzip_decompressor());
+  const std::string name = path.filename().string();
+  if (name.ends_with(".gz")) in.push(io::gzip_decompressor());
+  if (name.ends_with(".zst")) in.push(io::zstd_decompressor());
   in.push(file);
   try {
     return read_perfetto(in, callbacks);

@@ -1,4 +1,4 @@
-// Internal: a .pftrace (Perfetto's protobuf `Trace`, plain or .gz) decoded
+// Internal: a .pftrace (Perfetto's protobuf `Trace`; plain, .gz or .zst) decoded
 // back into slices, instants and counters, streaming: one packet in memory
 // at a time, plus each track's stack of open slices and the interning
 // tables. Events are delivered in the order their END (or the instant or
