@@ -2,7 +2,10 @@
 // back into slices, instants and counters, streaming: one packet in memory
 // at a time, plus each track's stack of open slices and the interning
 // tables. Events are delivered in the order their END (or the instant or
-// counter) appears in the file.
+// counter) appears in the file. Not decoded: nested (dict/array) debug
+// annotations (given as JSON null), TracePacketDefaults, incremental
+// timestamps and legacy (pre-TYPE) events; timestamps on another clock than
+// REALTIME are moved onto it by the latest clock snapshot when it has both.
 //
 //   perfetto_callbacks cb;
 //   cb.on_track = [](const decoded_track& t) { ... };       // once per descriptor
