@@ -2079,3 +2079,20 @@ TEST_CASE("merge skips .pftrace files in a directory and refuses one named on th
   CHECK(r.rc == 1);
   CHECK(r.err.find("convert") != std::string::npos);
 }
+
+TEST_CASE("a Perfetto trace is told by content whatever its name; JSON starting with newlines stays JSON") {
+  temp_dir dir("pftrace-content");
+  const auto json = std::filesystem::path(data_dir) / "pytorch_style.pt.trace.json";
+  const auto pf = dir.path / "t.pftrace";
+  REQUIRE(run_cli({"convert", json.string(), pf.string()}).rc == 0);
+  const auto unnamed = dir.path / "trace.bin", zst = dir.path / "trace.pftrace.zst";
+  std::filesystem::copy_file(pf, unnamed);
+  CHECK(pt::is_perfetto_trace(unnamed));
+  CHECK(run_cli({"summary", unnamed.string()}).out == run_cli({"summary", json.string()}).out);
+  REQUIRE(run_cli({"convert", pf.string(), zst.string()}).rc == 0);  // same format, compressed anew
+  CHECK(run_cli({"summary", zst.string()}).out == run_cli({"summary", json.string()}).out);
+  const auto newline_json = dir.path / "nl.json";
+  write_file(newline_json, "\n\n  {\"traceEvents\": []}");
+  CHECK_FALSE(pt::is_perfetto_trace(newline_json));
+  CHECK(run_cli({"validate", newline_json.string()}).rc == 0);
+}

@@ -6,12 +6,16 @@
 #include <boost/json.hpp>
 
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <random>
 #include <set>
 #include <sstream>
 
 #include "protobuf_wire.hpp"
+#include "test_support.hpp"
+#include "writers/perfetto/json_events_scanner.hpp"
+#include "writers/perfetto/kineto_to_perfetto.hpp"
 #include "writers/perfetto/perfetto_builder.hpp"
 #include "writers/perfetto/perfetto_reader.hpp"
 #include "writers/perfetto/perfetto_to_kineto.hpp"
@@ -53,71 +57,86 @@ struct sample {
 
 }  // namespace
 
-TEST_CASE("builder packets decoded independently: fields, flags, interning, tracks, nesting, annotations") {
-  const sample s;
-  const auto trace = decode(s.out);
-  REQUIRE(trace.size() > 5);
+namespace {
+
+// The packets of a sample, checked one by one with what earlier ones declared.
+struct trace_check {
+  explicit trace_check(const sample& checked) : s(checked) {}
+  const sample& s;
   std::map<std::uint64_t, std::string> names, categories, annotation_names;
   std::set<std::uint64_t> tracks;
-  std::map<std::uint64_t, std::vector<std::string>> open;
-  std::vector<std::string> seen;  // "B outer", "E outer", ...
+  std::map<std::uint64_t, std::vector<std::string>> open;  // per track
+  std::vector<std::string> seen;                            // "B outer", "E outer", ...
   std::map<std::string, int> interned_count;
-  for (std::size_t k = 0; k < trace.size(); ++k) {
-    REQUIRE(trace[k].number == 1);
-    REQUIRE(trace[k].wire == 2);
-    const auto p = decode(trace[k].bytes);
-    REQUIRE(one(p, 10));
-    CHECK(one(p, 10)->value == 7);
-    if (k == 0) {  // the first packet: state cleared, REALTIME and BOOTTIME read together
-      REQUIRE(one(p, 13));
-      CHECK(one(p, 13)->value == 1);
-      REQUIRE(one(p, 6));
-      std::set<std::uint64_t> clocks;
-      for (const auto& c : all(decode(one(p, 6)->bytes), 1)) {
-        const auto clock = decode(c.bytes);
-        REQUIRE(one(clock, 1));
-        REQUIRE(one(clock, 2));
-        CHECK(one(clock, 2)->value > 0);
-        clocks.insert(one(clock, 1)->value);
-      }
-      CHECK(clocks == std::set<std::uint64_t>{1, 6});
-      continue;
+
+  // State cleared, REALTIME and BOOTTIME read together.
+  void first_packet(const std::vector<pb_field>& p) {
+    REQUIRE(one(p, 13));
+    CHECK(one(p, 13)->value == 1);
+    REQUIRE(one(p, 6));
+    std::set<std::uint64_t> clocks;
+    for (const auto& c : all(decode(one(p, 6)->bytes), 1)) {
+      const auto clock = decode(c.bytes);
+      REQUIRE(one(clock, 1));
+      REQUIRE(one(clock, 2));
+      CHECK(one(clock, 2)->value > 0);
+      clocks.insert(one(clock, 1)->value);
     }
-    if (const pb_field* d = one(p, 60)) {
-      const auto desc = decode(d->bytes);
-      REQUIRE(one(desc, 1));
-      CHECK(tracks.insert(one(desc, 1)->value).second);  // once per uuid
-      if (const pb_field* parent = one(desc, 5)) CHECK(tracks.count(parent->value) == 1);  // parent first
-      if (const pb_field* t = one(desc, 4)) {
-        const auto thread = decode(t->bytes);
-        CHECK(one(thread, 1)->value == 100);
-        CHECK(one(thread, 2)->value == 101);
-        CHECK(one(thread, 5)->bytes == "main");
-        CHECK(one(desc, 5)->value == s.process);
-      }
-      if (const pb_field* pr = one(desc, 3)) CHECK(one(decode(pr->bytes), 6)->bytes == "proc");
-      if (one(desc, 1)->value == s.counter) {
-        CHECK(one(desc, 8) != nullptr);
-        CHECK(one(desc, 2)->bytes == "mem");
-      }
-      continue;
+    CHECK(clocks == std::set<std::uint64_t>{1, 6});
+  }
+
+  void descriptor(const std::vector<pb_field>& desc) {
+    REQUIRE(one(desc, 1));
+    CHECK(tracks.insert(one(desc, 1)->value).second);  // once per uuid
+    if (const pb_field* parent = one(desc, 5)) CHECK(tracks.count(parent->value) == 1);  // parent first
+    if (const pb_field* t = one(desc, 4)) {
+      const auto thread = decode(t->bytes);
+      CHECK(one(thread, 1)->value == 100);
+      CHECK(one(thread, 2)->value == 101);
+      CHECK(one(thread, 5)->bytes == "main");
+      CHECK(one(desc, 5)->value == s.process);
     }
-    REQUIRE(one(p, 11));
+    if (const pb_field* pr = one(desc, 3)) CHECK(one(decode(pr->bytes), 6)->bytes == "proc");
+    if (one(desc, 1)->value == s.counter) {
+      CHECK(one(desc, 8) != nullptr);
+      CHECK(one(desc, 2)->bytes == "mem");
+    }
+  }
+
+  void interned(std::string_view bytes) {
+    const auto fields = decode(bytes);
+    for (auto [table, number] : {std::pair{&categories, 1u}, std::pair{&names, 2u}, std::pair{&annotation_names, 3u}})
+      for (const auto& e : all(fields, number)) {
+        const auto entry = decode(e.bytes);
+        const std::string text(one(entry, 2)->bytes);
+        CHECK(table->emplace(one(entry, 1)->value, text).second);
+        ++interned_count[text + "/" + std::to_string(number)];
+      }
+  }
+
+  // Each arg's value in the field (and wire type) of its type.
+  void annotation(std::string_view bytes) {
+    const auto ann = decode(bytes);
+    REQUIRE(annotation_names.count(one(ann, 1)->value) == 1);
+    const std::string& n = annotation_names[one(ann, 1)->value];
+    const std::map<std::string, std::pair<std::uint32_t, int>> expect = {
+        {"i", {4, 0}}, {"u", {3, 0}}, {"d", {5, 1}}, {"b", {2, 0}}, {"s", {6, 2}}, {"j", {9, 2}}};
+    REQUIRE(expect.count(n) == 1);
+    const pb_field* v = one(ann, expect.at(n).first);
+    REQUIRE(v);
+    CHECK(v->wire == expect.at(n).second);
+    if (n == "i") CHECK(static_cast<std::int64_t>(v->value) == -5);
+    if (n == "d") CHECK(as_double(v->value) == 2.5);
+    if (n == "j") CHECK(v->bytes == "[[2, 3]]");
+  }
+
+  void event(const std::vector<pb_field>& p) {
     REQUIRE(one(p, 8));
     REQUIRE(one(p, 58));
     CHECK(one(p, 58)->value == 1);
     REQUIRE(one(p, 13));
     CHECK((one(p, 13)->value & 2) == 2);
-    if (const pb_field* in = one(p, 12)) {
-      const auto interned = decode(in->bytes);
-      for (auto [table, number] : {std::pair{&categories, 1u}, std::pair{&names, 2u}, std::pair{&annotation_names, 3u}})
-        for (const auto& e : all(interned, number)) {
-          const auto entry = decode(e.bytes);
-          const std::string text(one(entry, 2)->bytes);
-          CHECK(table->emplace(one(entry, 1)->value, text).second);
-          ++interned_count[text + "/" + std::to_string(number)];
-        }
-    }
+    if (const pb_field* in = one(p, 12)) interned(in->bytes);
     const auto ev = decode(one(p, 11)->bytes);
     const std::uint64_t track = one(ev, 11)->value, type = one(ev, 9)->value;
     CHECK(tracks.count(track) == 1);  // declared before use
@@ -125,20 +144,11 @@ TEST_CASE("builder packets decoded independently: fields, flags, interning, trac
       REQUIRE(names.count(one(ev, 10)->value) == 1);  // interned in this packet or before
       for (const auto& c : all(ev, 3)) CHECK(categories.count(c.value) == 1);
     }
-    for (const auto& a : all(ev, 4)) {
-      const auto ann = decode(a.bytes);
-      REQUIRE(annotation_names.count(one(ann, 1)->value) == 1);
-      const std::string& n = annotation_names[one(ann, 1)->value];
-      const std::map<std::string, std::pair<std::uint32_t, int>> expect = {
-          {"i", {4, 0}}, {"u", {3, 0}}, {"d", {5, 1}}, {"b", {2, 0}}, {"s", {6, 2}}, {"j", {9, 2}}};
-      REQUIRE(expect.count(n) == 1);
-      const pb_field* v = one(ann, expect.at(n).first);
-      REQUIRE(v);
-      CHECK(v->wire == expect.at(n).second);
-      if (n == "i") CHECK(static_cast<std::int64_t>(v->value) == -5);
-      if (n == "d") CHECK(as_double(v->value) == 2.5);
-      if (n == "j") CHECK(v->bytes == "[[2, 3]]");
-    }
+    for (const auto& a : all(ev, 4)) annotation(a.bytes);
+    nesting(ev, track, type);
+  }
+
+  void nesting(const std::vector<pb_field>& ev, std::uint64_t track, std::uint64_t type) {
     switch (type) {
       case 1:
         open[track].push_back(names[one(ev, 10)->value]);
@@ -162,12 +172,33 @@ TEST_CASE("builder packets decoded independently: fields, flags, interning, trac
       default: FAIL("unexpected type " << type);
     }
   }
+};
+
+}  // namespace
+
+TEST_CASE("builder packets decoded independently: fields, flags, interning, tracks, nesting, annotations") {
+  const sample s;
+  const auto trace = decode(s.out);
+  REQUIRE(trace.size() > 5);
+  trace_check check(s);
+  for (std::size_t k = 0; k < trace.size(); ++k) {
+    CAPTURE(k);
+    REQUIRE(trace[k].number == 1);
+    REQUIRE(trace[k].wire == 2);
+    const auto p = decode(trace[k].bytes);
+    REQUIRE(one(p, 10));
+    CHECK(one(p, 10)->value == 7);
+    if (k == 0) check.first_packet(p);
+    else if (const pb_field* d = one(p, 60)) check.descriptor(decode(d->bytes));
+    else if (one(p, 11)) check.event(p);
+    else FAIL("packet " << k << " is neither a descriptor nor an event");
+  }
   const std::vector<std::string> expected = {"B outer", "B inner", "E inner", "E outer", "I mark",
                                              "C",       "B outer", "E outer"};
-  CHECK(seen == expected);
-  CHECK(interned_count["outer/2"] == 1);
-  CHECK(interned_count["cpu_op/1"] == 1);
-  CHECK(tracks.size() == 4);
+  CHECK(check.seen == expected);
+  CHECK(check.interned_count["outer/2"] == 1);
+  CHECK(check.interned_count["cpu_op/1"] == 1);
+  CHECK(check.tracks.size() == 4);
 }
 
 namespace {
@@ -294,4 +325,56 @@ TEST_CASE("the Kineto JSON written from a decoded trace") {
   CHECK(args.at("i") == -5);
   CHECK(by_name.at("imark").at("s") == "t");
   CHECK(by_name.at("Cmem").at("args").at("mem").to_number<double>() == 3.5);
+}
+
+TEST_CASE("json_events_scanner: elements and members whatever the chunking, strings and escapes respected") {
+  const std::string text =
+      "{\"schemaVersion\": 1, \"name\\\"}]\": \"a, \\\"b\\\" }]\",\n \"traceEvents\": [\n  {\"name\": \"x}]\\\\\", "
+      "\"args\": {\"a\": [1, {\"b\": \"]\"}]}},\n  {\"name\": \"y\"}\n ],\n \"baseTimeNanoseconds\": 1000 }\n";
+  for (const std::size_t chunk : {std::size_t{1}, std::size_t{7}, text.size()}) {
+    CAPTURE(chunk);
+    std::vector<std::string> elements, members;
+    json_events_scanner s([&](std::string_view e) { elements.emplace_back(e); },
+                          [&](std::string_view k, std::string_view v) { members.push_back(std::string(k) + "=" + std::string(v)); });
+    for (std::size_t i = 0; i < text.size(); i += chunk) s.feed(std::string_view(text).substr(i, chunk));
+    CHECK_FALSE(s.finish());
+    REQUIRE(elements.size() == 2);
+    CHECK(boost::json::parse(elements[0]).at("name") == "x}]\\");
+    CHECK(elements[1] == "{\"name\": \"y\"}");
+    CHECK(members == std::vector<std::string>{"schemaVersion=1", "name\\\"}]=\"a, \\\"b\\\" }]\"",
+                                              "baseTimeNanoseconds=1000"});
+  }
+  json_events_scanner cut([](std::string_view) {}, {});
+  cut.feed(std::string_view(text).substr(0, text.find("{\"name\": \"y")));
+  CHECK(cut.finish());  // cut inside traceEvents
+  json_events_scanner array([](std::string_view) {}, {});
+  CHECK_THROWS_WITH(array.feed("[1, 2]"), doctest::Contains("not a JSON object"));
+  json_events_scanner none([](std::string_view) {}, {});
+  none.feed("{\"a\": 1}");
+  CHECK_THROWS_WITH(none.finish(), doctest::Contains("traceEvents"));
+}
+
+TEST_CASE("kineto_to_perfetto nests a thread's X events whatever their order in the file") {
+  test_support::temp_dir dir("perfetto-nesting");
+  const auto in = dir.path / "t.json", out = dir.path / "t.pftrace";
+  // In END order (children first), a child sharing its parent's start, and
+  // a child that outlives its parent (cut at the parent's end).
+  std::ofstream(in) << R"({"traceEvents": [
+    {"ph": "X", "name": "leaf", "cat": "c", "pid": 1, "tid": 1, "ts": 10, "dur": 2},
+    {"ph": "X", "name": "child", "cat": "c", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
+    {"ph": "X", "name": "parent", "cat": "c", "pid": 1, "tid": 1, "ts": 10, "dur": 20},
+    {"ph": "X", "name": "late", "cat": "c", "pid": 1, "tid": 1, "ts": 25, "dur": 10}
+  ], "baseTimeNanoseconds": 0})";
+  const kineto_conversion r = kineto_to_perfetto(in, out);
+  CHECK(r.slices == 4);
+  std::vector<std::string> ends;
+  perfetto_callbacks cb;
+  cb.on_event = [&](const decoded_event& e) {
+    ends.push_back(e.name + " " + std::to_string(e.start_ns) + "+" + std::to_string(e.dur_ns));
+    return true;
+  };
+  const auto result = read_perfetto(out, cb);
+  CHECK(result.open_slices == 0);
+  CHECK(result.unmatched_ends == 0);
+  CHECK(ends == std::vector<std::string>{"leaf 10000+2000", "child 10000+5000", "late 25000+5000", "parent 10000+20000"});
 }

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "trace_reader.hpp"
+#include "writers/perfetto/json_events_scanner.hpp"
 
 namespace proftrace::tools {
 
@@ -64,80 +65,34 @@ input read_header(const std::filesystem::path& file) {
 }
 
 // Calls fn(index, text) for each element of the top-level "traceEvents"
-// array of the JSON read from `in`, tracking only strings and nesting. An
-// element that is not an object, or whose text is longer than `max_bytes`,
-// is an error naming its index: nothing longer is ever held.
+// array of the JSON read from `in` (json_events_scanner: only strings and
+// nesting are tracked). An element that is not an object, or whose text is
+// longer than `max_bytes`, is an error naming its index: nothing longer is
+// ever held.
 template <class Fn>
 void for_each_event_text(std::istream& in, const std::string& name, std::size_t max_bytes, Fn&& fn) {
-  std::vector<char> buf(1 << 20);
-  int depth = 0;
-  bool in_string = false, escaped = false, in_events = false, after_events_key = false;
-  std::string token, element;
-  std::string last_key;  // the last string completed at depth 1
+  using scanner = proftrace::detail::json_events_scanner;
   std::uint64_t index = 0;
-  const auto not_object = [&](const char* what) {
-    throw trace_error(name + ": event " + std::to_string(index) + " is " + what + ", not an object");
-  };
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    const auto n = in.gcount();
-    for (std::streamsize i = 0; i < n; ++i) {
-      const char c = buf[static_cast<std::size_t>(i)];
-      if (in_events && depth >= 3) {
-        if (element.size() >= max_bytes)
-          throw trace_error(name + ": event " + std::to_string(index) + " is longer than " +
-                            std::to_string(max_bytes >> 20) +
-                            " MiB of JSON text; merge holds one event at a time and refuses larger ones "
-                            "(a corrupt trace, or a decompression bomb?)");
-        element += c;
-      }
-      if (in_string) {
-        if (escaped) escaped = false;
-        else if (c == '\\') escaped = true;
-        else if (c == '"') in_string = false;
-        else if (depth == 1 && token.size() < 64) token += c;
-        if (!in_string && depth == 1) last_key = token;
-        continue;
-      }
-      // A value straight inside traceEvents that opens no container: a
-      // scalar element (every other command refuses it too).
-      if (in_events && depth == 2) {
-        const char* what = c == '"'               ? "a string"
-                           : c == 't' || c == 'f' ? "a boolean"
-                           : c == 'n'             ? "null"
-                           : c == '['             ? "an array"
-                           : c == '-' || (c >= '0' && c <= '9') ? "a number"
-                                                                : nullptr;
-        if (what) not_object(what);
-      }
-      switch (c) {
-        case '"':
-          in_string = true;
-          token.clear();
-          break;
-        case ':':
-          if (depth == 1) after_events_key = last_key == "traceEvents";
-          break;
-        case '{':
-        case '[':
-          ++depth;
-          if (depth == 2 && c == '[' && after_events_key) in_events = true;
-          if (in_events && depth == 3) element.assign(1, c);
-          break;
-        case '}':
-        case ']':
-          if (in_events && depth == 3) {
-            fn(index++, element);
-            if (element.capacity() > (std::size_t{1} << 20)) std::string().swap(element);  // give a large event's memory back
-          }
-          if (in_events && depth == 2) in_events = false;
-          --depth;
-          break;
-        default: break;
-      }
+  scanner s([&](std::string_view element) { fn(index++, element); }, {}, max_bytes);
+  std::vector<char> buf(1 << 20);
+  try {
+    while (in) {
+      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+      s.feed(std::string_view(buf.data(), static_cast<std::size_t>(in.gcount())));
     }
+    if (s.finish()) throw trace_error(name + ": the trace ends inside its JSON (cut off?)");
+  } catch (const scanner::error& e) {
+    const std::string event = name + ": event " + std::to_string(e.element);
+    switch (e.what_kind) {
+      case scanner::error::kind::element_not_object: throw trace_error(event + " is " + e.found + ", not an object");
+      case scanner::error::kind::too_long:
+        throw trace_error(event + " is longer than " + std::to_string(max_bytes >> 20) +
+                          " MiB of JSON text; merge holds one event at a time and refuses larger ones "
+                          "(a corrupt trace, or a decompression bomb?)");
+      case scanner::error::kind::not_a_trace: break;
+    }
+    throw trace_error(name + ": " + e.what());
   }
-  if (depth != 0) throw trace_error(name + ": the trace ends inside its JSON (cut off?)");
 }
 
 // JSON text of `v` as Kineto writes it: doubles with three decimals (times
@@ -284,7 +239,7 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
     if (has_suffix(name, ".gz")) text.push(io::gzip_decompressor());
     else if (has_suffix(name, ".zst")) text.push(io::zstd_decompressor());
     text.push(source);
-    for_each_event_text(text, in.file.string(), max_event_bytes, [&](std::uint64_t index, const std::string& element) {
+    for_each_event_text(text, in.file.string(), max_event_bytes, [&](std::uint64_t index, std::string_view element) {
       const auto where = [&] { return in.file.string() + ": event " + std::to_string(index); };
       json::error_code ec;
       json::value v = json::parse(element, ec);

@@ -79,23 +79,23 @@ void to_trace_event(const pd::decoded_event& d, std::int64_t base_ns, trace_even
 
 bool named_perfetto_trace(const std::filesystem::path& path) {
   const std::string name = path.filename().string();
-  return name.ends_with(".pftrace") || name.ends_with(".pftrace.gz");
+  return name.ends_with(".pftrace") || name.ends_with(".pftrace.gz") || name.ends_with(".pftrace.zst");
 }
 
 bool is_perfetto_trace(const std::filesystem::path& path) {
   if (named_perfetto_trace(path)) return true;
   try {
     trace_input in(path);
-    char head[2] = {0, 0};
+    char head[256];
     std::size_t got = 0;
-    while (got < 2) {
-      const std::size_t n = in.read(head + got, 2 - got);
-      if (n == 0) break;
-      got += n;
-    }
-    const char second = head[1];
-    return got == 2 && pd::looks_like_perfetto(static_cast<unsigned char>(head[0])) && second != ' ' &&
-           second != '\t' && second != '\n' && second != '\r' && second != '{';
+    while (got < sizeof head)
+      if (const std::size_t n = in.read(head + got, sizeof head - got)) got += n;
+      else break;
+    if (got == 0 || !pd::looks_like_perfetto(static_cast<unsigned char>(head[0]))) return false;
+    // 0x0a is also a newline: JSON when the first other character is '{'.
+    for (std::size_t i = 0; i < got; ++i)
+      if (head[i] != ' ' && head[i] != '\t' && head[i] != '\n' && head[i] != '\r') return head[i] != '{';
+    return false;
   } catch (const trace_error&) {
     return false;
   }

@@ -521,7 +521,7 @@ std::vector<std::filesystem::path> list_traces(const std::filesystem::path& dir,
     const auto& entry = *it;
     const std::string name = entry.path().filename().string();
     if (!(name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".json.zst") ||
-          name.ends_with(".pftrace") || name.ends_with(".pftrace.gz")))
+          named_perfetto_trace(entry.path())))
       continue;
     std::error_code type_ec;
     const bool regular = entry.is_regular_file(type_ec);

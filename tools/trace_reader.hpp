@@ -110,9 +110,10 @@ read_result read_trace(const std::filesystem::path& path, const read_options& op
 
 // ---- Perfetto traces (.pftrace, .pftrace.gz; tools/trace_pftrace.cpp) ----
 
-// A .pftrace or .pftrace.gz name, or a file whose (decompressed) first byte
-// is 0x0a (Trace.packet) with a second byte that white space and '{' rule
-// out (a JSON text starting with a newline). Never throws.
+// A .pftrace, .pftrace.gz or .pftrace.zst name, or a file whose
+// (decompressed) first byte is 0x0a (Trace.packet) and whose first byte
+// other than white space is not '{' (that is JSON starting with a newline).
+// Never throws.
 bool is_perfetto_trace(const std::filesystem::path& path);
 bool named_perfetto_trace(const std::filesystem::path& path);  // by the suffix alone
 

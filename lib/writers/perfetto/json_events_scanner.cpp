@@ -1,24 +1,38 @@
 #include "writers/perfetto/json_events_scanner.hpp"
 
-#include <stdexcept>
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
 
-json_events_scanner::json_events_scanner(element_fn on_element, member_fn on_member)
-    : on_element_(std::move(on_element)), on_member_(std::move(on_member)) {}
+json_events_scanner::json_events_scanner(element_fn on_element, member_fn on_member, std::size_t max_piece)
+    : on_element_(std::move(on_element)), on_member_(std::move(on_member)), max_piece_(max_piece) {}
 
-void json_events_scanner::fail(const std::string& why) const {
-  throw std::runtime_error(why + " (at byte " + std::to_string(offset_) + ")");
+void json_events_scanner::fail(const std::string& why, error::kind k, const char* found) const {
+  throw error(k, elements_, found, why + " (at byte " + std::to_string(offset_) + ")");
 }
+
+namespace {
+// What a value straight inside traceEvents is when it opens no object.
+const char* non_object(char c) {
+  return c == '"'                          ? "a string"
+         : c == 't' || c == 'f'            ? "a boolean"
+         : c == 'n'                        ? "null"
+         : c == '['                        ? "an array"
+         : c == '-' || (c >= '0' && c <= '9') ? "a number"
+                                           : nullptr;
+}
+}  // namespace
 
 void json_events_scanner::feed(std::string_view chunk) {
   for (const char c : chunk) {
     ++offset_;
     if (capturing_) {
       piece_ += c;
-      if (piece_.size() > max_piece) fail("an event or member over " + std::to_string(max_piece >> 20) + " MiB");
+      if (piece_.size() > max_piece_)
+        fail("event " + std::to_string(elements_) + " (or a member) is longer than " + std::to_string(max_piece_ >> 20) +
+                 " MiB of JSON text",
+             error::kind::too_long);
     }
     if (!in_string_) {
       structural(c);
@@ -39,7 +53,10 @@ void json_events_scanner::structural(char c) {
     depth_ = 1;
     return;
   }
-  if (done_) fail("text after the top-level object");
+  if (done_) return;
+  if (in_events_ && depth_ == 2)
+    if (const char* what = non_object(c))
+      fail("event " + std::to_string(elements_) + " is " + what + ", not an object", error::kind::element_not_object, what);
   switch (c) {
     case '"':
       in_string_ = true;
@@ -93,6 +110,7 @@ void json_events_scanner::close(char c) {
     capturing_ = false;
     ++elements_;
     on_element_(piece_);
+    if (piece_.capacity() > (std::size_t{1} << 20)) std::string().swap(piece_);  // a large event's memory back
   } else if (in_events_ && depth_ == 1) {
     in_events_ = false;
     state_ = state::after_value;

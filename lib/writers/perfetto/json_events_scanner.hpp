@@ -4,7 +4,9 @@
 // (key and value text), without parsing the rest: memory stays at one
 // element, whatever the file's layout (one event per line, or torch's
 // pretty-printed multi-line events). Strings and their escapes are
-// respected; the JSON itself is checked only by whoever parses the pieces.
+// respected; the JSON itself is checked only by whoever parses the pieces
+// (text after the top-level object is ignored). Used by the converter to
+// Perfetto and by `proftrace merge`.
 //
 //   json_events_scanner s([](std::string_view event) { ... },
 //                         [](std::string_view key, std::string_view value) { ... });
@@ -16,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -27,11 +30,26 @@ class json_events_scanner {
  public:
   using element_fn = std::function<void(std::string_view object_text)>;
   using member_fn = std::function<void(std::string_view key, std::string_view value_text)>;
-  // An element or member value longer than this is refused.
-  static constexpr std::size_t max_piece = std::size_t{64} << 20;
 
-  json_events_scanner(element_fn on_element, member_fn on_member);
-  void feed(std::string_view chunk);  // throws std::runtime_error on text that is not a trace object
+  // What feed() and finish() throw; what() is one line ending with the byte offset.
+  class error : public std::runtime_error {
+   public:
+    enum class kind : std::uint8_t {
+      not_a_trace,         // not an object, no traceEvents, ended before it
+      element_not_object,  // `found` names what it is ("a string")
+      too_long,            // an element or member value over max_piece bytes
+    };
+    error(kind k, std::uint64_t element, const char* found, const std::string& message)
+        : std::runtime_error(message), what_kind(k), element(element), found(found) {}
+    kind what_kind;
+    std::uint64_t element;  // the index in traceEvents it concerns
+    const char* found;
+  };
+
+  // An element or member value longer than `max_piece` bytes is refused
+  // (nothing longer is ever held).
+  json_events_scanner(element_fn on_element, member_fn on_member, std::size_t max_piece = std::size_t{64} << 20);
+  void feed(std::string_view chunk);  // throws error on text that is not a trace object
   // Throws when the text had no traceEvents array or ended before it;
   // returns true when it ended inside traceEvents (a cut trace: every
   // complete element was delivered).
@@ -46,10 +64,12 @@ class json_events_scanner {
   void close(char c);
   void start_value(char c);
   void end_member();
-  [[noreturn]] void fail(const std::string& why) const;
+  [[noreturn]] void fail(const std::string& why, error::kind k = error::kind::not_a_trace,
+                         const char* found = nullptr) const;
 
   element_fn on_element_;
   member_fn on_member_;
+  std::size_t max_piece_;
   int depth_ = 0;
   bool in_string_ = false, escaped_ = false, started_ = false, done_ = false;
   state state_ = state::expect_key;  // of the top-level member being read (depth 1)

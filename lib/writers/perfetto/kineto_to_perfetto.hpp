@@ -1,5 +1,5 @@
 // Internal: a Kineto/Chrome trace (JSON: .json, .json.gz, .json.zst) written
-// as a .pftrace (.pftrace.gz by suffix) through perfetto_builder.
+// as a .pftrace (.pftrace.gz, .pftrace.zst by suffix) through perfetto_builder.
 //
 // The text is split into events by json_events_scanner and each event
 // parsed on its own, but the events are then HELD IN MEMORY (as parsed JSON)

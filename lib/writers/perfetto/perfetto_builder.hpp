@@ -76,6 +76,8 @@ class perfetto_builder {
   // The hot path's form: ids from intern_*() (stable for the builder's
   // life), so a writer caches them per call site instead of hashing text
   // per event. An annotation whose name_iid is nonzero uses it.
+  // A new id's InternedData entry goes into the next event packet this
+  // builder writes (at the latest the one that uses it).
   std::uint64_t intern_name(std::string_view name);
   std::uint64_t intern_category(std::string_view category);
   std::uint64_t intern_annotation_name(std::string_view name);

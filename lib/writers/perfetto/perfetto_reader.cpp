@@ -5,6 +5,7 @@
 
 #include <boost/iostreams/device/file.hpp>
 #include <boost/iostreams/filter/gzip.hpp>
+#include <boost/iostreams/filter/zstd.hpp>
 #include <boost/iostreams/filtering_stream.hpp>
 
 #include <fstream>
@@ -61,7 +62,7 @@ class decoder {
   void track_descriptor(std::string_view bytes);
   void track_event(std::string_view bytes, std::int64_t unix_ns, const interning& tables);
   decoded_arg annotation(std::string_view bytes, const interning& tables);
-  const decoded_track& track(std::uint64_t uuid);
+  std::shared_ptr<const decoded_track> track(std::uint64_t uuid);
   void deliver(const decoded_event& e) {
     ++result_.events;
     if (cb_.on_event && !cb_.on_event(e)) result_.stopped = true;
@@ -76,7 +77,7 @@ class decoder {
   const perfetto_callbacks& cb_;
   perfetto_read_result& result_;
   std::unordered_map<std::uint32_t, interning> sequences_;
-  std::unordered_map<std::uint64_t, decoded_track> tracks_;  // nodes never move: events point into it
+  std::unordered_map<std::uint64_t, std::shared_ptr<decoded_track>> tracks_;
   std::unordered_map<std::uint64_t, std::vector<decoded_event>> open_;
   std::unordered_map<std::uint32_t, std::uint64_t> snapshot_;  // clock id -> ns, the latest snapshot
 };
@@ -162,17 +163,17 @@ void decoder::track_descriptor(std::string_view bytes) {
   });
   if (tracks_.contains(t.uuid)) return;  // declared again (every writer session may): the first stands
   const auto parent = tracks_.find(t.parent);
-  if (!t.has_pid && parent != tracks_.end() && parent->second.has_pid) t.pid = parent->second.pid, t.has_pid = true;
-  const decoded_track& stored = tracks_.emplace(t.uuid, std::move(t)).first->second;
-  if (cb_.on_track) cb_.on_track(stored);
+  if (!t.has_pid && parent != tracks_.end() && parent->second->has_pid) t.pid = parent->second->pid, t.has_pid = true;
+  const auto& stored = tracks_.emplace(t.uuid, std::make_shared<decoded_track>(std::move(t))).first->second;
+  if (cb_.on_track) cb_.on_track(*stored);
 }
 
-const decoded_track& decoder::track(std::uint64_t uuid) {
+std::shared_ptr<const decoded_track> decoder::track(std::uint64_t uuid) {
   auto it = tracks_.find(uuid);
   if (it == tracks_.end()) {  // used without a descriptor: an anonymous track
-    decoded_track t;
-    t.uuid = uuid;
-    t.name = "track " + std::to_string(uuid);
+    auto t = std::make_shared<decoded_track>();
+    t->uuid = uuid;
+    t->name = "track " + std::to_string(uuid);
     it = tracks_.emplace(uuid, std::move(t)).first;
   }
   return it->second;
@@ -227,7 +228,7 @@ void decoder::track_event(std::string_view bytes, std::int64_t unix_ns, const in
       default: break;
     }
   });
-  e.track = &track(uuid);
+  e.track = track(uuid);
   e.start_ns = unix_ns;
   auto& stack = open_[uuid];
   switch (type) {
@@ -320,7 +321,9 @@ perfetto_read_result read_perfetto(const std::filesystem::path& path, const perf
   if (!file) throw perfetto_error(path.string() + ": cannot open");
   namespace io = boost::iostreams;
   io::filtering_istream in;
-  if (path.filename().string().ends_with(".gz")) in.push(io::gzip_decompressor());
+  const std::string name = path.filename().string();
+  if (name.ends_with(".gz")) in.push(io::gzip_decompressor());
+  if (name.ends_with(".zst")) in.push(io::zstd_decompressor());
   in.push(file);
   try {
     return read_perfetto(in, callbacks);

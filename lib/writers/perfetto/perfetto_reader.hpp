@@ -1,8 +1,11 @@
-// Internal: a .pftrace (Perfetto's protobuf `Trace`, plain or .gz) decoded
+// Internal: a .pftrace (Perfetto's protobuf `Trace`; plain, .gz or .zst) decoded
 // back into slices, instants and counters, streaming: one packet in memory
 // at a time, plus each track's stack of open slices and the interning
 // tables. Events are delivered in the order their END (or the instant or
-// counter) appears in the file.
+// counter) appears in the file. Not decoded: nested (dict/array) debug
+// annotations (given as JSON null), TracePacketDefaults, incremental
+// timestamps and legacy (pre-TYPE) events; timestamps on another clock than
+// REALTIME are moved onto it by the latest clock snapshot when it has both.
 //
 //   perfetto_callbacks cb;
 //   cb.on_track = [](const decoded_track& t) { ... };       // once per descriptor
@@ -17,6 +20,7 @@
 #include <filesystem>
 #include <functional>
 #include <istream>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <variant>
@@ -49,7 +53,7 @@ struct decoded_track {
 struct decoded_event {
   enum class kind : std::uint8_t { slice, instant, counter } type = kind::slice;
   std::string name, category;  // a counter's name is its track's
-  const decoded_track* track = nullptr;  // never null; valid during the callback
+  std::shared_ptr<const decoded_track> track;  // never null
   std::int64_t start_ns = 0, dur_ns = 0;  // Unix ns; dur 0 but for slices
   double value = 0;                       // counters
   std::vector<decoded_arg> args;          // the BEGIN's, then the END's

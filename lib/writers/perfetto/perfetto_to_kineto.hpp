@@ -50,7 +50,7 @@ class decoded_json_writer {
   std::int64_t base_ns_ = 0;
 };
 
-// Reads `input` (.pftrace, .pftrace.gz) and writes `output` (.json,
+// Reads `input` (.pftrace, .pftrace.gz, .pftrace.zst) and writes `output` (.json,
 // .json.gz, .json.zst by suffix; whole or not at all). Throws
 // perfetto_error or std::runtime_error; a cut input is converted as far as
 // it goes and reported in the result.

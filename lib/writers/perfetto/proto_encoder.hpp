@@ -1,10 +1,9 @@
 // Internal: protobuf wire format, appended straight into a std::string.
 //
-// Scalars are written in place; a nested message reserves room for its
+// Scalars are written in place; a nested message reserves one byte for its
 // length, is written after it, and is closed by backpatching the length
-// (moving the body back when the varint turns out shorter than the room
-// reserved), so no scratch buffer and no allocation beyond the output's own
-// growth. ../shared/reference/perfetto-trace-format.md has the wire types.
+// (moving the body up when the length needs more bytes: 128 bytes or more),
+// so no scratch buffer and no allocation beyond the output's own growth. ../shared/reference/perfetto-trace-format.md has the wire types.
 //
 //   std::string out;
 //   const auto packet = proto::open(out, 1);   // Trace.packet
@@ -27,6 +26,10 @@ namespace detail::proto {
 enum wire : std::uint32_t { varint = 0, fixed64 = 1, length_delimited = 2, fixed32 = 5 };
 
 inline void put_varint(std::string& out, std::uint64_t v) {
+  if (v < 0x80) {  // keys, types, small ids: most varints here
+    out.push_back(static_cast<char>(v));
+    return;
+  }
   char buf[10];
   std::size_t n = 0;
   while (v >= 0x80) {
@@ -70,20 +73,21 @@ inline void put_string(std::string& out, std::uint32_t field, std::string_view s
   out.append(s);
 }
 
-// Room reserved for a nested message's length: 4 varint bytes, 256 MiB.
-inline constexpr std::size_t length_room = 4;
-
-// Opens a nested message; returns the position its close() needs.
+// Opens a nested message; returns the position its close() needs. One
+// byte is reserved for the length: most messages here (an annotation, an
+// event, a whole packet) are under 128 bytes, so closing them moves nothing.
 [[nodiscard]] inline std::size_t open(std::string& out, std::uint32_t field) {
   put_key(out, field, length_delimited);
-  const std::size_t at = out.size();
-  out.append(length_room, '\0');
-  return at;
+  out.push_back('\0');
+  return out.size() - 1;
 }
 
 inline void close(std::string& out, std::size_t at) {
-  const std::size_t body = at + length_room;
-  std::uint64_t len = out.size() - body;
+  std::uint64_t len = out.size() - (at + 1);
+  if (len < 0x80) {
+    out[at] = static_cast<char>(len);
+    return;
+  }
   char buf[10];
   std::size_t n = 0;
   while (len >= 0x80) {
@@ -91,16 +95,8 @@ inline void close(std::string& out, std::size_t at) {
     len >>= 7;
   }
   buf[n++] = static_cast<char>(len);
-  if (n <= length_room) {
-    std::memcpy(out.data() + at, buf, n);
-    if (n < length_room) {
-      std::memmove(out.data() + at + n, out.data() + body, out.size() - body);
-      out.resize(out.size() - (length_room - n));
-    }
-  } else {
-    out.insert(at + length_room, buf + length_room, n - length_room);  // over 256 MiB: rare, so simply grown
-    std::memcpy(out.data() + at, buf, length_room);
-  }
+  out[at] = buf[0];
+  out.insert(at + 1, buf + 1, n - 1);  // the body moves up by the extra length bytes
 }
 
 }  // namespace detail::proto
