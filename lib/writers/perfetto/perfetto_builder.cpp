@@ -353,6 +353,8 @@ void perfetto_builder::slice_begin(std::uint64_t track, std::int64_t unix_ns, st
 
 void perfetto_builder::slice_end(std::uint64_t track, std::int64_t unix_ns, annotations args,
                                  std::span<const std::uint64_t> terminating_flow_ids) {
+  if (args.empty() && terminating_flow_ids.empty() && pending_.empty())
+    return write_slice_with_id(type_slice_end, track, unix_ns, 0, 0, 0, 0);
   write_event({.type = type_slice_end, .track = track, .unix_ns = unix_ns, .args = args,
                .terminating_flow_ids = terminating_flow_ids});
 }
@@ -382,39 +384,28 @@ char* put_varint(char* p, std::uint64_t v) noexcept {
 constexpr char key(std::uint32_t f, proto::wire w) noexcept { return static_cast<char>(f << 3 | w); }
 }  // namespace
 
+constexpr std::size_t varint_size(std::uint64_t v) noexcept {
+  return (static_cast<std::size_t>(std::bit_width(v | 1)) + 6) / 7;
+}
+
 // The same bytes write_short_event produces for such an event, with the
-// field keys as constants (every key here is under 128: one byte) and the
-// nested lengths (under 128 by construction: at most 50 bytes) written last.
+// field keys as constants (every key here is under 128: one byte, but
+// timestamp_clock_id's two) and the nested lengths computed first (at most
+// 50 bytes: one byte each), written front to back into one stack buffer.
+// arg_name_iid 0: no arg.
 void perfetto_builder::write_slice_with_id(int type, std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
                                            std::uint64_t category_iid, std::uint64_t arg_name_iid,
                                            std::uint64_t arg_value) {
-  char annotation[24];
-  char* a = annotation;
-  *a++ = key(field::annotation_name_iid, proto::varint);
-  a = put_varint(a, arg_name_iid);
-  *a++ = key(field::uint_value, proto::varint);
-  a = put_varint(a, arg_value);
-  char event[96];
-  char* e = event;
-  *e++ = key(field::type, proto::varint);
-  *e++ = static_cast<char>(type);
-  *e++ = key(field::track_uuid, proto::varint);
-  e = put_varint(e, track);
-  if (name_iid) {
-    *e++ = key(field::name_iid, proto::varint);
-    e = put_varint(e, name_iid);
-  }
-  if (category_iid) {
-    *e++ = key(field::category_iids, proto::varint);
-    e = put_varint(e, category_iid);
-  }
-  *e++ = key(field::debug_annotations, proto::length_delimited);
-  *e++ = static_cast<char>(a - annotation);
-  std::memcpy(e, annotation, static_cast<std::size_t>(a - annotation));
-  e += a - annotation;
-  char packet[128];
-  char* p = packet + 2;  // the packet's key and length go first, once its length is known
-  p = put_varint(p, std::uint64_t{field::trusted_packet_sequence_id} << 3);
+  const std::size_t annotation = arg_name_iid ? 2 + varint_size(arg_name_iid) + varint_size(arg_value) : 0;
+  const std::size_t event = 3 + varint_size(track) + (name_iid ? 1 + varint_size(name_iid) : 0) +
+                            (category_iid ? 1 + varint_size(category_iid) : 0) + (arg_name_iid ? 2 + annotation : 0);
+  const std::size_t packet = 1 + varint_size(sequence_id_) + 1 + varint_size(static_cast<std::uint64_t>(unix_ns)) + 3 +
+                             2 + 2 + event;
+  char buf[128];
+  char* p = buf;
+  *p++ = key(field::packet, proto::length_delimited);
+  *p++ = static_cast<char>(packet);
+  *p++ = key(field::trusted_packet_sequence_id, proto::varint);
   p = put_varint(p, sequence_id_);
   *p++ = key(field::timestamp, proto::varint);
   p = put_varint(p, static_cast<std::uint64_t>(unix_ns));
@@ -423,12 +414,28 @@ void perfetto_builder::write_slice_with_id(int type, std::uint64_t track, std::i
   *p++ = key(field::sequence_flags, proto::varint);
   *p++ = static_cast<char>(seq_needs_incremental_state);
   *p++ = key(field::track_event, proto::length_delimited);
-  *p++ = static_cast<char>(e - event);
-  std::memcpy(p, event, static_cast<std::size_t>(e - event));
-  p += e - event;
-  packet[0] = key(field::packet, proto::length_delimited);
-  packet[1] = static_cast<char>(p - packet - 2);
-  out_.append(packet, p);
+  *p++ = static_cast<char>(event);
+  *p++ = key(field::type, proto::varint);
+  *p++ = static_cast<char>(type);
+  *p++ = key(field::track_uuid, proto::varint);
+  p = put_varint(p, track);
+  if (name_iid) {
+    *p++ = key(field::name_iid, proto::varint);
+    p = put_varint(p, name_iid);
+  }
+  if (category_iid) {
+    *p++ = key(field::category_iids, proto::varint);
+    p = put_varint(p, category_iid);
+  }
+  if (arg_name_iid) {
+    *p++ = key(field::debug_annotations, proto::length_delimited);
+    *p++ = static_cast<char>(annotation);
+    *p++ = key(field::annotation_name_iid, proto::varint);
+    p = put_varint(p, arg_name_iid);
+    *p++ = key(field::uint_value, proto::varint);
+    p = put_varint(p, arg_value);
+  }
+  out_.append(buf, p);
 }
 
 void perfetto_builder::slice_begin(std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
