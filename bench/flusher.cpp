@@ -6,11 +6,12 @@
 // ring waits for the flusher), so the run takes as long as the flusher
 // needs. Timed: from the first scope to the exported file in the format
 // (.json is the spool the flusher writes while recording, copied; .json.gz
-// and .json.zst compress it on export). Counters: complete events per
-// second (drain + write + export), the share of it spent exporting, and the
-// process's peak resident memory.
+// and .json.zst compress it on export; .pftrace and .pftrace.gz stream
+// Perfetto's format, copied or compressed on export). Counters: complete
+// events per second (drain + write + export), the share of it spent
+// exporting, the file's bytes per scope, and the process's peak resident memory.
 //
-// BM_flusher_drop_onset/<scopes per second per thread>: two threads, each
+// BM_flusher_drop_onset/<scopes per second per thread>/<format>: two threads, each
 // pacing its scopes with the TSC at the given rate for 0.5 s, default ring
 // and `drop` policy; counters: the fraction of events dropped and the rate
 // actually reached.
@@ -33,7 +34,12 @@
 
 namespace {
 
-constexpr const char* formats[] = {".json", ".json.gz", ".json.zst"};
+constexpr const char* formats[] = {".json", ".json.gz", ".json.zst", ".pftrace", ".pftrace.gz"};
+
+// The session streams the format it exports: Perfetto's for .pftrace.
+proftrace::trace_format stream_format_for(const std::string& format) {
+  return format.starts_with(".pftrace") ? proftrace::trace_format::pftrace : proftrace::trace_format::json;
+}
 
 double peak_rss_mib() {
   rusage u{};
@@ -61,8 +67,10 @@ void BM_flusher_throughput(benchmark::State& state) {
   const auto dir = scratch_dir();
   double exporting = 0;
   std::int64_t events = 0;
+  std::uintmax_t bytes = 0;
   for (auto _ : state) {
-    proftrace::profile p({.overflow = proftrace::overflow_policy::block, .spool_dir = dir});
+    proftrace::profile p(
+        {.overflow = proftrace::overflow_policy::block, .stream_format = stream_format_for(format), .spool_dir = dir});
     const auto t0 = std::chrono::steady_clock::now();
     p.start();
     std::vector<std::thread> threads;
@@ -72,6 +80,7 @@ void BM_flusher_throughput(benchmark::State& state) {
     const auto t1 = std::chrono::steady_clock::now();
     p.export_chrome_trace(dir / ("trace" + format));
     const auto t2 = std::chrono::steady_clock::now();
+    bytes += std::filesystem::file_size(dir / ("trace" + format));
     state.SetIterationTime(std::chrono::duration<double>(t2 - t0).count());
     exporting += std::chrono::duration<double>(t2 - t1).count();
     const auto avg = p.key_averages();
@@ -83,6 +92,7 @@ void BM_flusher_throughput(benchmark::State& state) {
   // kIsRate divides by the total manual time: drain, write and export.
   state.counters["events_per_second"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
   state.counters["export_seconds"] = exporting / static_cast<double>(state.iterations());
+  state.counters["bytes_per_scope"] = events > 0 ? static_cast<double>(bytes) / static_cast<double>(events) : 0;
   state.counters["peak_rss_MiB"] = peak_rss_mib();
   state.SetLabel(format + ", " + std::to_string(producers) + " producer" + (producers > 1 ? "s" : ""));
 }
@@ -103,11 +113,13 @@ void record_paced(double rate, double seconds, std::atomic<std::int64_t>& done) 
 
 void BM_flusher_drop_onset(benchmark::State& state) {
   const double rate = static_cast<double>(state.range(0));
+  const std::string format = formats[state.range(1)];
   constexpr double seconds = 0.5;
   std::int64_t scopes = 0, lost = 0;
   double elapsed = 0;
   for (auto _ : state) {
-    proftrace::profile p({.overflow = proftrace::overflow_policy::drop, .spool_dir = scratch_dir()});
+    proftrace::profile p(
+        {.overflow = proftrace::overflow_policy::drop, .stream_format = stream_format_for(format), .spool_dir = scratch_dir()});
     p.start();
     std::atomic<std::int64_t> done{0};
     const auto t0 = std::chrono::steady_clock::now();
@@ -123,20 +135,18 @@ void BM_flusher_drop_onset(benchmark::State& state) {
   state.counters["dropped_fraction"] = scopes > 0 ? static_cast<double>(lost) / static_cast<double>(2 * scopes) : 0;
   state.counters["reached_per_thread"] = static_cast<double>(scopes) / 2 / elapsed;
   state.counters["peak_rss_MiB"] = peak_rss_mib();
+  state.SetLabel("streaming " + format);
 }
 
 }  // namespace
 
 BENCHMARK(BM_flusher_throughput)
-    ->ArgsProduct({{0, 1, 2}, {1, 2}})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 2}})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
 BENCHMARK(BM_flusher_drop_onset)
-    ->Arg(500'000)
-    ->Arg(1'000'000)
-    ->Arg(2'000'000)
-    ->Arg(4'000'000)
+    ->ArgsProduct({{500'000, 1'000'000, 2'000'000, 4'000'000}, {0, 3}})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 
