@@ -2096,3 +2096,35 @@ TEST_CASE("a Perfetto trace is told by content whatever its name; JSON starting 
   CHECK_FALSE(pt::is_perfetto_trace(newline_json));
   CHECK(run_cli({"validate", newline_json.string()}).rc == 0);
 }
+
+TEST_CASE("validate --repair: a .pftrace cut inside a packet keeps every whole packet before the cut") {
+  temp_dir dir("cli-repair-pftrace");
+  {
+    proftrace::profile p({.overflow = proftrace::overflow_policy::block, .stream_format = proftrace::trace_format::pftrace});
+    p.start();
+    for (int i = 0; i < 200; ++i) cli_work(3);
+    p.stop();
+    p.export_chrome_trace(dir.path / "full.pftrace");
+  }
+  std::ifstream in(dir.path / "full.pftrace", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  REQUIRE(bytes.size() > 1000);
+  const auto whole = pt::plan_repair(dir.path / "full.pftrace");
+  CHECK(whole.complete);
+  for (const std::size_t cut : {bytes.size() / 3, bytes.size() / 2 + 1, bytes.size() - 1}) {
+    CAPTURE(cut);
+    const auto cut_file = dir.path / "cut.pt.trace.pftrace";
+    std::ofstream(cut_file, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(cut));
+    const auto plan = pt::plan_repair(cut_file);
+    CHECK_FALSE(plan.complete);
+    CHECK(plan.keep_bytes <= cut);
+    CHECK(plan.events_kept > 0);
+    CHECK(plan.cut.find("inside packet") != std::string::npos);
+    CHECK(pt::default_repair_output(cut_file).filename() == "cut.pt.trace.repaired.pftrace");
+    const auto out = dir.path / "repaired.pftrace";
+    pt::write_repaired(cut_file, plan, out);
+    CHECK(std::filesystem::file_size(out) == plan.keep_bytes);
+    CHECK(pt::plan_repair(out).complete);  // whole packets only: nothing left to repair
+    CHECK(pt::plan_repair(out).events_kept == plan.events_kept);
+  }
+}

@@ -156,8 +156,8 @@ int on_signal(const std::filesystem::path& out, bool with_program_handler) {
 
 // Records, flushes, then idles: the kill finds no flush writing (a kill in
 // the middle of a flush's write leaves a cut file; validate --repair's case).
-int until_killed() {
-  proftrace::profile p({.flush_period = std::chrono::milliseconds(20)});
+int until_killed(proftrace::trace_format format) {
+  proftrace::profile p({.flush_period = std::chrono::milliseconds(20), .stream_format = format});
   p.start();
   record_work(work_scopes);
   for (int i = 0; i < 100; ++i) {
@@ -257,7 +257,8 @@ int main(int argc, char** argv) {
   if (mode == "static-session") return static_session_without_handler();
   if (mode == "signal") return on_signal(out, false);
   if (mode == "signal-with-program-handler") return on_signal(out, true);
-  if (mode == "until-killed") return until_killed();
+  if (mode == "until-killed") return until_killed(proftrace::trace_format::json);
+  if (mode == "until-killed-pftrace") return until_killed(proftrace::trace_format::pftrace);
   if (mode == "fork-off") return fork_children(out, false);
   if (mode == "fork-fresh") return fork_children(out, true);
   if (mode == "file-size-limit") return file_size_limit();

@@ -15,9 +15,11 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <map>
 #include <vector>
 
 #include "test_support.hpp"
+#include "writers/perfetto/perfetto_reader.hpp"
 
 extern char** environ;
 
@@ -207,6 +209,29 @@ TEST_CASE("SIGKILL: the spool left behind is valid JSON as it is and holds every
   CHECK(events_named(trace, "work").size() == 1000);
   CHECK(trace.contains("proftrace"));
   CHECK(events_named(trace, "spin").size() == 100);
+}
+
+TEST_CASE("SIGKILL while streaming .pftrace: the spool left behind loads as it is and holds every flushed event") {
+  child_process child("until-killed-pftrace");
+  child.wait_for_line("ready");
+  REQUIRE(::kill(child.pid, SIGKILL) == 0);
+  const int status = child.wait();
+  CHECK(WIFSIGNALED(status));
+  std::vector<std::filesystem::path> spools;
+  for (auto& f : files_in(child.spool))
+    if (f.string().ends_with(".pt.trace.pftrace.part")) spools.push_back(f);
+  REQUIRE(spools.size() == 1);
+  std::map<std::string, int> slices;
+  proftrace::detail::perfetto_callbacks cb;
+  cb.on_event = [&](const proftrace::detail::decoded_event& e) {
+    ++slices[e.name];
+    return true;
+  };
+  const auto r = proftrace::detail::read_perfetto(spools[0], cb);  // packets are only appended: no repair needed
+  CHECK_FALSE(r.truncated);
+  CHECK(r.open_slices == 0);
+  CHECK(slices["work"] == 1000);
+  CHECK(slices["spin"] == 100);
 }
 
 TEST_CASE("fork() does not wait for a whole flush while another thread records flat out" *

@@ -18,10 +18,12 @@
 #include <cstring>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <vector>
 
 #include "trace_input.hpp"
 #include "trace_reader.hpp"
+#include "writers/perfetto/perfetto_reader.hpp"
 
 namespace proftrace::tools {
 
@@ -425,7 +427,31 @@ std::string where_text(const json_prefix_scanner& s) {
 
 }  // namespace
 
+// A Perfetto trace (a .pftrace spool a kill cut short): every whole packet
+// before the cut is kept, and nothing needs closing. Empty: not Perfetto's.
+std::optional<repair_plan> plan_perfetto_repair(const std::filesystem::path& path) {
+  {
+    trace_input probe(path);
+    char first = 0;
+    if (probe.read(&first, 1) != 1 || !proftrace::detail::looks_like_perfetto(static_cast<unsigned char>(first)))
+      return std::nullopt;
+  }
+  proftrace::detail::perfetto_read_result r;
+  try {
+    r = proftrace::detail::read_perfetto(path, {});
+  } catch (const proftrace::detail::perfetto_error& e) {
+    throw trace_error(path.string() + ": nothing to repair: " + e.what());
+  }
+  repair_plan plan;
+  plan.complete = !r.truncated;
+  plan.bytes = plan.keep_bytes = r.bytes;
+  plan.events_kept = r.events;
+  if (r.truncated) plan.cut = r.truncation;
+  return plan;
+}
+
 repair_plan plan_repair(const std::filesystem::path& path) {
+  if (auto perfetto = plan_perfetto_repair(path)) return *perfetto;
   const std::string file_name = path.string();
   trace_input in(path);
   json_prefix_scanner scanner;
@@ -513,9 +539,12 @@ std::filesystem::path default_repair_output(const std::filesystem::path& input) 
       break;
     }
   }
-  if (stem.size() > 5 && stem.ends_with(".json")) {
-    suffixes.insert(0, ".json");
-    stem.resize(stem.size() - 5);
+  for (const char* format : {".json", ".pftrace"}) {
+    if (stem.size() > std::strlen(format) && stem.ends_with(format)) {
+      suffixes.insert(0, format);
+      stem.resize(stem.size() - std::strlen(format));
+      break;
+    }
   }
   return input.parent_path() / (stem + ".repaired" + suffixes);
 }
