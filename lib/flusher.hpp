@@ -44,6 +44,7 @@ struct finished_trace {
   std::filesystem::path path;
   trace_format format = trace_format::json;  // the spool's
   std::shared_ptr<trace_file> spool;  // still open: exports read through it
+  bool spool_is_export = false;       // the spool was renamed to an export's path: never removed
   std::vector<event_average> averages;  // keyed by (name, input shapes)
   loss_counts losses;
   std::uint64_t instant_events = 0;  // written, as the table's rows count scopes

@@ -171,7 +171,8 @@ struct session::impl {
     std::error_code ec;
     // A spool that could not be written completely is kept (its warning
     // named it): `proftrace validate --repair` recovers what it holds.
-    if (last_owner == ::getpid() && last->write_error.empty()) std::filesystem::remove(last->path, ec);
+    if (last_owner == ::getpid() && last->write_error.empty() && !last->spool_is_export)
+      std::filesystem::remove(last->path, ec);
     last.reset();
   }
 
@@ -711,6 +712,13 @@ void session::export_chrome_trace(const std::filesystem::path& path) const {
   // its "proftrace" counters marking the trace incomplete.
   const auto& last = impl_->last;
   if (detail::format_of_path(path) == last->format) {
+    // The first plain export on the spool's file system takes the spool itself.
+    const bool ours = impl_->last_owner == ::getpid() && !last->spool_is_export && last->write_error.empty();
+    if (ours && last->spool->move_to(last->tail(path.string()), path)) {
+      last->path = path;
+      last->spool_is_export = true;
+      return;
+    }
     last->spool->export_to(last->tail(path.string()), path);
     return;
   }

@@ -332,6 +332,26 @@ void trace_file::export_to(std::string_view tail, const std::filesystem::path& d
   out.commit();
 }
 
+bool trace_file::move_to(std::string_view tail, const std::filesystem::path& dest) noexcept {
+  if (fd_ < 0 || !error_.empty() || compression_of(dest) != compression::none) return false;
+  std::error_code ec;
+  const auto st = std::filesystem::status(dest, ec);
+  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) return false;  // a device, a FIFO
+  struct stat spool {}, dir {};
+  const std::filesystem::path dest_dir = dest.parent_path().empty() ? std::filesystem::path(".") : dest.parent_path();
+  if (::fstat(fd_, &spool) != 0 || ::stat(dest_dir.c_str(), &dir) != 0 || spool.st_dev != dir.st_dev) return false;
+  const file_size_signal_shield shield;
+  if (::ftruncate(fd_, static_cast<off_t>(events_end_)) != 0 || !write_at(events_end_, tail)) {
+    error_.clear();  // the spool is finished: a failed rewrite only means the copy is taken instead
+    return false;
+  }
+  closing_size_ = tail.size();
+  tail_ = tail;
+  if (::rename(path_.c_str(), dest.c_str()) != 0) return false;
+  path_ = dest;
+  return true;
+}
+
 std::filesystem::path temporary_beside(const std::filesystem::path& dest, const std::string& suffix) {
   int err = 0;
   for (const std::filesystem::path& dir : {dest.parent_path(), std::filesystem::temp_directory_path()}) {

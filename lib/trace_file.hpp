@@ -44,6 +44,13 @@ class trace_file {
   // at once, never retried).
   void export_to(std::string_view tail, const std::filesystem::path& dest) const;
 
+  // The cheap export: when `dest` is plain (no compression suffix) and on
+  // the same file system, the finished spool itself, its closing part
+  // rewritten to `tail`, is renamed to `dest` (a trace of gigabytes exports
+  // at once). Later exports still read through the open descriptor. False,
+  // with nothing renamed, where that cannot be done (the caller copies).
+  bool move_to(std::string_view tail, const std::filesystem::path& dest) noexcept;
+
   // True once the file has no name left (removed while open).
   bool removed() const noexcept;
   void close() noexcept;

@@ -90,7 +90,7 @@ TEST_CASE("a tensorboard handler writing .pftrace: the session streams Perfetto'
   for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path());
   REQUIRE(files.size() == 1);
   CHECK(files[0].filename().string().ends_with(".pt.trace.pftrace"));
-  CHECK(p.trace_path().string().ends_with(".pt.trace.pftrace.part"));  // the spool streamed the same format
+  CHECK(p.trace_path() == files[0]);  // the spool streamed the same format, and became the handler's file
   pftrace_counts c = read_counts(files[0]);
   CHECK_FALSE(c.truncated);
   CHECK(c.by_name["outer"] == 50);
@@ -129,4 +129,38 @@ TEST_CASE("a JSON session exports .pftrace and .pftrace.gz by converting; stream
     CHECK(files == 3);
   }
   fs::remove_all(dir);
+}
+
+TEST_CASE("the first plain export on the spool's file system takes the spool itself; later exports copy; nothing is lost") {
+  for (const auto format : {proftrace::trace_format::json, proftrace::trace_format::pftrace}) {
+    CAPTURE(static_cast<int>(format));
+    const fs::path dir = fresh_dir("move");
+    const bool pf = format == proftrace::trace_format::pftrace;
+    const std::string ext = pf ? ".pftrace" : ".json";
+    fs::path spool;
+    {
+      proftrace::profile p({.stream_format = format, .spool_dir = dir / "spool"});
+      fs::create_directories(dir / "spool");
+      record(p);
+      spool = p.trace_path();
+      REQUIRE(fs::exists(spool));
+      p.export_chrome_trace(dir / ("first" + ext));
+      CHECK_FALSE(fs::exists(spool));               // renamed, not copied
+      CHECK(p.trace_path() == dir / ("first" + ext));
+      p.export_chrome_trace(dir / ("second" + ext));  // read through the open file
+      p.export_chrome_trace(dir / ("third" + ext + ".gz"));
+      fs::remove(dir / ("first" + ext));            // the user's file: later exports do not need it
+      p.export_chrome_trace(dir / ("fourth" + ext));
+    }  // the session ends: it removes no export
+    for (const char* name : {"second", "fourth"}) {
+      CAPTURE(name);
+      const fs::path f = dir / (name + ext);
+      REQUIRE(fs::exists(f));
+      if (pf) CHECK(read_counts(f).by_name["inner"] == 50);
+      else CHECK(json_counts(f).at("inner") == 50);
+    }
+    CHECK(fs::exists(dir / ("third" + ext + ".gz")));
+    CHECK(fs::is_empty(dir / "spool"));
+    fs::remove_all(dir);
+  }
 }

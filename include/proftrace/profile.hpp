@@ -189,7 +189,9 @@ class session {
   // session, and per step (empty before the first trace ends).
   std::vector<device_memory_stats> memory_stats() const;
 
-  // The spool file of the last finished trace (removed with the session).
+  // The file of the last finished trace: its spool (removed with the
+  // session), or the export the spool became (the first plain export in
+  // the stream's format on the spool's file system takes the file itself).
   std::filesystem::path trace_path() const;
 
   // torch's metadata calls. A value passed as JSON must parse
