@@ -195,39 +195,43 @@ TEST_CASE("a program's own signal handler still runs after the trace is finished
   check_complete(only_trace_in(child, child.out), 1000);
 }
 
-TEST_CASE("SIGKILL: the spool left behind is valid JSON as it is and holds every flushed event") {
-  child_process child("until-killed");
+namespace {
+// Runs process_child's `mode`, SIGKILLs it once it recorded, and returns the
+// one spool (named `suffix`) it left.
+std::filesystem::path spool_after_sigkill(const std::string& mode, const std::string& suffix, temp_dir& keep) {
+  child_process child(mode);
   child.wait_for_line("ready");
   REQUIRE(::kill(child.pid, SIGKILL) == 0);
   const int status = child.wait();
   CHECK(WIFSIGNALED(status));
   std::vector<std::filesystem::path> spools;
   for (auto& f : files_in(child.spool))
-    if (f.string().ends_with(".pt.trace.json.part")) spools.push_back(f);
+    if (f.string().ends_with(suffix)) spools.push_back(f);
   REQUIRE(spools.size() == 1);
-  const auto trace = read_trace(spools[0]);  // parses with no repair
+  const auto kept = keep.path / spools[0].filename();
+  std::filesystem::rename(spools[0], kept);
+  return kept;
+}
+}  // namespace
+
+TEST_CASE("SIGKILL: the spool left behind is valid JSON as it is and holds every flushed event") {
+  temp_dir keep("sigkill-json");
+  const auto trace = read_trace(spool_after_sigkill("until-killed", ".pt.trace.json.part", keep));  // parses with no repair
   CHECK(events_named(trace, "work").size() == 1000);
   CHECK(trace.contains("proftrace"));
   CHECK(events_named(trace, "spin").size() == 100);
 }
 
 TEST_CASE("SIGKILL while streaming .pftrace: the spool left behind loads as it is and holds every flushed event") {
-  child_process child("until-killed-pftrace");
-  child.wait_for_line("ready");
-  REQUIRE(::kill(child.pid, SIGKILL) == 0);
-  const int status = child.wait();
-  CHECK(WIFSIGNALED(status));
-  std::vector<std::filesystem::path> spools;
-  for (auto& f : files_in(child.spool))
-    if (f.string().ends_with(".pt.trace.pftrace.part")) spools.push_back(f);
-  REQUIRE(spools.size() == 1);
+  temp_dir keep("sigkill-pftrace");
+  const auto spool = spool_after_sigkill("until-killed-pftrace", ".pt.trace.pftrace.part", keep);
   std::map<std::string, int> slices;
   proftrace::detail::perfetto_callbacks cb;
   cb.on_event = [&](const proftrace::detail::decoded_event& e) {
     ++slices[e.name];
     return true;
   };
-  const auto r = proftrace::detail::read_perfetto(spools[0], cb);  // packets are only appended: no repair needed
+  const auto r = proftrace::detail::read_perfetto(spool, cb);  // packets are only appended: no repair needed
   CHECK_FALSE(r.truncated);
   CHECK(r.open_slices == 0);
   CHECK(slices["work"] == 1000);

@@ -59,6 +59,22 @@ struct gpu_activity {
 // allocations count on the host (-1) rather than on the device.
 constexpr bool is_host_memory_kind(unsigned k) noexcept { return k == 1 || k == 2; }
 
+// An activity's "cat" in a trace, as Kineto names it ("" for allocations:
+// they are memory events, not slices).
+constexpr const char* gpu_category_name(gpu_activity_kind k) noexcept {
+  switch (k) {
+    case gpu_activity_kind::kernel: return "kernel";
+    case gpu_activity_kind::memcpy: return "gpu_memcpy";
+    case gpu_activity_kind::memset: return "gpu_memset";
+    case gpu_activity_kind::runtime: return "cuda_runtime";
+    case gpu_activity_kind::driver: return "cuda_driver";
+    case gpu_activity_kind::sync: return "cuda_sync";
+    case gpu_activity_kind::overhead: return "overhead";
+    case gpu_activity_kind::memory: break;
+  }
+  return "";
+}
+
 // Kineto's names for CUpti_ActivityMemcpyKind and CUpti_ActivityMemoryKind
 // (values stable across CUPTI versions).
 inline constexpr std::array<std::string_view, 11> memcpy_kind_names{

@@ -30,19 +30,6 @@ void append_triple(std::string& out, const std::array<std::int32_t, 3>& v) {
   out += ']';
 }
 
-const char* category_of(gpu_activity_kind k) {
-  switch (k) {
-    case gpu_activity_kind::kernel: return "kernel";
-    case gpu_activity_kind::memcpy: return "gpu_memcpy";
-    case gpu_activity_kind::memset: return "gpu_memset";
-    case gpu_activity_kind::runtime: return "cuda_runtime";
-    case gpu_activity_kind::driver: return "cuda_driver";
-    case gpu_activity_kind::sync: return "cuda_sync";
-    case gpu_activity_kind::overhead: return "overhead";
-    case gpu_activity_kind::memory: break;
-  }
-  return "";
-}
 
 bool on_device(gpu_activity_kind k) {
   return k == gpu_activity_kind::kernel || k == gpu_activity_kind::memcpy || k == gpu_activity_kind::memset ||
@@ -171,7 +158,7 @@ void gpu_trace_writer::write(const std::vector<gpu_activity>& batch, std::string
 
     begin(out, first);
     out += "{\"ph\": \"X\", \"cat\": \"";
-    out += category_of(a.kind);
+    out += gpu_category_name(a.kind);
     out += "\", \"name\": ";
     append_json_string(out, a.name);
     out += ", \"pid\": ";

@@ -16,19 +16,6 @@ constexpr std::uint32_t tail_sequence = 2;
 constexpr std::uint64_t steps_track_key = 1;  // a thread's profile::step() annotations (they need not nest)
 constexpr std::uint64_t cuda_api_track_key = 2;
 
-std::string_view gpu_category(gpu_activity_kind k) noexcept {
-  switch (k) {
-    case gpu_activity_kind::kernel: return "kernel";
-    case gpu_activity_kind::memcpy: return "gpu_memcpy";
-    case gpu_activity_kind::memset: return "gpu_memset";
-    case gpu_activity_kind::runtime: return "cuda_runtime";
-    case gpu_activity_kind::driver: return "cuda_driver";
-    case gpu_activity_kind::sync: return "cuda_sync";
-    case gpu_activity_kind::overhead: return "overhead";
-    case gpu_activity_kind::memory: return "gpu_memory";
-  }
-  return "gpu";
-}
 }  // namespace
 
 perfetto_writer::perfetto_writer(const trace_head& head) : head_(head), builder_(buffer_, events_sequence) {
@@ -201,13 +188,13 @@ void perfetto_writer::gpu_activity_slice(const gpu_activity& a) {
   const std::int64_t end = std::max(a.end_ns, a.start_ns);
   if (device_op) {
     const std::uint64_t track = stream_track(a.device, a.stream);
-    builder_.slice_begin(track, a.start_ns, a.name, gpu_category(a.kind), annotations(args, 5));
+    builder_.slice_begin(track, a.start_ns, a.name, gpu_category_name(a.kind), annotations(args, 5));
     builder_.slice_end(track, end, {}, flow);
     return;
   }
   const std::uint64_t track = builder_.named_track("CUDA API", thread_track(a.thread), cuda_api_track_key);
   const bool launches = a.kind == gpu_activity_kind::runtime || a.kind == gpu_activity_kind::driver;
-  builder_.slice_begin(track, a.start_ns, a.name, gpu_category(a.kind), annotations(args, 2),
+  builder_.slice_begin(track, a.start_ns, a.name, gpu_category_name(a.kind), annotations(args, 2),
                        launches && a.correlation != 0 ? std::span<const std::uint64_t>(flow) : std::span<const std::uint64_t>{});
   builder_.slice_end(track, end);
 }
