@@ -28,6 +28,7 @@
 #include "proftrace/profile.hpp"
 #include "proftrace/trace_handler.hpp"
 #include "process_hooks.hpp"
+#include "collector_hooks.hpp"
 #include "registry.hpp"
 #include "tensorboard_handler.hpp"
 #include "writers/perfetto/kineto_to_perfetto.hpp"
@@ -154,8 +155,7 @@ struct session::impl {
   bool api_step_open = false;
   std::thread::id api_step_thread;
   bool trace_open = false;
-  bool cuda_on = false;  // CUPTI collects for this session
-  bool cpu_fallback = false;  // CUDA was named and is unavailable: record the CPU profile
+  activity_set collecting{};  // collectors whose start() succeeded (stopped at stop())
   std::vector<std::pair<std::string, std::string>> preset;
   std::shared_ptr<detail::finished_trace> last;
   std::string last_note;  // why `last` is partial, for the reports
@@ -223,28 +223,16 @@ struct session::impl {
     w.with_modules = opts.with_modules;
     w.retain_events = opts.retain_events || observing();
     w.first_step = record_steps ? step_num : -1;
-    w.profile_memory = opts.profile_memory && activities.contains(activity::memory);
-#if PROFTRACE_WITH_CUDA
-    if (cuda_on) {
-      w.devices = detail::cuda_devices();
-      w.cuda = true;
-    }
-#endif
+    for (const detail::collector_hooks* c : detail::build_collectors())
+      if (c->open_window && activities.contains(c->kind)) c->open_window(opts, w);
     return w;
   }
 
   std::uint32_t recording_bits() const {
     std::uint32_t bits = detail::state_session;
-    if (activities.contains(activity::cpu) || cpu_fallback) bits |= detail::state_recording;
     if (opts.record_shapes) bits |= detail::state_record_shapes;
-    if (opts.with_flops && activities.contains(activity::flops)) bits |= detail::state_flops;
-    if (opts.profile_memory && activities.contains(activity::memory)) bits |= detail::state_memory;
-    if (cuda_on) bits |= detail::state_cuda;
-#if PROFTRACE_WITH_NVTX
-    // NVTX ranges need no CUPTI: they stay on when another client holds it.
-    // With no tool to see them they would cost two calls per scope for nothing.
-    if (activities.contains(activity::nvtx) && detail::nvtx_tool_attached()) bits |= detail::state_nvtx;
-#endif
+    for (const detail::collector_hooks* c : detail::build_collectors())
+      if (c->state_bits && activities.contains(c->kind)) bits |= c->state_bits(opts);
     return bits;
   }
 
@@ -354,10 +342,15 @@ struct session::impl {
 
   // The GPU work of the trace that closes now (none without CUDA).
   detail::gpu_batch take_gpu() {
-#if PROFTRACE_WITH_CUDA
-    if (cuda_on) return detail::cuda_collection_take();
-#endif
-    return {};
+    detail::gpu_batch all;
+    for (const detail::collector_hooks* c : detail::build_collectors()) {
+      if (!c->take || !collecting.contains(c->kind)) continue;
+      detail::gpu_batch b = c->take();
+      all.losses.add(b.losses);
+      all.activities.insert(all.activities.end(), std::make_move_iterator(b.activities.begin()),
+                            std::make_move_iterator(b.activities.end()));
+    }
+    return all;
   }
 
   // cudaProfilerStart/Stop around each trace (cuda_profiler_gating).
@@ -449,11 +442,27 @@ struct session::impl {
     }
   }
 
-  void stop_cuda() {
-#if PROFTRACE_WITH_CUDA
-    if (cuda_on) detail::cuda_collection_stop();
-#endif
-    cuda_on = false;
+  void stop_collectors() {
+    for (const detail::collector_hooks* c : detail::build_collectors())
+      if (c->stop && collecting.contains(c->kind)) c->stop();
+    collecting = {};
+  }
+
+  // Starts the collectors asked for; drops from `activities` those that
+  // cannot collect now. CUDA named in `activities` and missing warns once
+  // per process; default activities take CUDA only where it is really
+  // there, silently, as torch, and the CPU profile is recorded instead.
+  void start_collectors() {
+    activities = requested;
+    collecting = {};
+    for (const detail::collector_hooks* c : detail::build_collectors()) {
+      if (!activities.contains(c->kind)) continue;
+      if (!c->start || c->start(opts.activities.contains(c->kind), in_forked_child))
+        collecting = collecting | activity_set{c->kind};
+      else
+        activities = activity_set::from_bits(activities.bits() & ~activity_set{c->kind}.bits());
+    }
+    if (requested.contains(activity::cuda) && !collecting.contains(activity::cuda)) activities = activities | fallback;
   }
 
   void open_api_step() {
@@ -534,22 +543,7 @@ void session::start() {
   s.generation = ++session_generation;
   s.scoped_steps = false;
   s.session_memory.clear();
-  // As torch: default activities take CUDA only where it is really there,
-  // silently; CUDA named in `activities` and missing is one warning per
-  // process (cuda_collection_start), and the CPU profile is recorded instead.
-  const bool cuda_named = s.opts.activities.contains(activity::cuda);
-  s.activities = s.requested;
-#if PROFTRACE_WITH_CUDA
-  s.cuda_on = s.requested.contains(activity::cuda) && !in_forked_child && detail::cuda_collection_start(cuda_named);
-#endif
-  s.cpu_fallback = s.requested.contains(activity::cuda) && !s.cuda_on;
-  if (!s.cuda_on) s.activities = activity_set::from_bits(s.activities.bits() & ~activity_set{activity::cuda}.bits());
-  if (s.cpu_fallback) s.activities = s.activities | s.fallback;
-#if PROFTRACE_WITH_NVTX
-  // NVTX ranges need a tool (Nsight), attached when the process starts.
-  if (!detail::nvtx_tool_attached())
-    s.activities = activity_set::from_bits(s.activities.bits() & ~activity_set{activity::nvtx}.bits());
-#endif
+  s.start_collectors();
   s.dist = distributed();
   s.clock_alignment = clock_alignment_json(s.dist, "at_start");
   active_session = this;
@@ -562,7 +556,7 @@ void session::start() {
     if (s.observing()) s.opts.execution_trace_observer->on_session_abandoned();
     s.set_recording(false);
     s.trace_open = false;
-    s.stop_cuda();
+    s.stop_collectors();
     detail::session_state.store(0, std::memory_order_release);
     active_session = nullptr;
     throw;
@@ -587,7 +581,7 @@ void session::stop() {
       ~reset_on_exit() {
         detail::session_state.store(0, std::memory_order_release);
         active_session = nullptr;
-        s.stop_cuda();
+        s.stop_collectors();
       }
     } reset{s};
     // Torch closes a trace still recording at the end; the report says it
@@ -858,7 +852,7 @@ void session_access::child_after_fork() noexcept {
     session::impl& im = *s->impl_;
     im.trace_open = false;  // the parent's trace: the parent closes it
     im.api_step_open = false;
-    im.cuda_on = false;
+    im.collecting = {};  // the parent's: the parent stops them
     if (im.opts.in_forked_child == fork_child::fresh_session) {
       try {
         s->start();
