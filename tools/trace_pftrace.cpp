@@ -58,7 +58,24 @@ void read_args(const pd::decoded_event& d, trace_event& e) {
   }
 }
 
-void to_trace_event(const pd::decoded_event& d, std::int64_t base_ns, trace_event& e) {
+// A track's pid and tid as trace_event text, made once per run of events on the track.
+struct track_text {
+  const pd::decoded_track* track = nullptr;
+  std::string pid, tid;
+  json_type tid_type = json_type::number;
+
+  void update(const pd::decoded_track& t) {
+    if (&t == track) return;
+    track = &t;
+    pid = std::to_string(t.has_pid ? t.pid : 0);
+    tid_type = json_type::number;
+    if (t.is_thread) tid = std::to_string(t.tid);
+    else if (t.is_process) tid = pid;
+    else tid = t.name, tid_type = json_type::string;
+  }
+};
+
+void to_trace_event(const pd::decoded_event& d, std::int64_t base_ns, track_text& where, trace_event& e) {
   static constexpr const char* ph[] = {"X", "i", "C"};
   e.ph = ph[static_cast<int>(d.type)];
   e.name = d.name;
@@ -67,11 +84,10 @@ void to_trace_event(const pd::decoded_event& d, std::int64_t base_ns, trace_even
   e.ts_type = e.pid_type = e.tid_type = json_type::number;
   e.ts = static_cast<double>(d.start_ns - base_ns) / 1e3;
   if (d.type == pd::decoded_event::kind::slice) e.dur_type = json_type::number, e.dur = static_cast<double>(d.dur_ns) / 1e3;
-  const pd::decoded_track& t = *d.track;
-  e.pid = std::to_string(t.has_pid ? t.pid : 0);
-  if (t.is_thread) e.tid = std::to_string(t.tid);
-  else if (t.is_process) e.tid = e.pid;
-  else e.tid = t.name, e.tid_type = json_type::string;
+  where.update(*d.track);
+  e.pid = where.pid;
+  e.tid = where.tid;
+  e.tid_type = where.tid_type;
   read_args(d, e);
 }
 
@@ -109,6 +125,7 @@ read_result read_perfetto_trace(const std::filesystem::path& path, const read_op
     return result;
   }
   trace_event e;
+  track_text where;
   std::int64_t base_ns = 0;
   bool has_base = false;
   pd::perfetto_callbacks cb;
@@ -116,7 +133,7 @@ read_result read_perfetto_trace(const std::filesystem::path& path, const read_op
     if (!has_base) base_ns = d.start_ns - d.start_ns % (std::int64_t{1} << 51), has_base = true;
     e.clear();
     e.index = result.events++;
-    to_trace_event(d, base_ns, e);
+    to_trace_event(d, base_ns, where, e);
     return !options.on_event || options.on_event(e);
   };
   try {

@@ -30,7 +30,14 @@ const char* to_string(json_type t) noexcept {
 }
 
 void trace_event::clear() {
-  *this = trace_event{};
+  trace_event fresh;
+  // The strings' buffers carry over (emptied): readers reuse one event, so no allocation per event.
+  for (const auto s : {&trace_event::ph, &trace_event::cat, &trace_event::name, &trace_event::pid, &trace_event::tid,
+                       &trace_event::input_dims}) {
+    fresh.*s = std::move(this->*s);
+    (fresh.*s).clear();
+  }
+  *this = std::move(fresh);
 }
 
 namespace {

@@ -8,6 +8,8 @@
 #include <boost/iostreams/filter/zstd.hpp>
 #include <boost/iostreams/filtering_stream.hpp>
 
+#include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <unordered_map>
 
@@ -27,9 +29,23 @@ struct interning {
   std::unordered_map<std::uint64_t, std::string> names, categories, annotation_names, strings;
 };
 
-std::string lookup(const std::unordered_map<std::uint64_t, std::string>& table, std::uint64_t iid) {
+// The interned string `iid` into `out` (reusing its capacity), "iid N" when missing.
+void lookup(const std::unordered_map<std::uint64_t, std::string>& table, std::uint64_t iid, std::string& out) {
   const auto it = table.find(iid);
-  return it == table.end() ? "iid " + std::to_string(iid) : it->second;
+  if (it != table.end()) out.assign(it->second);
+  else out = "iid " + std::to_string(iid);
+}
+
+// Clears `e` for the next event, keeping its strings' and vectors' capacity.
+void reset(decoded_event& e) {
+  e.type = decoded_event::kind::slice;
+  e.name.clear();
+  e.category.clear();
+  e.start_ns = e.dur_ns = 0;
+  e.value = 0;
+  e.args.clear();
+  e.flow_ids.clear();
+  e.terminating_flow_ids.clear();
 }
 
 // Walks every field of `message`; throws on malformed bytes.
@@ -47,7 +63,7 @@ class decoder {
 
   void packet(std::string_view bytes);
   void finish() {
-    for (const auto& [uuid, stack] : open_) result_.open_slices += stack.size();
+    for (const auto& [uuid, t] : tracks_) result_.open_slices += t.depth;
   }
 
  private:
@@ -57,29 +73,54 @@ class decoder {
     bool has_timestamp = false;
     std::string_view interned, event, descriptor, snapshot;
   };
+  // A track and its open slices: open[0, depth) is the stack; the slots
+  // above are kept for reuse, so a BEGIN allocates nothing once warm.
+  struct track_state {
+    std::shared_ptr<decoded_track> track;
+    std::vector<decoded_event> open;
+    std::size_t depth = 0;
+  };
   void clock_snapshot(std::string_view bytes);
   void interned_data(std::string_view bytes, interning& tables);
   void track_descriptor(std::string_view bytes);
   void track_event(std::string_view bytes, std::int64_t unix_ns, const interning& tables);
-  decoded_arg annotation(std::string_view bytes, const interning& tables);
-  std::shared_ptr<const decoded_track> track(std::uint64_t uuid);
+  std::uint64_t event_fields(std::string_view bytes, const interning& tables, decoded_event& e);
+  void slice_end(track_state& t, decoded_event& end);
+  void annotation(std::string_view bytes, const interning& tables, decoded_arg& a);
+  track_state& track(std::uint64_t uuid);
+  interning& sequence(std::uint32_t id) {
+    if (!last_tables_ || last_sequence_ != id) last_tables_ = &sequences_[id], last_sequence_ = id;
+    return *last_tables_;
+  }
   void deliver(const decoded_event& e) {
     ++result_.events;
     if (cb_.on_event && !cb_.on_event(e)) result_.stopped = true;
   }
-  std::int64_t to_unix(const packet_fields& p) const {
-    const auto real = snapshot_.find(clock_realtime), own = snapshot_.find(p.clock);
-    std::uint64_t ts = p.timestamp;
-    if (p.clock != clock_realtime && real != snapshot_.end() && own != snapshot_.end()) ts += real->second - own->second;
-    return static_cast<std::int64_t>(ts);
+  std::int64_t to_unix(const packet_fields& p) {
+    if (!offset_valid_ || offset_clock_ != p.clock) {
+      const auto real = snapshot_.find(clock_realtime), own = snapshot_.find(p.clock);
+      offset_ = 0;
+      if (p.clock != clock_realtime && real != snapshot_.end() && own != snapshot_.end()) offset_ = real->second - own->second;
+      offset_clock_ = p.clock, offset_valid_ = true;
+    }
+    return static_cast<std::int64_t>(p.timestamp + offset_);
   }
 
   const perfetto_callbacks& cb_;
   perfetto_read_result& result_;
   std::unordered_map<std::uint32_t, interning> sequences_;
-  std::unordered_map<std::uint64_t, std::shared_ptr<decoded_track>> tracks_;
-  std::unordered_map<std::uint64_t, std::vector<decoded_event>> open_;
+  std::unordered_map<std::uint64_t, track_state> tracks_;
   std::unordered_map<std::uint32_t, std::uint64_t> snapshot_;  // clock id -> ns, the latest snapshot
+  // Caches: consecutive packets mostly share a sequence, clock and track
+  // (unordered_map's elements stay put, so the pointers stay valid).
+  interning* last_tables_ = nullptr;
+  std::uint32_t last_sequence_ = 0;
+  track_state* last_track_ = nullptr;
+  std::uint64_t last_uuid_ = 0;
+  bool offset_valid_ = false;
+  std::uint32_t offset_clock_ = 0;
+  std::uint64_t offset_ = 0;
+  decoded_event scratch_;  // the event being decoded
 };
 
 void decoder::packet(std::string_view bytes) {
@@ -97,7 +138,7 @@ void decoder::packet(std::string_view bytes) {
       default: break;
     }
   });
-  interning& tables = sequences_[p.sequence];
+  interning& tables = sequence(p.sequence);
   if (p.flags & 1) tables = interning{};  // SEQ_INCREMENTAL_STATE_CLEARED
   if (!p.snapshot.empty()) clock_snapshot(p.snapshot);
   if (!p.interned.empty()) interned_data(p.interned, tables);
@@ -107,6 +148,7 @@ void decoder::packet(std::string_view bytes) {
 
 void decoder::clock_snapshot(std::string_view bytes) {
   snapshot_.clear();
+  offset_valid_ = false;
   each_field(bytes, "ClockSnapshot", [&](const proto::field& f) {
     if (f.number != 1 || f.type != proto::length_delimited) return;
     std::uint32_t id = 0;
@@ -163,40 +205,43 @@ void decoder::track_descriptor(std::string_view bytes) {
   });
   if (tracks_.contains(t.uuid)) return;  // declared again (every writer session may): the first stands
   const auto parent = tracks_.find(t.parent);
-  if (!t.has_pid && parent != tracks_.end() && parent->second->has_pid) t.pid = parent->second->pid, t.has_pid = true;
-  const auto& stored = tracks_.emplace(t.uuid, std::make_shared<decoded_track>(std::move(t))).first->second;
-  if (cb_.on_track) cb_.on_track(*stored);
+  if (!t.has_pid && parent != tracks_.end() && parent->second.track->has_pid)
+    t.pid = parent->second.track->pid, t.has_pid = true;
+  const auto& stored = tracks_.emplace(t.uuid, track_state{std::make_shared<decoded_track>(std::move(t)), {}, 0}).first->second;
+  if (cb_.on_track) cb_.on_track(*stored.track);
 }
 
-std::shared_ptr<const decoded_track> decoder::track(std::uint64_t uuid) {
+decoder::track_state& decoder::track(std::uint64_t uuid) {
+  if (last_track_ && last_uuid_ == uuid) return *last_track_;
   auto it = tracks_.find(uuid);
   if (it == tracks_.end()) {  // used without a descriptor: an anonymous track
     auto t = std::make_shared<decoded_track>();
     t->uuid = uuid;
     t->name = "track " + std::to_string(uuid);
-    it = tracks_.emplace(uuid, std::move(t)).first;
+    it = tracks_.emplace(uuid, track_state{std::move(t), {}, 0}).first;
   }
+  last_uuid_ = uuid, last_track_ = &it->second;
   return it->second;
 }
 
-decoded_arg decoder::annotation(std::string_view bytes, const interning& tables) {
-  decoded_arg a;
-  a.value = decoded_json{"null"};  // nested values (dicts, arrays) are not decoded
+void decoder::annotation(std::string_view bytes, const interning& tables, decoded_arg& a) {
+  bool valued = false;
   each_field(bytes, "DebugAnnotation", [&](const proto::field& f) {
     switch (f.number) {
-      case 1: a.name = lookup(tables.annotation_names, f.value); break;
-      case 10: a.name = std::string(f.bytes); break;
+      case 1: return lookup(tables.annotation_names, f.value, a.name);
+      case 10: return void(a.name.assign(f.bytes));
       case 2: a.value = f.value != 0; break;
       case 3: case 7: a.value = f.value; break;
       case 4: a.value = static_cast<std::int64_t>(f.value); break;
       case 5: a.value = f.as_double(); break;
       case 6: a.value = std::string(f.bytes); break;
       case 9: a.value = decoded_json{std::string(f.bytes)}; break;
-      case 17: a.value = lookup(tables.strings, f.value); break;
-      default: break;
+      case 17: lookup(tables.strings, f.value, a.value.emplace<std::string>()); break;
+      default: return;
     }
+    valued = true;
   });
-  return a;
+  if (!valued) a.value = decoded_json{"null"};  // nested values (dicts, arrays) are not decoded
 }
 
 // Fixed64 ids, one per field or packed in one length-delimited field.
@@ -209,18 +254,19 @@ void add_ids(const proto::field& f, std::vector<std::uint64_t>& to) {
   }
 }
 
-void decoder::track_event(std::string_view bytes, std::int64_t unix_ns, const interning& tables) {
-  decoded_event e;
+// Decodes a TrackEvent's fields into `e` (reset first); returns its type.
+std::uint64_t decoder::event_fields(std::string_view bytes, const interning& tables, decoded_event& e) {
+  reset(e);
   std::uint64_t type = 0, uuid = 0;
   each_field(bytes, "TrackEvent", [&](const proto::field& f) {
     switch (f.number) {
       case 9: type = f.value; break;
       case 11: uuid = f.value; break;
-      case 10: e.name = lookup(tables.names, f.value); break;
-      case 23: e.name = std::string(f.bytes); break;
-      case 3: e.category = lookup(tables.categories, f.value); break;
-      case 22: e.category = std::string(f.bytes); break;
-      case 4: e.args.push_back(annotation(f.bytes, tables)); break;
+      case 10: lookup(tables.names, f.value, e.name); break;
+      case 23: e.name.assign(f.bytes); break;
+      case 3: lookup(tables.categories, f.value, e.category); break;
+      case 22: e.category.assign(f.bytes); break;
+      case 4: annotation(f.bytes, tables, e.args.emplace_back()); break;
       case 30: e.value = static_cast<double>(static_cast<std::int64_t>(f.value)); break;
       case 44: e.value = f.as_double(); break;
       case 47: add_ids(f, e.flow_ids); break;
@@ -228,20 +274,21 @@ void decoder::track_event(std::string_view bytes, std::int64_t unix_ns, const in
       default: break;
     }
   });
-  e.track = track(uuid);
+  const track_state& t = track(uuid);
+  if (e.track != t.track) e.track = t.track;
+  return type;
+}
+
+void decoder::track_event(std::string_view bytes, std::int64_t unix_ns, const interning& tables) {
+  decoded_event& e = scratch_;
+  const std::uint64_t type = event_fields(bytes, tables, e);
   e.start_ns = unix_ns;
-  auto& stack = open_[uuid];
+  track_state& t = track(e.track->uuid);
   switch (type) {
-    case 1: stack.push_back(std::move(e)); return;
-    case 2: {
-      if (stack.empty()) return void(++result_.unmatched_ends);
-      decoded_event begin = std::move(stack.back());
-      stack.pop_back();
-      begin.dur_ns = unix_ns - begin.start_ns;
-      for (auto& a : e.args) begin.args.push_back(std::move(a));
-      for (auto id : e.terminating_flow_ids) begin.terminating_flow_ids.push_back(id);
-      return deliver(begin);
-    }
+    case 1:  // BEGIN: onto the stack; the slot's old event becomes the next scratch
+      if (t.depth == t.open.size()) t.open.emplace_back();
+      return std::swap(t.open[t.depth++], e);
+    case 2: return slice_end(t, e);
     case 3: e.type = decoded_event::kind::instant; return deliver(e);
     case 4:
       e.type = decoded_event::kind::counter;
@@ -251,63 +298,104 @@ void decoder::track_event(std::string_view bytes, std::int64_t unix_ns, const in
   }
 }
 
-// A varint from the stream, counting its bytes into `consumed`: false when
-// the input ends first; throws on more than 10 bytes.
-bool read_varint(std::istream& in, std::uint64_t& v, std::uint64_t& consumed) {
-  v = 0;
-  for (int shift = 0; shift < 70; shift += 7) {
-    const int c = in.get();
-    if (c == std::char_traits<char>::eof()) return false;
-    ++consumed;
-    v |= std::uint64_t{static_cast<unsigned>(c) & 0x7fu} << shift;
-    if (!(c & 0x80)) return true;
-  }
-  throw perfetto_error("a packet length over 10 bytes (not a Perfetto trace?)");
+void decoder::slice_end(track_state& t, decoded_event& end) {
+  if (t.depth == 0) return void(++result_.unmatched_ends);
+  decoded_event& begin = t.open[--t.depth];
+  begin.dur_ns = end.start_ns - begin.start_ns;
+  for (auto& a : end.args) begin.args.push_back(std::move(a));
+  for (auto id : end.terminating_flow_ids) begin.terminating_flow_ids.push_back(id);
+  deliver(begin);
 }
 
+// The input read in blocks (larger ones only for a packet that needs it),
+// so that packets are decoded where they lie instead of byte by byte.
+class block_reader {
+ public:
+  explicit block_reader(std::istream& in) : in_(in) {}
+
+  // The bytes from the current position: at least `n` unless the input ends first.
+  std::string_view peek(std::size_t n) {
+    if (end_ - pos_ < n && !ended_) refill(n);
+    return {buf_.data() + pos_, end_ - pos_};
+  }
+  void skip(std::size_t n) { pos_ += n; }
+
+ private:
+  static constexpr std::size_t block_bytes = std::size_t{1} << 20;
+
+  void refill(std::size_t n) {
+    if (end_ > pos_) std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
+    end_ -= pos_;
+    pos_ = 0;
+    if (buf_.size() < std::max(n, block_bytes)) buf_.resize(std::max(n, block_bytes));
+    while (end_ < n && !ended_) {
+      in_.read(buf_.data() + end_, static_cast<std::streamsize>(buf_.size() - end_));
+      end_ += static_cast<std::size_t>(in_.gcount());
+      ended_ = !in_;
+    }
+  }
+
+  std::istream& in_;
+  std::vector<char> buf_;
+  std::size_t pos_ = 0, end_ = 0;
+  bool ended_ = false;
+};
+
 char hex_digit(int v) { return "0123456789abcdef"[v & 15]; }
+
+// A packet's key and length at the start of `head` (the bytes available
+// there): the header's size, 0 when the input ends inside it; throws on garbage.
+std::size_t packet_header(std::string_view head, std::uint64_t offset, std::uint64_t& len) {
+  const auto key = static_cast<unsigned char>(head[0]);
+  if (!looks_like_perfetto(key))
+    throw perfetto_error(std::string(offset == 0 ? "not a Perfetto trace: " : "garbage: ") + "byte 0x" +
+                         hex_digit(key >> 4) + hex_digit(key) + " at offset " + std::to_string(offset) +
+                         " where a Trace.packet field (0x0a) must start");
+  const std::size_t length_bytes = std::min<std::size_t>(head.size() - 1, 10);
+  const char* body = proto::get_varint(head.data() + 1, head.data() + 1 + length_bytes, len);
+  if (!body && length_bytes == 10) throw perfetto_error("a packet length over 10 bytes (not a Perfetto trace?)");
+  if (!body) return 0;
+  if (len > max_packet_bytes)
+    throw perfetto_error("garbage: a packet of " + std::to_string(len) + " bytes at offset " + std::to_string(offset));
+  return static_cast<std::size_t>(body - head.data());
+}
 
 }  // namespace
 
 perfetto_read_result read_perfetto(std::istream& in, const perfetto_callbacks& callbacks) {
   perfetto_read_result result;
   decoder d(callbacks, result);
-  std::string packet;
+  block_reader src(in);
   std::uint64_t offset = 0;
   const auto cut = [&](const std::string& where) {
     result.truncated = true;
     result.truncation = (in.bad() ? "the compressed stream broke off or is corrupt " : "the input ends ") + where;
   };
   while (!result.stopped) {
-    const int key = in.get();
-    if (key == std::char_traits<char>::eof()) {
+    const std::string_view head = src.peek(11);  // the key and at most 10 bytes of length
+    if (head.empty()) {
       if (in.bad()) cut("after packet " + std::to_string(result.packets) + " (byte " + std::to_string(offset) + ")");
       break;
     }
-    if (!looks_like_perfetto(static_cast<unsigned char>(key)))
-      throw perfetto_error(std::string(offset == 0 ? "not a Perfetto trace: " : "garbage: ") + "byte 0x" +
-                           hex_digit(key >> 4) + hex_digit(key) + " at offset " + std::to_string(offset) +
-                           " where a Trace.packet field (0x0a) must start");
-    std::uint64_t len = 0, header = 1;
-    if (!read_varint(in, len, header)) {
+    std::uint64_t len = 0;
+    const std::size_t header = packet_header(head, offset, len);
+    if (header == 0) {
       cut("inside packet " + std::to_string(result.packets) + "'s length at byte " + std::to_string(offset));
       break;
     }
-    if (len > max_packet_bytes)
-      throw perfetto_error("garbage: a packet of " + std::to_string(len) + " bytes at offset " + std::to_string(offset));
-    packet.resize(static_cast<std::size_t>(len));
-    in.read(packet.data(), static_cast<std::streamsize>(len));
-    if (static_cast<std::uint64_t>(in.gcount()) != len) {
+    const std::string_view packet = src.peek(header + static_cast<std::size_t>(len));
+    if (packet.size() < header + len) {
       cut("inside packet " + std::to_string(result.packets) + " at byte " + std::to_string(offset) + " (" +
-          std::to_string(in.gcount()) + " of its " + std::to_string(len) + " bytes)");
+          std::to_string(packet.size() - header) + " of its " + std::to_string(len) + " bytes)");
       break;
     }
     try {
-      d.packet(packet);
+      d.packet(packet.substr(header, static_cast<std::size_t>(len)));
     } catch (const perfetto_error& e) {
       throw perfetto_error(std::string(e.what()) + " in packet " + std::to_string(result.packets) + " at offset " +
                            std::to_string(offset));
     }
+    src.skip(header + static_cast<std::size_t>(len));
     ++result.packets;
     offset += header + len;
   }
@@ -324,9 +412,10 @@ perfetto_read_result read_perfetto(const std::filesystem::path& path, const perf
   const std::string name = path.filename().string();
   if (name.ends_with(".gz")) in.push(io::gzip_decompressor());
   if (name.ends_with(".zst")) in.push(io::zstd_decompressor());
-  in.push(file);
+  const bool compressed = name.ends_with(".gz") || name.ends_with(".zst");
+  if (compressed) in.push(file);
   try {
-    return read_perfetto(in, callbacks);
+    return read_perfetto(compressed ? static_cast<std::istream&>(in) : file, callbacks);
   } catch (const perfetto_error& e) {
     throw perfetto_error(path.string() + ": " + e.what());
   }
