@@ -29,24 +29,24 @@ event_average& aggregator::keyed_row(std::string key, const char* name) {
 
 // One row per (name, input shapes), and per enclosing stack with with_stack.
 event_average& aggregator::row_for(const thread_state& ts, const open_scope& s) {
-  const std::size_t depth = ts.stack.size();
   const bool is_step = s.where->cat == category::step;
-  const char* name = row_name(*s.where);
-  std::vector<std::string> frames;
-  if (opts_.with_stack)
-    for (std::size_t i = depth; i-- > 0;) frames.push_back(frame_of(*ts.stack[i].where));
-  if ((s.shapes.empty() || is_step) && frames.empty()) {
+  if ((s.shapes.empty() || is_step) && (!opts_.with_stack || ts.stack.empty())) {
     site_slot& slot = site_cache_[(reinterpret_cast<std::uintptr_t>(s.where) >> 4) % site_cache_.size()];
     if (slot.where == s.where) return rows_[slot.row];
     auto [it, fresh] = by_site_.try_emplace(s.where, rows_.size());
     if (fresh) {
       rows_.emplace_back();
-      rows_.back().key = name;
-      rows_.back().top_level = depth == 0;
+      rows_.back().key = row_name(*s.where);
+      rows_.back().top_level = ts.stack.empty();
     }
     slot = {s.where, it->second};
     return rows_[it->second];
   }
+  const std::size_t depth = ts.stack.size();
+  const char* name = row_name(*s.where);
+  std::vector<std::string> frames;
+  if (opts_.with_stack)
+    for (std::size_t i = depth; i-- > 0;) frames.push_back(frame_of(*ts.stack[i].where));
   std::string key = name;
   key += '\x1f';
   key += s.shapes;

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "cuda/gpu_activity.hpp"
+#include "pairing/scope_stack.hpp"
+#include "proftrace/detail/recorder.hpp"
 #include "proftrace/profile.hpp"
 
 namespace proftrace {
@@ -24,6 +26,13 @@ struct trace_head {
   bool with_stack = false;    // "Call stack" args
   bool with_modules = false;  // "Module Hierarchy" args
 };
+
+// Most scopes carry no arg but their External id: writers take a short
+// path for those.
+inline bool only_external_id(const open_scope& s, const trace_head& h) noexcept {
+  return !s.truncated && s.where != &thread_step_site && s.shapes.empty() && s.flops <= 0 && s.comm_bytes < 0 &&
+         !h.with_stack && !h.with_modules;
+}
 
 }  // namespace detail
 }  // namespace PROFTRACE_ABI_NAMESPACE

@@ -138,17 +138,19 @@ bool kineto_json_writer::short_scope(const thread_state& ts, const open_scope& s
   p = put_us3(p, end_ns > s.begin_ns ? end_ns - s.begin_ns : 0);
   put(", \"args\": {\"External id\": ");
   p = std::to_chars(p, p + 24, s.external_id).ptr;
+  const bool closed = only_external_id(s, head_);
+  if (closed) put("}}");
   buffer_.append(buf, p);
+  if (!closed) {
+    scope_args(ts, s);
+    buffer_ += "}}";
+  }
   return true;
 }
 
 void kineto_json_writer::scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns) {
   const site& where = *s.where;
-  if (where.cat != category::step && short_scope(ts, s, end_ns)) {
-    scope_args(ts, s);
-    buffer_ += "}}";
-    return;
-  }
+  if (where.cat != category::step && short_scope(ts, s, end_ns)) return;
   begin_event();
   if (&where == &thread_step_site) {
     // Another thread's span of step N: named so that no reader takes it

@@ -124,9 +124,28 @@ class short_packet {
   char* const end_ = buf_ + sizeof buf_;
 };
 
+char* put_varint(char* p, std::uint64_t v) noexcept {
+  if (v >> 56 != 0 && v >> 63 == 0) {  // a Unix-ns timestamp: nine bytes, unrolled
+    for (int i = 0; i < 8; ++i) p[i] = static_cast<char>((v >> (7 * i)) | 0x80);
+    p[8] = static_cast<char>(v >> 56);
+    return p + 9;
+  }
+  while (v >= 0x80) {
+    *p++ = static_cast<char>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
+}
+constexpr char key(std::uint32_t f, proto::wire w) noexcept { return static_cast<char>(f << 3 | w); }
 }  // namespace
 
 perfetto_builder::perfetto_builder(std::string& out, std::uint32_t sequence_id) : out_(out), sequence_id_(sequence_id) {
+  char* p = packet_head_;
+  *p++ = static_cast<char>(field::trusted_packet_sequence_id << 3);
+  p = put_varint(p, sequence_id);
+  *p++ = static_cast<char>(field::timestamp << 3);
+  packet_head_size_ = static_cast<std::size_t>(p - packet_head_);
   write_clock_snapshot();
 }
 
@@ -372,69 +391,72 @@ void perfetto_builder::instant(std::uint64_t track, std::int64_t unix_ns, std::u
                .category_iid = category_iid, .args = args});
 }
 
-namespace {
-char* put_varint(char* p, std::uint64_t v) noexcept {
-  while (v >= 0x80) {
-    *p++ = static_cast<char>(v | 0x80);
-    v >>= 7;
-  }
-  *p++ = static_cast<char>(v);
-  return p;
-}
-constexpr char key(std::uint32_t f, proto::wire w) noexcept { return static_cast<char>(f << 3 | w); }
-}  // namespace
 
 constexpr std::size_t varint_size(std::uint64_t v) noexcept {
   return (static_cast<std::size_t>(std::bit_width(v | 1)) + 6) / 7;
 }
 
-// The same bytes write_short_event produces for such an event, with the
-// field keys as constants (every key here is under 128: one byte, but
-// timestamp_clock_id's two) and the nested lengths computed first (at most
-// 50 bytes: one byte each), written front to back into one stack buffer.
-// arg_name_iid 0: no arg.
+// The same bytes write_short_event produces for such an event, built from
+// constant runs: the TrackEvent's fields before its arg (type, track, name,
+// category) are kept from the last call that had the same ones, so the
+// common event is a few copies of fixed size, the timestamp and the arg.
+// Every key here is one byte but timestamp_clock_id's two; every nested
+// length is under 128 (at most 60 bytes): one byte. arg_name_iid 0: no arg.
 void perfetto_builder::write_slice_with_id(int type, std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
                                            std::uint64_t category_iid, std::uint64_t arg_name_iid,
                                            std::uint64_t arg_value) {
-  const std::size_t annotation = arg_name_iid ? 2 + varint_size(arg_name_iid) + varint_size(arg_value) : 0;
-  const std::size_t event = 3 + varint_size(track) + (name_iid ? 1 + varint_size(name_iid) : 0) +
-                            (category_iid ? 1 + varint_size(category_iid) : 0) + (arg_name_iid ? 2 + annotation : 0);
-  const std::size_t packet = 1 + varint_size(sequence_id_) + 1 + varint_size(static_cast<std::uint64_t>(unix_ns)) + 3 +
-                             2 + 2 + event;
-  char buf[128];
-  char* p = buf;
-  *p++ = key(field::packet, proto::length_delimited);
-  *p++ = static_cast<char>(packet);
-  *p++ = key(field::trusted_packet_sequence_id, proto::varint);
-  p = put_varint(p, sequence_id_);
-  *p++ = key(field::timestamp, proto::varint);
-  p = put_varint(p, static_cast<std::uint64_t>(unix_ns));
-  p = put_varint(p, std::uint64_t{field::timestamp_clock_id} << 3);
-  *p++ = static_cast<char>(clock_realtime);
-  *p++ = key(field::sequence_flags, proto::varint);
-  *p++ = static_cast<char>(seq_needs_incremental_state);
-  *p++ = key(field::track_event, proto::length_delimited);
-  *p++ = static_cast<char>(event);
-  *p++ = key(field::type, proto::varint);
-  *p++ = static_cast<char>(type);
-  *p++ = key(field::track_uuid, proto::varint);
-  p = put_varint(p, track);
-  if (name_iid) {
-    *p++ = key(field::name_iid, proto::varint);
-    p = put_varint(p, name_iid);
+  slice_fields& f = type == type_slice_begin ? begin_fields_ : end_fields_;
+  if (f.track != track || f.name_iid != name_iid || f.category_iid != category_iid || f.size == 0) {
+    char* q = f.bytes;
+    *q++ = key(field::type, proto::varint);
+    *q++ = static_cast<char>(type);
+    *q++ = key(field::track_uuid, proto::varint);
+    q = put_varint(q, track);
+    if (name_iid) {
+      *q++ = key(field::name_iid, proto::varint);
+      q = put_varint(q, name_iid);
+    }
+    if (category_iid) {
+      *q++ = key(field::category_iids, proto::varint);
+      q = put_varint(q, category_iid);
+    }
+    f.track = track;
+    f.name_iid = name_iid;
+    f.category_iid = category_iid;
+    f.size = static_cast<std::size_t>(q - f.bytes);
   }
-  if (category_iid) {
-    *p++ = key(field::category_iids, proto::varint);
-    p = put_varint(p, category_iid);
-  }
+  char annotation[24];
+  char* a = annotation;
   if (arg_name_iid) {
-    *p++ = key(field::debug_annotations, proto::length_delimited);
-    *p++ = static_cast<char>(annotation);
-    *p++ = key(field::annotation_name_iid, proto::varint);
-    p = put_varint(p, arg_name_iid);
-    *p++ = key(field::uint_value, proto::varint);
-    p = put_varint(p, arg_value);
+    *a++ = key(field::debug_annotations, proto::length_delimited);
+    char* const length = a++;
+    *a++ = key(field::annotation_name_iid, proto::varint);
+    a = put_varint(a, arg_name_iid);
+    *a++ = key(field::uint_value, proto::varint);
+    a = put_varint(a, arg_value);
+    *length = static_cast<char>(a - length - 1);
   }
+  const auto ann = static_cast<std::size_t>(a - annotation);
+  char buf[128];
+  char* p = buf + 2;  // the packet's key and length go first, once its length is known
+  std::memcpy(p, packet_head_, sizeof packet_head_);
+  p += packet_head_size_;
+  p = put_varint(p, static_cast<std::uint64_t>(unix_ns));
+  static constexpr char after_timestamp[] = {static_cast<char>(0xd0), 0x03,  // timestamp_clock_id (58): two key bytes
+                                             static_cast<char>(clock_realtime),
+                                             key(field::sequence_flags, proto::varint),
+                                             static_cast<char>(seq_needs_incremental_state),
+                                             key(field::track_event, proto::length_delimited)};
+  static_assert(field::timestamp_clock_id << 3 == 0x1d0);
+  std::memcpy(p, after_timestamp, sizeof after_timestamp);
+  p += sizeof after_timestamp;
+  *p++ = static_cast<char>(f.size + ann);
+  std::memcpy(p, f.bytes, sizeof f.bytes);  // fixed size: a few moves; only f.size bytes count
+  p += f.size;
+  std::memcpy(p, annotation, sizeof annotation);
+  p += ann;
+  buf[0] = key(field::packet, proto::length_delimited);
+  buf[1] = static_cast<char>(p - buf - 2);
   out_.append(buf, p);
 }
 

@@ -132,6 +132,17 @@ class perfetto_builder {
 
   std::string& out_;
   std::uint32_t sequence_id_;
+  // The sequence id and the timestamp's key, the same in every event packet.
+  char packet_head_[8];
+  std::size_t packet_head_size_ = 0;
+  // write_slice_with_id's TrackEvent fields before the arg, as last encoded
+  // (one for begins, one for ends: they alternate).
+  struct slice_fields {
+    std::uint64_t track = 0, name_iid = 0, category_iid = 0;
+    std::size_t size = 0;
+    char bytes[32];
+  };
+  slice_fields begin_fields_, end_fields_;
   intern_map names_, categories_, annotation_names_;
   std::vector<pending_entry> pending_;  // interned since the last event packet
   std::vector<std::uint64_t> arg_iids_;  // scratch: one event's annotation name ids

@@ -80,13 +80,6 @@ std::size_t perfetto_writer::scope_args(const thread_state& ts, const open_scope
   return n;
 }
 
-// Most scopes carry nothing but their External id: those skip building the
-// general argument list.
-bool perfetto_writer::plain(const open_scope& s) const noexcept {
-  return !s.truncated && s.where != &thread_step_site && s.shapes.empty() && s.flops <= 0 && s.comm_bytes < 0 &&
-         !head_.with_stack && !head_.with_modules;
-}
-
 void perfetto_writer::begin(std::uint64_t track, const thread_state& ts, const open_scope& s, bool with_args) {
   const bool step = s.where->cat == category::step && s.where != &thread_step_site;
   const auto write = [&](annotations args) {
@@ -98,7 +91,7 @@ void perfetto_writer::begin(std::uint64_t track, const thread_state& ts, const o
     builder_.slice_begin(track, s.begin_ns, ids.name, ids.category, args);
   };
   if (!with_args) return write({});
-  if (plain(s) && !step) {
+  if (only_external_id(s, head_) && !step) {
     const site_ids& ids = ids_of(*s.where);
     return builder_.slice_begin(track, s.begin_ns, ids.name, ids.category, external_id_iid_, s.external_id);
   }
@@ -129,7 +122,7 @@ void perfetto_writer::scope(thread_state& ts, const open_scope& s, std::int64_t 
     builder_.slice_end(track, end_ns);
     return;
   }
-  if (plain(s)) return builder_.slice_end(track, end_ns, external_id_iid_, s.external_id);
+  if (only_external_id(s, head_)) return builder_.slice_end(track, end_ns, external_id_iid_, s.external_id);
   annotation args[10];
   std::string text[2];
   builder_.slice_end(track, end_ns, annotations(args, scope_args(ts, s, args, text)));
