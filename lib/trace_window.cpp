@@ -70,6 +70,10 @@ void trace_window::async(const open_async& a, std::uint64_t async_id, std::int64
   each_writer([&](auto& w) { w.async(a, async_id, end_ns, end_tid); });
 }
 
+void trace_window::withdrawn(const thread_state& ts, const open_scope& s, std::int64_t ns) {
+  each_writer([&](auto& w) { w.withdrawn(ts.tid, s, ns); });
+}
+
 void trace_window::memory(const thread_state&, const memory_event& m, bool scoped) {
   aggregator_.add_memory(m, scoped);
   each_writer([&](auto& w) { w.memory(m); });

@@ -53,6 +53,7 @@ class trace_window {
   void thread_seen(thread_state& ts);
   void scope(thread_state& ts, const open_scope& s, std::int64_t end_ns);
   void async(const open_async& a, std::uint64_t async_id, std::int64_t end_ns, std::int64_t end_tid);
+  void withdrawn(const thread_state& ts, const open_scope& s, std::int64_t ns);
   void memory(const thread_state& ts, const memory_event& m, bool scoped);
   void instant(const thread_state& ts, const site& where, std::int64_t ns);
   void counter(const thread_state& ts, const site& where, std::int64_t ns, double value);

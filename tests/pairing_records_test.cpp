@@ -52,6 +52,8 @@ struct test_sink {
   void async(const pt::open_async& a, std::uint64_t, std::int64_t end_ns, std::int64_t end_tid) {
     asyncs.push_back({a.where->name, a.begin_ns, end_ns, a.tid, end_tid});
   }
+  void withdrawn(const pt::thread_state&, const pt::open_scope&, std::int64_t) { ++withdrawn_scopes; }
+  int withdrawn_scopes = 0;
   void memory(const pt::thread_state&, const pt::memory_event& m, bool scoped) {
     memories.push_back({m.tid, m.ns, m.resolved->bytes, m.resolved->total_allocated, scoped});
   }

@@ -54,6 +54,10 @@ struct dual_sink {
     json.async(a, async_id, end_ns, end_tid);
     perfetto.async(a, async_id, end_ns, end_tid);
   }
+  void withdrawn(const pt::thread_state& ts, const pt::open_scope& s, std::int64_t ns) {
+    json.withdrawn(ts.tid, s, ns);
+    perfetto.withdrawn(ts.tid, s, ns);
+  }
   void memory(const pt::thread_state&, const pt::memory_event& m, bool) {
     json.memory(m);
     perfetto.memory(m);
@@ -261,4 +265,44 @@ TEST_CASE("the JSON and Perfetto writers give the same slices for the same recor
   CHECK(from_json[2].args.at("bytes") == "4096");
   CHECK(from_json[2].args.at("peer") == "3");
   CHECK(from_json[0].args.at("Call stack") == "\"a.cpp(10): outer\"");
+}
+
+TEST_CASE("a scope whose begin the Perfetto writer wrote early and that ends on another thread still ends on its track") {
+  pt::trace_head head;
+  head.pid = 4242;
+  head.start_ns = 1'700'000'000'000'000'000;
+  head.base_ns = head.start_ns;
+  dual_sink sink(head);
+  pt::memory_resolver resolver;
+  pt::pairing<dual_sink> pairs(resolver);
+  pt::thread_state t1, t2;
+  t1.tid = 11;
+  t1.uid = 1;
+  t1.next_index = std::uint64_t{1} << pt::ring_uid_shift;
+  t2.tid = 12;
+  t2.uid = 2;
+  t2.next_index = std::uint64_t{2} << pt::ring_uid_shift;
+  pairs.attach(t1);
+  pairs.attach(t2);
+  const auto idx = [](std::uint64_t uid, std::uint64_t n) { return uid << pt::ring_uid_shift | n; };
+  // outer begins on 11, a child closes inside it (so outer's begin is written), then outer ends on 12,
+  // and 11 records one more scope.
+  const std::vector<pt::event> on_1 = {rec(100, &outer_site, 0, pt::event_kind::begin),
+                                       rec(110, &op_site, 0, pt::event_kind::begin),
+                                       rec(120, &op_site, idx(1, 1), pt::event_kind::end)};
+  const std::vector<pt::event> on_2 = {rec(300, &outer_site, idx(1, 0), pt::event_kind::end)};
+  const std::vector<pt::event> later_1 = {rec(400, &send_site, 0, pt::event_kind::begin),
+                                          rec(450, &send_site, idx(1, 3), pt::event_kind::end)};
+  for (auto* batch : {&on_1, &on_2, &later_1})
+    for (std::size_t i = 0; i < batch->size(); ++i) pairs.process(batch == &on_2 ? t2 : t1, &(*batch)[i], &sink);
+  CHECK(sink.counts.moved_scopes == 1);
+  const std::vector<slice> slices = perfetto_slices(sink.perfetto.buffer());  // CHECKs every track balanced
+  REQUIRE(slices.size() == 3);
+  CHECK(slices[0].name == "outer");
+  CHECK(slices[0].dur_ns == 200);
+  CHECK(slices[0].args.at("ended on another thread") == "true");
+  CHECK(slices[1].name == "matmul");
+  CHECK(slices[1].depth == 1);
+  CHECK(slices[2].name == "MPI_Send");
+  CHECK(slices[2].depth == 0);  // not nested in a slice left open
 }

@@ -7,6 +7,8 @@
 //   sink.thread_seen(ts)                      first record of a thread in this window
 //   sink.scope(ts, scope, end_ns)             a scope closed; its enclosing scopes are ts.stack
 //   sink.async(range, id, end_ns, end_tid)    an async range (or a scope that ended on another thread)
+//   sink.withdrawn(ts, scope, ns)             a scope a writer announced (wrote its begin) left its
+//                                             thread's stack unclosed: it ended on another thread
 //   sink.memory(ts, memory_event, scoped)     an allocation, free or reserve report
 //   sink.instant(ts, site, ns), sink.counter(ts, site, ns, value)
 //
@@ -370,6 +372,7 @@ class pairing {
     }
     open_scope s = std::move(top);
     pop(ts);
+    if (s.announced) w->withdrawn(ts, s, std::max(w->to_ns(ts.last_ticks), s.begin_ns));
     const open_async a{s.where, s.begin_ns, ts.tid, s.external_id};
     if (const auto early = early_moved_ends_.find(s.index); early != early_moved_ends_.end()) {
       write_moved(*w, a, early->second.end_ns, early->second.tid);
@@ -419,6 +422,7 @@ class pairing {
                                      [](const open_scope& s, std::uint64_t i) { return s.index < i; });
     if (it == o.stack.end() || it->index != begin) return false;
     const open_async a{it->where, it->begin_ns, o.tid, it->external_id};
+    if (it->announced) w->withdrawn(o, *it, std::max(ns, it->begin_ns));
     const auto at = static_cast<std::size_t>(it - o.stack.begin());
     o.stack.erase(it);
     if (o.frozen > at) --o.frozen;

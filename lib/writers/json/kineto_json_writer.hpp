@@ -38,6 +38,7 @@ class kineto_json_writer {
   void thread(std::int64_t tid, const std::string& name);
   void scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns);
   void async(const open_async& a, std::uint64_t id, std::int64_t end_ns, std::int64_t end_tid);
+  void withdrawn(std::int64_t, const open_scope&, std::int64_t) {}  // JSON writes a scope whole, at its end
   void memory(const memory_event& m);
   void instant(std::int64_t tid, const site& where, std::int64_t ns);
   void counter(std::int64_t tid, const site& where, std::int64_t ns, double value);

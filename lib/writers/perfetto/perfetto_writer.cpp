@@ -139,6 +139,11 @@ void perfetto_writer::async(const open_async& a, std::uint64_t id, std::int64_t 
   builder_.slice_end(track, std::max(end_ns, a.begin_ns));
 }
 
+void perfetto_writer::withdrawn(std::int64_t tid, const open_scope&, std::int64_t ns) {
+  const annotation moved[] = {{.name = "ended on another thread", .value = true}};
+  builder_.slice_end(thread_track(tid), ns, moved);
+}
+
 void perfetto_writer::memory(const memory_event& m) {
   if (m.kind == event_kind::reserved) return;
   const resolved_memory& r = *m.resolved;

@@ -46,6 +46,9 @@ class perfetto_writer {
   void thread(std::int64_t tid, const std::string& name);
   void scope(thread_state& ts, const open_scope& s, std::int64_t end_ns);
   void async(const open_async& a, std::uint64_t id, std::int64_t end_ns, std::int64_t end_tid);
+  // A scope whose begin this wrote left its thread unclosed (it ended on
+  // another thread, written as an async range): its slice ends at `ns`.
+  void withdrawn(std::int64_t tid, const open_scope& s, std::int64_t ns);
   void memory(const memory_event& m);
   void instant(std::int64_t tid, const site& where, std::int64_t ns);
   void counter(std::int64_t tid, const site& where, std::int64_t ns, double value);
