@@ -39,28 +39,30 @@ void append_dims(std::string& out, const json::value& v) {
 // non-negative integers (what the writers make of "Input Dims"), without
 // building a json::value; false (and `out` as it was) for anything else.
 bool append_int_dims(std::string& out, std::string_view json) {
+  const std::size_t kept = out.size();
+  int depth = 0;
+  bool value_next = true;  // at the start, after '[' and after ','
+  bool closable = false;   // ']' may come: after a value, or right after '['
   std::size_t i = 0;
-  const auto value = [&](const auto& self, int depth) -> bool {
-    if (i < json.size() && json[i] == '[') {
-      if (depth > 16) return false;  // deep ones to json::parse, which has its own limit
-      out += json[i++];
-      if (i < json.size() && json[i] == ']') return out += json[i++], true;
-      for (;;) {
-        if (!self(self, depth + 1) || i == json.size()) return false;
-        if (json[i] == ']') return out += json[i++], true;
-        if (json[i++] != ',') return false;
-        out += ", ";
-      }
-    }
+  while (i < json.size() && (value_next || depth > 0)) {
+    const char c = json[i];
     std::size_t n = 0;
     while (i + n < json.size() && json[i + n] >= '0' && json[i + n] <= '9') ++n;
-    if (n == 0 || n > 18 || (n > 1 && json[i] == '0')) return false;
-    out.append(json, i, n);
-    i += n;
-    return true;
-  };
-  const std::size_t kept = out.size();
-  if (value(value, 0) && i == json.size()) return true;
+    if (value_next && n > 0) {
+      if (n > 18 || (n > 1 && c == '0')) break;  // past int64, or not JSON
+      out.append(json, i, n), i += n, value_next = false, closable = true;
+    } else if (value_next && c == '[') {
+      if (++depth > 16) break;  // deep ones to json::parse, which has its own limit
+      out += c, ++i, closable = true;
+    } else if (c == ']' && depth > 0 && closable) {
+      out += c, ++i, --depth, value_next = false;
+    } else if (c == ',' && depth > 0 && !value_next) {
+      out += ", ", ++i, value_next = true, closable = false;
+    } else {
+      break;
+    }
+  }
+  if (i == json.size() && depth == 0 && !value_next) return true;
   out.resize(kept);
   return false;
 }
