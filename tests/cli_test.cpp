@@ -2022,6 +2022,23 @@ TEST_CASE("convert: string tids as named tracks, names from later M events, inst
   CHECK(slurp(out).find(R"("grid": [1,2])") != std::string::npos);  // an array arg kept as JSON
 }
 
+TEST_CASE("summary --group-by-shape gives a .pftrace's Input Dims as its JSON's") {
+  temp_dir dir("pftrace-dims");
+  const auto json = dir.path / "dims.json", pf = dir.path / "dims.pftrace";
+  // Integer-only dims (the converter's fast path) and the rest (through json::parse).
+  write_file(json, R"({"traceEvents": [
+    {"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":10,"dur":5,"args":{"Input Dims":[[4, 8], [2, 8]]}},
+    {"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":20,"dur":5,"args":{"Input Dims":[[], [0], [12345678901234567890]]}},
+    {"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":30,"dur":5,"args":{"Input Dims":[[-1, 2], ["float"]]}},
+    {"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":40,"dur":5,"args":{"Input Dims":[]}},
+    {"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":50,"dur":5,"args":{"Input Dims":[[[[1]]], [{}]]}}]})");
+  REQUIRE(run_cli({"convert", json.string(), pf.string()}).rc == 0);
+  const auto from_json = run_cli({"summary", "--group-by-shape", json.string()});
+  REQUIRE(from_json.rc == 0);
+  CHECK(from_json.out.find("[[], [0], [12345678901234567890]]") != std::string::npos);
+  CHECK(run_cli({"summary", "--group-by-shape", pf.string()}).out == from_json.out);
+}
+
 TEST_CASE("summary, csv and diff read .pftrace files as their JSON; summary DIR finds them") {
   temp_dir dir("pftrace-summary");
   const auto json = std::filesystem::path(data_dir) / "pytorch_style.pt.trace.json";

@@ -1,6 +1,8 @@
 // read_trace's events from a .pftrace, through the library's decoder.
 #include <boost/json.hpp>
 
+#include <string_view>
+#include <unordered_map>
 
 #include "trace_input.hpp"
 #include "trace_reader.hpp"
@@ -33,6 +35,47 @@ void append_dims(std::string& out, const json::value& v) {
   }
 }
 
+// append_dims' text for `json` when it is compact nested arrays of small
+// non-negative integers (what the writers make of "Input Dims"), without
+// building a json::value; false (and `out` as it was) for anything else.
+bool append_int_dims(std::string& out, std::string_view json) {
+  const std::size_t kept = out.size();
+  int depth = 0;
+  bool value_next = true;  // at the start, after '[' and after ','
+  bool closable = false;   // ']' may come: after a value, or right after '['
+  std::size_t i = 0;
+  while (i < json.size() && (value_next || depth > 0)) {
+    const char c = json[i];
+    std::size_t n = 0;
+    while (i + n < json.size() && json[i + n] >= '0' && json[i + n] <= '9') ++n;
+    if (value_next && n > 0) {
+      if (n > 18 || (n > 1 && c == '0')) break;  // past int64, or not JSON
+      out.append(json, i, n), i += n, value_next = false, closable = true;
+    } else if (value_next && c == '[') {
+      if (++depth > 16) break;  // deep ones to json::parse, which has its own limit
+      out += c, ++i, closable = true;
+    } else if (c == ']' && depth > 0 && closable) {
+      out += c, ++i, --depth, value_next = false;
+    } else if (c == ',' && depth > 0 && !value_next) {
+      out += ", ", ++i, value_next = true, closable = false;
+    } else {
+      break;
+    }
+  }
+  if (i == json.size() && depth == 0 && !value_next) return true;
+  out.resize(kept);
+  return false;
+}
+
+void read_input_dims(const pd::decoded_value& v, trace_event& e) {
+  e.has_input_dims = true;
+  const auto* text = std::get_if<pd::decoded_json>(&v);
+  if (!text || append_int_dims(e.input_dims, text->text)) return;
+  boost::system::error_code ec;
+  const json::value parsed = json::parse(text->text, ec);
+  if (!ec) append_dims(e.input_dims, parsed);
+}
+
 std::int64_t int_of(const pd::decoded_value& v) {
   if (const auto* i = std::get_if<std::int64_t>(&v)) return *i;
   if (const auto* u = std::get_if<std::uint64_t>(&v)) return static_cast<std::int64_t>(*u);
@@ -42,41 +85,47 @@ std::int64_t int_of(const pd::decoded_value& v) {
 
 void read_args(const pd::decoded_event& d, trace_event& e) {
   e.has_args = !d.args.empty() || d.type == pd::decoded_event::kind::counter;
+  using namespace std::string_view_literals;
   for (const auto& a : d.args) {
-    if (a.name == "External id") e.has_external_id = true, e.external_id = int_of(a.value);
-    else if (a.name == "stream") e.has_stream = true;
-    else if (a.name == "flops") e.flops = int_of(a.value);
-    else if (a.name == "Bytes") e.has_bytes = true, e.bytes = int_of(a.value);
-    else if (a.name == "Device Type") e.device_type = int_of(a.value);
-    else if (a.name == "Input Dims") {
-      e.has_input_dims = true;
-      const auto* text = std::get_if<pd::decoded_json>(&a.value);
-      boost::system::error_code ec;
-      const json::value v = text ? json::parse(text->text, ec) : json::value();
-      if (text && !ec) append_dims(e.input_dims, v);
-    }
+    const std::string_view name = a.name;
+    if (name == "External id"sv) e.has_external_id = true, e.external_id = int_of(a.value);
+    else if (name == "Input Dims"sv) read_input_dims(a.value, e);
+    else if (name == "stream"sv) e.has_stream = true;
+    else if (name == "flops"sv) e.flops = int_of(a.value);
+    else if (name == "Bytes"sv) e.has_bytes = true, e.bytes = int_of(a.value);
+    else if (name == "Device Type"sv) e.device_type = int_of(a.value);
   }
 }
 
-// A track's pid and tid as trace_event text, made once per run of events on the track.
+// A track's pid and tid as trace_event text.
 struct track_text {
-  const pd::decoded_track* track = nullptr;
   std::string pid, tid;
   json_type tid_type = json_type::number;
 
-  void update(const pd::decoded_track& t) {
-    if (&t == track) return;
-    track = &t;
-    pid = std::to_string(t.has_pid ? t.pid : 0);
-    tid_type = json_type::number;
+  explicit track_text(const pd::decoded_track& t) : pid(std::to_string(t.has_pid ? t.pid : 0)) {
     if (t.is_thread) tid = std::to_string(t.tid);
     else if (t.is_process) tid = pid;
     else tid = t.name, tid_type = json_type::string;
   }
 };
 
-void to_trace_event(const pd::decoded_event& d, std::int64_t base_ns, track_text& where, trace_event& e) {
-  static constexpr const char* ph[] = {"X", "i", "C"};
+// Each track's text, made once (the decoder keeps its tracks, so their
+// addresses identify them); events alternate between tracks.
+class track_texts {
+ public:
+  const track_text& operator[](const pd::decoded_track& t) {
+    if (&t != last_track_) last_track_ = &t, last_ = &texts_.try_emplace(&t, t).first->second;
+    return *last_;
+  }
+
+ private:
+  std::unordered_map<const pd::decoded_track*, track_text> texts_;
+  const pd::decoded_track* last_track_ = nullptr;
+  const track_text* last_ = nullptr;
+};
+
+void to_trace_event(const pd::decoded_event& d, std::int64_t base_ns, track_texts& texts, trace_event& e) {
+  static constexpr std::string_view ph[] = {"X", "i", "C"};
   e.ph = ph[static_cast<int>(d.type)];
   e.name = d.name;
   e.cat = d.category;
@@ -84,7 +133,7 @@ void to_trace_event(const pd::decoded_event& d, std::int64_t base_ns, track_text
   e.ts_type = e.pid_type = e.tid_type = json_type::number;
   e.ts = static_cast<double>(d.start_ns - base_ns) / 1e3;
   if (d.type == pd::decoded_event::kind::slice) e.dur_type = json_type::number, e.dur = static_cast<double>(d.dur_ns) / 1e3;
-  where.update(*d.track);
+  const track_text& where = texts[*d.track];
   e.pid = where.pid;
   e.tid = where.tid;
   e.tid_type = where.tid_type;
@@ -125,7 +174,7 @@ read_result read_perfetto_trace(const std::filesystem::path& path, const read_op
     return result;
   }
   trace_event e;
-  track_text where;
+  track_texts where;
   std::int64_t base_ns = 0;
   bool has_base = false;
   pd::perfetto_callbacks cb;

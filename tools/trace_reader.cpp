@@ -30,14 +30,15 @@ const char* to_string(json_type t) noexcept {
 }
 
 void trace_event::clear() {
-  trace_event fresh;
-  // The strings' buffers carry over (emptied): readers reuse one event, so no allocation per event.
-  for (const auto s : {&trace_event::ph, &trace_event::cat, &trace_event::name, &trace_event::pid, &trace_event::tid,
-                       &trace_event::input_dims}) {
-    fresh.*s = std::move(this->*s);
-    (fresh.*s).clear();
-  }
-  *this = std::move(fresh);
+  // Member by member (a new member must be added here): the strings keep
+  // their buffers, as readers reuse one event, and nothing is moved or copied.
+  index = 0;
+  type = json_type::object;
+  for (std::string* s : {&ph, &cat, &name, &pid, &tid, &input_dims}) s->clear();
+  ph_type = cat_type = name_type = ts_type = dur_type = pid_type = tid_type = json_type::absent;
+  ts = dur = 0;
+  has_args = has_stream = has_input_dims = has_external_id = has_bytes = false;
+  external_id = flops = bytes = device_type = 0;
 }
 
 namespace {

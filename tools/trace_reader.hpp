@@ -55,7 +55,7 @@ struct trace_event {
   std::int64_t bytes = 0;
   std::int64_t device_type = 0;
 
-  void clear();
+  void clear();  // back to a default event, member by member (a new member goes there too)
 };
 
 struct metadata_entry {

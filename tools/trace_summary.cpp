@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <string_view>
 #include <limits>
 
 #include "trace_reader.hpp"
@@ -45,8 +46,10 @@ std::string format_time_signed(double us) {
 }  // namespace
 
 bool is_host_op(const trace_event& e) noexcept {
-  if (e.ph != "X" || e.has_stream) return false;
-  return e.cat == "cpu_op" || e.cat == "user_annotation" || e.cat == "cuda_runtime" || e.cat == "cuda_driver";
+  using namespace std::string_view_literals;  // compared as views: lengths first, no strlen
+  const std::string_view cat = e.cat;
+  if (e.ph != "X"sv || e.has_stream) return false;
+  return cat == "cpu_op"sv || cat == "user_annotation"sv || cat == "cuda_runtime"sv || cat == "cuda_driver"sv;
 }
 
 aggregator::aggregator(bool group_by_input_shape, std::size_t max_pending_per_thread, std::size_t max_buffered_events)
@@ -179,12 +182,14 @@ void aggregator::finalize(const interval& x, bool has_parent) {
 }
 
 std::string aggregator::add(const trace_event& e) {
-  const std::string where = "event " + std::to_string(e.index);
-  if (e.type != json_type::object) return where + " is " + to_string(e.type) + ", not an object";
-  if (e.ph_type == json_type::absent) return where + " has no \"ph\"";
-  if (e.ph_type != json_type::string) return where + ": " + type_problem("ph", e.ph_type, "a string");
-  if (e.ph != "M" && e.ts_type == json_type::number) first_ts_ns_ = std::min(first_ts_ns_, to_ns(e.ts));
-  if (e.ph == "i" && e.has_bytes && e.name == "[memory]") {
+  // Made only for a problem: this runs for every event.
+  const auto where = [&] { return "event " + std::to_string(e.index); };
+  if (e.type != json_type::object) return where() + " is " + to_string(e.type) + ", not an object";
+  if (e.ph_type == json_type::absent) return where() + " has no \"ph\"";
+  if (e.ph_type != json_type::string) return where() + ": " + type_problem("ph", e.ph_type, "a string");
+  using namespace std::string_view_literals;
+  if (e.ph != "M"sv && e.ts_type == json_type::number) first_ts_ns_ = std::min(first_ts_ns_, to_ns(e.ts));
+  if (e.ph == "i"sv && e.has_bytes && e.name == "[memory]"sv) {
     // An allocation or a free: as in torch, it counts for every host event,
     // of any thread, whose interval holds its time (ends included): CPU Mem
     // / Self CPU Mem, CUDA Mem, ...
@@ -196,16 +201,16 @@ std::string aggregator::add(const trace_event& e) {
     saw_memory_ = true;
     return {};
   }
-  if (e.ph != "X") return {};
+  if (e.ph != "X"sv) return {};
   if (e.name_type != json_type::string)
-    return where + (e.name_type == json_type::absent ? " has no \"name\"" : ": " + type_problem("name", e.name_type, "a string"));
+    return where() + (e.name_type == json_type::absent ? " has no \"name\"" : ": " + type_problem("name", e.name_type, "a string"));
   if (e.ts_type != json_type::number)
-    return where + (e.ts_type == json_type::absent ? " has no \"ts\"" : ": " + type_problem("ts", e.ts_type, "a number"));
+    return where() + (e.ts_type == json_type::absent ? " has no \"ts\"" : ": " + type_problem("ts", e.ts_type, "a number"));
   if (e.dur_type != json_type::number)
-    return where + (e.dur_type == json_type::absent ? " has no \"dur\"" : ": " + type_problem("dur", e.dur_type, "a number"));
+    return where() + (e.dur_type == json_type::absent ? " has no \"dur\"" : ": " + type_problem("dur", e.dur_type, "a number"));
   // torch nests host events inside the Python frames recorded with
   // with_stack (cat python_function), though it shows no rows for them.
-  const bool python = e.cat == "python_function" && !e.has_stream;
+  const bool python = e.cat == "python_function"sv && !e.has_stream;
   if (!python && !is_host_op(e)) return {};
 
   record r;

@@ -9,8 +9,10 @@
 #include <boost/iostreams/filtering_stream.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <unordered_map>
 
 #include "writers/perfetto/proto_decoder.hpp"
@@ -25,14 +27,34 @@ namespace {
 constexpr std::uint64_t max_packet_bytes = std::uint64_t{64} << 20;
 constexpr std::uint32_t clock_realtime = 1;
 
+// One kind of interned string by iid. Writers hand out small dense iids,
+// so those index a vector; a larger one (garbage, or a huge table) goes to a map.
+class string_table {
+ public:
+  void set(std::uint64_t iid, std::string_view text) {
+    if (iid >= dense_limit) return void(sparse_[iid] = std::string(text));
+    if (iid >= dense_.size()) dense_.resize(std::min<std::size_t>(dense_limit, std::max<std::size_t>(iid + 1, 2 * dense_.size())));
+    dense_[iid].emplace(text);
+  }
+  const std::string* find(std::uint64_t iid) const {
+    if (iid < dense_.size()) return dense_[iid] ? &*dense_[iid] : nullptr;
+    const auto it = sparse_.find(iid);
+    return it == sparse_.end() ? nullptr : &it->second;
+  }
+
+ private:
+  static constexpr std::uint64_t dense_limit = 1 << 14;
+  std::vector<std::optional<std::string>> dense_;
+  std::unordered_map<std::uint64_t, std::string> sparse_;
+};
+
 struct interning {
-  std::unordered_map<std::uint64_t, std::string> names, categories, annotation_names, strings;
+  string_table names, categories, annotation_names, strings;
 };
 
 // The interned string `iid` into `out` (reusing its capacity), "iid N" when missing.
-void lookup(const std::unordered_map<std::uint64_t, std::string>& table, std::uint64_t iid, std::string& out) {
-  const auto it = table.find(iid);
-  if (it != table.end()) out.assign(it->second);
+void lookup(const string_table& table, std::uint64_t iid, std::string& out) {
+  if (const std::string* s = table.find(iid)) out.assign(*s);
   else out = "iid " + std::to_string(iid);
 }
 
@@ -74,17 +96,18 @@ class decoder {
     std::string_view interned, event, descriptor, snapshot;
   };
   // A track and its open slices: open[0, depth) is the stack; the slots
-  // above are kept for reuse, so a BEGIN allocates nothing once warm.
+  // above are kept for reuse, so a BEGIN allocates nothing once warm (and
+  // is swapped in as a pointer).
   struct track_state {
     std::shared_ptr<decoded_track> track;
-    std::vector<decoded_event> open;
+    std::vector<std::unique_ptr<decoded_event>> open;
     std::size_t depth = 0;
   };
   void clock_snapshot(std::string_view bytes);
   void interned_data(std::string_view bytes, interning& tables);
   void track_descriptor(std::string_view bytes);
   void track_event(std::string_view bytes, std::int64_t unix_ns, const interning& tables);
-  std::uint64_t event_fields(std::string_view bytes, const interning& tables, decoded_event& e);
+  std::uint64_t event_fields(std::string_view bytes, const interning& tables, decoded_event& e, std::uint64_t& uuid);
   void slice_end(track_state& t, decoded_event& end);
   void annotation(std::string_view bytes, const interning& tables, decoded_arg& a);
   track_state& track(std::uint64_t uuid);
@@ -111,16 +134,21 @@ class decoder {
   std::unordered_map<std::uint32_t, interning> sequences_;
   std::unordered_map<std::uint64_t, track_state> tracks_;
   std::unordered_map<std::uint32_t, std::uint64_t> snapshot_;  // clock id -> ns, the latest snapshot
-  // Caches: consecutive packets mostly share a sequence, clock and track
-  // (unordered_map's elements stay put, so the pointers stay valid).
+  // Caches: consecutive packets mostly share a sequence and clock, and use
+  // a few tracks in turn (unordered_map's elements stay put, so the pointers
+  // stay valid).
   interning* last_tables_ = nullptr;
   std::uint32_t last_sequence_ = 0;
-  track_state* last_track_ = nullptr;
-  std::uint64_t last_uuid_ = 0;
+  struct cached_track {
+    std::uint64_t uuid = 0;
+    track_state* state = nullptr;
+  };
+  std::array<cached_track, 8> track_cache_{};
+  std::size_t track_cache_next_ = 0;  // the entry replaced next
   bool offset_valid_ = false;
   std::uint32_t offset_clock_ = 0;
   std::uint64_t offset_ = 0;
-  decoded_event scratch_;  // the event being decoded
+  std::unique_ptr<decoded_event> scratch_ = std::make_unique<decoded_event>();  // the event being decoded
 };
 
 void decoder::packet(std::string_view bytes) {
@@ -163,7 +191,7 @@ void decoder::clock_snapshot(std::string_view bytes) {
 
 void decoder::interned_data(std::string_view bytes, interning& tables) {
   each_field(bytes, "InternedData", [&](const proto::field& f) {
-    std::unordered_map<std::uint64_t, std::string>* table = nullptr;
+    string_table* table = nullptr;
     switch (f.number) {
       case 1: table = &tables.categories; break;
       case 2: table = &tables.names; break;
@@ -178,7 +206,7 @@ void decoder::interned_data(std::string_view bytes, interning& tables) {
       if (e.number == 1) iid = e.value;
       if (e.number == 2) text = e.bytes;
     });
-    (*table)[iid] = std::string(text);
+    table->set(iid, text);
   });
 }
 
@@ -212,7 +240,8 @@ void decoder::track_descriptor(std::string_view bytes) {
 }
 
 decoder::track_state& decoder::track(std::uint64_t uuid) {
-  if (last_track_ && last_uuid_ == uuid) return *last_track_;
+  for (const cached_track& c : track_cache_)
+    if (c.state && c.uuid == uuid) return *c.state;
   auto it = tracks_.find(uuid);
   if (it == tracks_.end()) {  // used without a descriptor: an anonymous track
     auto t = std::make_shared<decoded_track>();
@@ -220,7 +249,8 @@ decoder::track_state& decoder::track(std::uint64_t uuid) {
     t->name = "track " + std::to_string(uuid);
     it = tracks_.emplace(uuid, track_state{std::move(t), {}, 0}).first;
   }
-  last_uuid_ = uuid, last_track_ = &it->second;
+  track_cache_[track_cache_next_] = {uuid, &it->second};
+  track_cache_next_ = (track_cache_next_ + 1) % track_cache_.size();
   return it->second;
 }
 
@@ -254,10 +284,12 @@ void add_ids(const proto::field& f, std::vector<std::uint64_t>& to) {
   }
 }
 
-// Decodes a TrackEvent's fields into `e` (reset first); returns its type.
-std::uint64_t decoder::event_fields(std::string_view bytes, const interning& tables, decoded_event& e) {
+// Decodes a TrackEvent's fields into `e` (reset first, track not set); returns its type.
+std::uint64_t decoder::event_fields(std::string_view bytes, const interning& tables, decoded_event& e,
+                                    std::uint64_t& uuid) {
   reset(e);
-  std::uint64_t type = 0, uuid = 0;
+  std::uint64_t type = 0;
+  uuid = 0;
   each_field(bytes, "TrackEvent", [&](const proto::field& f) {
     switch (f.number) {
       case 9: type = f.value; break;
@@ -274,20 +306,20 @@ std::uint64_t decoder::event_fields(std::string_view bytes, const interning& tab
       default: break;
     }
   });
-  const track_state& t = track(uuid);
-  if (e.track != t.track) e.track = t.track;
   return type;
 }
 
 void decoder::track_event(std::string_view bytes, std::int64_t unix_ns, const interning& tables) {
-  decoded_event& e = scratch_;
-  const std::uint64_t type = event_fields(bytes, tables, e);
+  decoded_event& e = *scratch_;
+  std::uint64_t uuid = 0;
+  const std::uint64_t type = event_fields(bytes, tables, e, uuid);
   e.start_ns = unix_ns;
-  track_state& t = track(e.track->uuid);
+  track_state& t = track(uuid);
+  if (e.track != t.track) e.track = t.track;
   switch (type) {
     case 1:  // BEGIN: onto the stack; the slot's old event becomes the next scratch
-      if (t.depth == t.open.size()) t.open.emplace_back();
-      return std::swap(t.open[t.depth++], e);
+      if (t.depth == t.open.size()) t.open.push_back(std::make_unique<decoded_event>());
+      return std::swap(t.open[t.depth++], scratch_);
     case 2: return slice_end(t, e);
     case 3: e.type = decoded_event::kind::instant; return deliver(e);
     case 4:
@@ -300,7 +332,7 @@ void decoder::track_event(std::string_view bytes, std::int64_t unix_ns, const in
 
 void decoder::slice_end(track_state& t, decoded_event& end) {
   if (t.depth == 0) return void(++result_.unmatched_ends);
-  decoded_event& begin = t.open[--t.depth];
+  decoded_event& begin = *t.open[--t.depth];
   begin.dur_ns = end.start_ns - begin.start_ns;
   for (auto& a : end.args) begin.args.push_back(std::move(a));
   for (auto id : end.terminating_flow_ids) begin.terminating_flow_ids.push_back(id);

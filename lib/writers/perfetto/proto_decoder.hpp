@@ -34,7 +34,11 @@ struct field {
 };
 
 // Reads a varint at `p`; nullptr when it runs past `end` or over 10 bytes.
-inline const char* get_varint(const char* p, const char* end, std::uint64_t& v) noexcept {
+PROFTRACE_ALWAYS_INLINE const char* get_varint(const char* p, const char* end, std::uint64_t& v) noexcept {
+  if (p < end && !(static_cast<unsigned char>(*p) & 0x80)) {  // most keys and small values: one byte
+    v = static_cast<unsigned char>(*p);
+    return p + 1;
+  }
   v = 0;
   for (int shift = 0; shift < 70 && p < end; shift += 7) {
     const auto b = static_cast<unsigned char>(*p++);
@@ -50,7 +54,7 @@ class field_reader {
 
   // The next field; false at the end of the message or on malformed input
   // (then error() is not null).
-  bool next(field& f) noexcept {
+  PROFTRACE_ALWAYS_INLINE bool next(field& f) noexcept {
     if (p_ == end_ || error_) return false;
     std::uint64_t key = 0;
     p_ = get_varint(p_, end_, key);
