@@ -2144,4 +2144,8 @@ TEST_CASE("validate --repair: a .pftrace cut inside a packet keeps every whole p
     CHECK(pt::plan_repair(out).complete);  // whole packets only: nothing left to repair
     CHECK(pt::plan_repair(out).events_kept == plan.events_kept);
   }
+  // Cut inside its first packet: nothing whole to keep, so nothing to repair (never an empty "trace").
+  const auto first_cut = dir.path / "first.pftrace";
+  std::ofstream(first_cut, std::ios::binary | std::ios::trunc).write(bytes.data(), 5);
+  CHECK_THROWS_WITH_AS(pt::plan_repair(first_cut), doctest::Contains("nothing to repair: no whole packet"), pt::trace_error);
 }

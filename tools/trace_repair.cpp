@@ -442,6 +442,8 @@ std::optional<repair_plan> plan_perfetto_repair(const std::filesystem::path& pat
   } catch (const proftrace::detail::perfetto_error& e) {
     throw trace_error(path.string() + ": nothing to repair: " + e.what());
   }
+  if (r.truncated && r.bytes == 0)
+    throw trace_error(path.string() + ": nothing to repair: no whole packet before the cut (" + r.truncation + ")");
   repair_plan plan;
   plan.complete = !r.truncated;
   plan.bytes = plan.keep_bytes = r.bytes;
