@@ -144,7 +144,7 @@ bool kineto_json_writer::short_scope(const thread_state& ts, const open_scope& s
 
 void kineto_json_writer::scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns) {
   const site& where = *s.where;
-  if (where.cat != category::step && short_scope(ts, s, end_ns)) {
+  if (where.cat != category::step && s.dynamic_name.empty() && short_scope(ts, s, end_ns)) {
     scope_args(ts, s);
     buffer_ += "}}";
     return;
@@ -160,6 +160,14 @@ void kineto_json_writer::scope(const thread_state& ts, const open_scope& s, std:
     buffer_ += "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#";
     append_int(buffer_, s.payload);
     buffer_ += "\", \"pid\": ";
+    append_int(buffer_, head_.pid);
+    buffer_ += ", \"tid\": ";
+  } else if (!s.dynamic_name.empty()) {
+    buffer_ += "{\"ph\": \"X\", \"cat\": \"";
+    buffer_ += category_name(where);
+    buffer_ += "\", \"name\": ";
+    append_json_string(buffer_, s.dynamic_name);
+    buffer_ += ", \"pid\": ";
     append_int(buffer_, head_.pid);
     buffer_ += ", \"tid\": ";
   } else {
@@ -197,6 +205,14 @@ void kineto_json_writer::scope_args(const thread_state& ts, const open_scope& s)
       buffer_ += ", \"peer\": ";
       append_int(buffer_, s.comm_peer);
     }
+  }
+  for (const scope_arg& a : s.args) {
+    buffer_ += ", ";
+    append_json_string(buffer_, a.key);
+    buffer_ += ": ";
+    if (a.type == arg_type::integer) append_int(buffer_, a.integer);
+    else if (a.type == arg_type::floating) append_double(buffer_, a.floating);
+    else append_json_string(buffer_, a.text);
   }
   if (head_.with_stack) {
     buffer_ += ", \"Call stack\": ";
