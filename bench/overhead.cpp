@@ -107,6 +107,14 @@ void BM_scope_recorded(benchmark::State& state) {
   run_recorded(state, [] { PROFTRACE_BENCH_INNER_LOOP(PROF_SCOPE("x");) });
 }
 
+// (c1) The same with PROF_SCOPE_DYNAMIC: the name "x" from a runtime
+// std::string, copied into an extension slot (a 2-slot begin), aggregated
+// by its text into the "x" row.
+void BM_scope_dynamic_recorded(benchmark::State& state) {
+  const std::string name = std::getenv("PROFTRACE_BENCH_NEVER_SET") ? "never" : "x";
+  run_recorded(state, [&name] { PROFTRACE_BENCH_INNER_LOOP(PROF_SCOPE_DYNAMIC(name);) });
+}
+
 // (c2) The same with two threads recording at once into one session, each
 // draining (untimed) after its batches: what sharing the flusher and the
 // cores costs. The session is shared, started and checked around the run.
@@ -457,6 +465,7 @@ using proftrace_bench::BM_scope_compiled_out;
 BENCHMARK(BM_empty_loop);
 BENCHMARK(BM_rdtsc_pair);
 BENCHMARK(BM_scope_recorded);
+BENCHMARK(BM_scope_dynamic_recorded);
 BENCHMARK(BM_scope_compiled_out);
 BENCHMARK(BM_scope_runtime_off);
 BENCHMARK(BM_scope_recorded_threads)->Threads(2)->Setup(start_shared_session)->Teardown(stop_shared_session);
