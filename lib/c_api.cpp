@@ -227,7 +227,7 @@ void report_unmatched_pops() {
   static std::uint64_t reported = 0;
   const std::uint64_t n = unmatched_pops.load(std::memory_order_relaxed);
   if (n > reported) {
-    warn("" + std::to_string(n - reported) +
+    warn(std::to_string(n - reported) +
          " proftrace_pop() call(s) had no proftrace_push() open on their thread; they were ignored");
     reported = n;
   }
