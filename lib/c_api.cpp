@@ -211,6 +211,17 @@ const site* intern_site(const char* name, category cat) noexcept {
   }
 }
 
+// By text alone (a string with its length): a lookup under the lock.
+const site* intern_site_n(const char* name, std::size_t length, category cat) noexcept {
+  try {
+    const in_profiler_guard own_allocations;
+    const std::string text(name ? name : "", name ? length : 0);
+    return intern_site(text.c_str(), cat);  // a cache hit is checked against the text, so a reused address is safe
+  } catch (...) {
+    return nullptr;
+  }
+}
+
 void push_frame(const site* where, std::uint64_t begin) noexcept {
   c_stack& st = c_scopes;
   if (st.depth < max_c_depth) st.frames[st.depth] = {where, begin};
@@ -432,5 +443,40 @@ void proftrace_matmul(int64_t m, int64_t n, int64_t k) {
 }
 
 int proftrace_recording(void) { return pd::recording() ? 1 : 0; }
+
+}  // extern "C"
+
+extern "C" {
+
+int proftrace_start_n(const char* config, size_t length) {
+  try {
+    const std::string text(config ? config : "", config ? length : 0);
+    return proftrace_start(text.c_str());
+  } catch (...) {
+    return 4;
+  }
+}
+void proftrace_instant_n(const char* name, size_t length) {
+  if (!pd::recording()) return;
+  if (const pd::site* s = pd::intern_site_n(name, length, pd::category::instant)) pd::record_instant(s);
+}
+void proftrace_counter_n(const char* name, size_t length, double value) {
+  if (!pd::recording()) return;
+  if (const pd::site* s = pd::intern_site_n(name, length, pd::category::counter)) pd::record_counter(s, value);
+}
+void proftrace_arg_int_n(const char* key, size_t length, int64_t value) {
+  if (!pd::recording()) return;
+  if (const pd::site* s = pd::intern_site_n(key, length, pd::category::user_annotation)) pd::record_arg_integer(s, value);
+}
+void proftrace_arg_double_n(const char* key, size_t length, double value) {
+  if (!pd::recording()) return;
+  if (const pd::site* s = pd::intern_site_n(key, length, pd::category::user_annotation))
+    pd::record_arg_floating(s, value);
+}
+void proftrace_arg_string_n(const char* key, size_t key_length, const char* value, size_t value_length) {
+  if (!pd::recording()) return;
+  if (const pd::site* s = pd::intern_site_n(key, key_length, pd::category::user_annotation))
+    pd::record_arg_string(s, std::string_view(value ? value : "", value ? value_length : 0));
+}
 
 }  // extern "C"

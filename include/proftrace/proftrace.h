@@ -86,6 +86,17 @@ void proftrace_free(const void* address, int device);
 void proftrace_flops(int64_t flops);
 void proftrace_matmul(int64_t m, int64_t n, int64_t k);
 
+/* Forms with an explicit length (no NUL needed), for Fortran and other
+ * languages whose strings carry their length. Names are looked up by text
+ * under a lock on each call: for names known at compile time, prefer the
+ * functions above from C. */
+int proftrace_start_n(const char* config, size_t length);
+void proftrace_instant_n(const char* name, size_t length);
+void proftrace_counter_n(const char* name, size_t length, double value);
+void proftrace_arg_int_n(const char* key, size_t length, int64_t value);
+void proftrace_arg_double_n(const char* key, size_t length, double value);
+void proftrace_arg_string_n(const char* key, size_t key_length, const char* value, size_t value_length);
+
 /* Nonzero while a session records events. */
 int proftrace_recording(void);
 

@@ -45,6 +45,12 @@ def main():
         for k in by_name["kernel"]:
             assert inside(k, by_name["solve"])
             assert k["args"]["flops"] == 2 * 8 * 8 * 8
+        its = sorted(s["args"]["it"] for s in by_name["solve"])
+        assert its == [0, 1, 2, 3], its
+        for s in by_name["solve"]:
+            assert s["args"]["method"] == "jacobi" and s["args"]["tolerance"] == 1e-6, s["args"]
+        assert sum(1 for e in events if e.get("name") == "iteration done") == 4
+        assert sum(1 for e in events if e.get("ph") == "C" and e.get("name") == "residual") == 4
     print("ok")
 
 
