@@ -123,3 +123,21 @@ TEST_CASE("PROF_SCOPE_DYNAMIC and PROF_ARG: one row per text, args in JSON and .
     CHECK(std::get<std::string>(a.at("kind")) == "odd");
   }
 }
+
+TEST_CASE("PROF_SCOPE_DYNAMIC: with_stack frames show the runtime name") {
+  temp_dir out("dynamic-stack");
+  proftrace::profile p({.with_stack = true});
+  p.start();
+  {
+    const std::string name = std::string("solver ") + "cg";
+    PROF_SCOPE_DYNAMIC(name);
+    { PROF_SCOPE("leaf"); }
+  }
+  p.stop();
+  p.export_chrome_trace(out.path / "t.json");
+  const auto leaf = events_named(read_trace(out.path / "t.json"), "leaf");
+  REQUIRE(leaf.size() == 1);
+  const std::string stack(leaf[0].at("args").as_object().at("Call stack").as_string());
+  CHECK(stack.find("): solver cg") != std::string::npos);
+  CHECK(stack.find("dynamic scope") == std::string::npos);
+}

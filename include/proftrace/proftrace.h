@@ -18,7 +18,8 @@
  * nesting, so that a scope pushed before a session starts pops cleanly).
  *
  * With PROFTRACE_ENABLED=0 every PROF_C_* macro expands to nothing (or
- * ((void)0)) and evaluates no argument; the functions stay declared.
+ * ((void)0)) and evaluates no argument, and the functions are inline
+ * stand-ins that do nothing (proftrace_start returns 0): no library needed.
  */
 #ifndef PROFTRACE_PROFTRACE_H
 #define PROFTRACE_PROFTRACE_H
@@ -34,6 +35,8 @@
 #ifndef PROFTRACE_ENABLED
 #define PROFTRACE_ENABLED 1
 #endif
+
+#if PROFTRACE_ENABLED
 
 #ifdef __cplusplus
 extern "C" {
@@ -103,6 +106,47 @@ int proftrace_recording(void);
 #ifdef __cplusplus
 }
 #endif
+
+#else /* PROFTRACE_ENABLED=0: the same functions, inline, doing nothing (no library needed) */
+
+static inline int proftrace_start(const char* config) { (void)config; return 0; }
+static inline const char* proftrace_last_error(void) { return ""; }
+static inline void proftrace_stop(void) {}
+static inline void proftrace_step(void) {}
+static inline void proftrace_push(const char* name) { (void)name; }
+static inline void proftrace_push_n(const char* name, size_t length) { (void)name; (void)length; }
+static inline void proftrace_push_literal(const char* name) { (void)name; }
+static inline void proftrace_pop(void) {}
+static inline uint64_t proftrace_unmatched_pops(void) { return 0; }
+static inline void proftrace_instant(const char* name) { (void)name; }
+static inline void proftrace_counter(const char* name, double value) { (void)name; (void)value; }
+static inline void proftrace_arg_int(const char* key, int64_t value) { (void)key; (void)value; }
+static inline void proftrace_arg_double(const char* key, double value) { (void)key; (void)value; }
+static inline void proftrace_arg_string(const char* key, const char* value) { (void)key; (void)value; }
+static inline void proftrace_alloc(const void* address, int64_t bytes, int device) {
+  (void)address; (void)bytes; (void)device;
+}
+static inline void proftrace_free(const void* address, int device) { (void)address; (void)device; }
+static inline void proftrace_flops(int64_t flops) { (void)flops; }
+static inline void proftrace_matmul(int64_t m, int64_t n, int64_t k) { (void)m; (void)n; (void)k; }
+static inline int proftrace_start_n(const char* config, size_t length) { (void)config; (void)length; return 0; }
+static inline void proftrace_instant_n(const char* name, size_t length) { (void)name; (void)length; }
+static inline void proftrace_counter_n(const char* name, size_t length, double value) {
+  (void)name; (void)length; (void)value;
+}
+static inline void proftrace_arg_int_n(const char* key, size_t length, int64_t value) {
+  (void)key; (void)length; (void)value;
+}
+static inline void proftrace_arg_double_n(const char* key, size_t length, double value) {
+  (void)key; (void)length; (void)value;
+}
+static inline void proftrace_arg_string_n(const char* key, size_t key_length, const char* value,
+                                          size_t value_length) {
+  (void)key; (void)key_length; (void)value; (void)value_length;
+}
+static inline int proftrace_recording(void) { return 0; }
+
+#endif /* PROFTRACE_ENABLED */
 
 #define PROFTRACE_C_CAT_(a, b) a##b
 #define PROFTRACE_C_CAT(a, b) PROFTRACE_C_CAT_(a, b)

@@ -35,7 +35,7 @@ event_average& aggregator::row_for(const thread_state& ts, const open_scope& s) 
   const char* name = s.dynamic_name.empty() ? row_name(*s.where) : s.dynamic_name.c_str();
   std::vector<std::string> frames;
   if (opts_.with_stack)
-    for (std::size_t i = depth; i-- > 0;) frames.push_back(frame_of(*ts.stack[i].where));
+    for (std::size_t i = depth; i-- > 0;) frames.push_back(frame_of(ts.stack[i]));
   if ((s.shapes.empty() || is_step) && frames.empty() && s.dynamic_name.empty()) {
     site_slot& slot = site_cache_[(reinterpret_cast<std::uintptr_t>(s.where) >> 4) % site_cache_.size()];
     if (slot.where == s.where) return rows_[slot.row];

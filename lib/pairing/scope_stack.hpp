@@ -137,6 +137,8 @@ struct pairing_counts {
 // "ProfilerStep*" for every step, so identical call paths stay one group
 // across steps.
 std::string frame_of(const site& f);
+// The same for an open scope: its runtime name, if it has one.
+std::string frame_of(const open_scope& s);
 // "Call stack": `s` and the scopes around it on ts.stack, innermost first, ';'-separated.
 std::string call_stack(const thread_state& ts, const open_scope& s);
 // "Module Hierarchy": the PROF_MODULE scopes on ts.stack, outermost first, '.'-separated.

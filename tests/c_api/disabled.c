@@ -1,5 +1,6 @@
 /* PROFTRACE_ENABLED=0: every PROF_C_* macro expands to nothing or
- * ((void)0) and evaluates no argument. Built WITHOUT libproftrace: linking
+ * ((void)0) and evaluates no argument, and the functions are inline
+ * stand-ins. Built WITHOUT libproftrace: linking
  * at all shows no proftrace symbol is referenced (never_defined() would
  * fail to link if any argument were evaluated). */
 #include <proftrace/proftrace.h>
@@ -34,4 +35,13 @@ static int work(int n) {
   return (PROF_C_INSTANT("comma"), sum);
 }
 
-int main(void) { return work(4) == 6 ? 0 : 1; }
+int main(void) {
+  /* The functions are inline stand-ins: a program that calls them links
+   * without the library too. */
+  if (proftrace_start("out=never,table") != 0 || proftrace_recording()) return 2;
+  proftrace_step();
+  proftrace_push("x");
+  proftrace_pop();
+  proftrace_stop();
+  return work(4) == 6 && proftrace_last_error()[0] == '\0' ? 0 : 1;
+}
