@@ -162,10 +162,10 @@ static inline void proftrace_c_scope_cleanup_(int* unused) {
  * attribute): PROF_C_SCOPE(name) copies the name, PROF_C_SCOPE_LITERAL(name)
  * records a pointer to a literal. */
 #define PROF_C_SCOPE(name)                                                                          \
-  int PROFTRACE_C_CAT(proftrace_c_scope_, __LINE__) __attribute__((cleanup(proftrace_c_scope_cleanup_), unused)) = \
+  int PROFTRACE_C_CAT(proftrace_c_scope_, __COUNTER__) __attribute__((cleanup(proftrace_c_scope_cleanup_), unused)) = \
       (proftrace_push(name), 0)
 #define PROF_C_SCOPE_LITERAL(name)                                                                  \
-  int PROFTRACE_C_CAT(proftrace_c_scope_, __LINE__) __attribute__((cleanup(proftrace_c_scope_cleanup_), unused)) = \
+  int PROFTRACE_C_CAT(proftrace_c_scope_, __COUNTER__) __attribute__((cleanup(proftrace_c_scope_cleanup_), unused)) = \
       (proftrace_push_literal(name), 0)
 #endif
 
