@@ -31,7 +31,7 @@ class ProftraceConan(ConanFile):
         "with_mpi": [True, False],   # PROFTRACE_WITH_MPI: ranks and clock alignment from the system's MPI
     }
     default_options = {"shared": False, "fPIC": True, "enabled": True, "with_cuda": False, "with_mpi": False}
-    exports_sources = "CMakeLists.txt", "cmake/*", "include/*", "lib/*", "tools/*", "LICENSE*"
+    exports_sources = "CMakeLists.txt", "cmake/*", "include/*", "lib/*", "tools/*", "fortran/*", "LICENSE*"
 
     def set_version(self):
         text = load(self, os.path.join(self.recipe_folder, "CMakeLists.txt"))

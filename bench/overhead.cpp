@@ -5,6 +5,7 @@
 // `per_scope` counter is the time of one inner iteration. See
 // bench/README.md for the cases and how to read them.
 #include <proftrace/macros.hpp>
+#include <proftrace/proftrace.h>
 #include <proftrace/profile.hpp>
 
 #include <x86intrin.h>
@@ -105,6 +106,24 @@ void run_recorded(benchmark::State& state, Batch batch, proftrace::profile_optio
 
 void BM_scope_recorded(benchmark::State& state) {
   run_recorded(state, [] { PROFTRACE_BENCH_INNER_LOOP(PROF_SCOPE("x");) });
+}
+
+// (c1) The same with PROF_SCOPE_DYNAMIC: the name "x" from a runtime
+// std::string, copied into an extension slot (a 2-slot begin), aggregated
+// by its text into the "x" row.
+void BM_scope_dynamic_recorded(benchmark::State& state) {
+  const std::string name = std::getenv("PROFTRACE_BENCH_NEVER_SET") ? "never" : "x";
+  run_recorded(state, [&name] { PROFTRACE_BENCH_INNER_LOOP(PROF_SCOPE_DYNAMIC(name);) });
+}
+
+// (c1') The C API's scopes: proftrace_push copies "x" (the dynamic-name
+// record), proftrace_push_literal records an interned site; both pop with
+// proftrace_pop. Out-of-line calls through the thread's C scope stack.
+void BM_c_push_pop_recorded(benchmark::State& state) {
+  run_recorded(state, [] { PROFTRACE_BENCH_INNER_LOOP(proftrace_push("x"); proftrace_pop();) });
+}
+void BM_c_push_literal_pop_recorded(benchmark::State& state) {
+  run_recorded(state, [] { PROFTRACE_BENCH_INNER_LOOP(proftrace_push_literal("x"); proftrace_pop();) });
 }
 
 // (c2) The same with two threads recording at once into one session, each
@@ -457,6 +476,9 @@ using proftrace_bench::BM_scope_compiled_out;
 BENCHMARK(BM_empty_loop);
 BENCHMARK(BM_rdtsc_pair);
 BENCHMARK(BM_scope_recorded);
+BENCHMARK(BM_scope_dynamic_recorded);
+BENCHMARK(BM_c_push_pop_recorded);
+BENCHMARK(BM_c_push_literal_pop_recorded);
 BENCHMARK(BM_scope_compiled_out);
 BENCHMARK(BM_scope_runtime_off);
 BENCHMARK(BM_scope_recorded_threads)->Threads(2)->Setup(start_shared_session)->Teardown(stop_shared_session);

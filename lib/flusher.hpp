@@ -60,6 +60,8 @@ struct finished_trace {
   std::uint64_t unknown_frees = 0;            // frees of addresses never seen allocated (no event was lost)
   std::uint64_t truncated_scopes = 0;         // scopes whose end was lost: written up to the loss, marked
   std::uint64_t moved_scopes = 0;             // scopes that ended on another thread: written as async ranges
+  std::uint64_t truncated_names = 0;          // runtime names and string args cut at the maximum length
+  std::uint64_t dropped_args = 0;             // PROF_ARG with no scope open, or too many on one scope
   gpu_loss_counts gpu_losses;
   std::vector<function_event> events;  // only with retain_events
   std::vector<memory_record> memory;   // every allocation, free and reserve report, with running totals

@@ -6,8 +6,11 @@
 // words 0..2 of each slot carry data: `data_words` skips word 3.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <string_view>
 
 #include "json_text.hpp"
 #include "proftrace/detail/event.hpp"
@@ -76,6 +79,68 @@ inline std::string decode_shapes_json(const event& head) {
   }
   out += ']';
   return out;
+}
+
+// ---- text in extension slots: a dynamic_begin's name, a string arg's value ----
+// Data word 0: the byte count, with bit 32 set when the text was cut; the
+// bytes follow, 8 per data word. At most max_text_bytes: longer text is cut
+// on a UTF-8 character boundary (and the cut counted by pairing).
+inline constexpr std::uint32_t max_text_slots = 11;  // 33 data words: the count and 256 bytes
+inline constexpr std::uint32_t max_text_words = max_text_slots * words_per_event;
+inline constexpr std::size_t max_text_bytes = 256;
+inline constexpr std::uint64_t text_cut_bit = std::uint64_t{1} << 32;
+
+// How much of `text` fits: at most max_text_bytes, never inside a UTF-8 character.
+inline std::size_t text_fit(std::string_view text) noexcept {
+  if (text.size() <= max_text_bytes) return text.size();
+  std::size_t n = max_text_bytes;
+  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;  // text[n] continues a character
+  return n;
+}
+
+// Writes `text` (cut as text_fit says) into `words`; returns the slots used.
+inline std::uint32_t encode_text(std::uint64_t (&words)[max_text_words], std::string_view text) noexcept {
+  const std::size_t n = text_fit(text);
+  std::uint32_t used = 0;
+  put_data_word(words, max_text_words, used,
+                static_cast<std::int64_t>(n | (n < text.size() ? text_cut_bit : 0)));
+  for (std::size_t i = 0; i < n; i += 8) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, text.data() + i, std::min<std::size_t>(8, n - i));
+    put_data_word(words, max_text_words, used, static_cast<std::int64_t>(w));
+  }
+  const std::uint32_t slots = slots_for_words(used);
+  for (std::uint32_t i = used; i < slots * words_per_event; ++i) words[i] = 0;  // the last slot's unused words
+  return slots;
+}
+
+// Reads the text of a record whose extension slots follow `head` into `out`;
+// true when it was cut at record time. Text that claims more than its slots
+// hold is read only as far as they go.
+inline bool decode_text(const event& head, std::string& out) {
+  out.clear();
+  if (head.extra == 0) return false;
+  const auto* w = reinterpret_cast<const std::uint64_t*>(&head + 1);
+  const std::size_t n_words = std::size_t{head.extra} * words_per_event;
+  const std::uint64_t count = w[0];
+  std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(count & 0xffffffffu, max_text_bytes));
+  std::size_t pos = 1;
+  while (want > 0) {
+    if (pos % words_per_event == 3) ++pos;
+    if (pos >= n_words) break;
+    char bytes[8];
+    std::memcpy(bytes, &w[pos++], 8);
+    const std::size_t k = std::min<std::size_t>(8, want);
+    out.append(bytes, k);
+    want -= k;
+  }
+  return (count & text_cut_bit) != 0;
+}
+
+// ---- arg (arg_type in event.hpp): where = the key's site | arg_type; payload = the value's bits ----
+inline constexpr std::uint64_t arg_type_mask = 3;
+inline std::uint64_t encode_arg_where(const void* key_site, arg_type t) noexcept {
+  return reinterpret_cast<std::uintptr_t>(key_site) | static_cast<std::uint64_t>(t);
 }
 
 }  // namespace detail

@@ -62,6 +62,34 @@ std::uint64_t record_comm_begin(const site* s, std::int64_t bytes, int peer, std
   return no_begin;
 }
 
+static_assert(max_dynamic_name_bytes == max_text_bytes);
+
+std::uint64_t record_dynamic_begin(const site* s, std::string_view name, std::uint64_t correlation) noexcept {
+  ring* r = thread_ring();
+  if (!r) return no_begin;
+  std::uint64_t words[max_text_words];
+  const std::uint32_t slots = encode_text(words, name);
+  return r->push_record(r->now(), reinterpret_cast<std::uintptr_t>(s), correlation, event_kind::dynamic_begin,
+                        words, slots);
+}
+
+void record_arg_integer(const site* key, std::int64_t value) noexcept {
+  if (ring* r = thread_ring())
+    r->push(r->now(), encode_arg_where(key, arg_type::integer), static_cast<std::uint64_t>(value), event_kind::arg);
+}
+void record_arg_floating(const site* key, double value) noexcept {
+  std::uint64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  if (ring* r = thread_ring()) r->push(r->now(), encode_arg_where(key, arg_type::floating), bits, event_kind::arg);
+}
+void record_arg_string(const site* key, std::string_view value) noexcept {
+  if (ring* r = thread_ring()) {
+    std::uint64_t words[max_text_words];
+    const std::uint32_t slots = encode_text(words, value);
+    r->push_record(r->now(), encode_arg_where(key, arg_type::string), 0, event_kind::arg, words, slots);
+  }
+}
+
 #if PROFTRACE_WITH_CUDA
 std::uint64_t record_step_begin(const site* s, std::int64_t step, std::uint64_t correlation) noexcept {
   if (ring* r = thread_ring()) {

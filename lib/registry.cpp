@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "proftrace/detail/recorder.hpp"
+#include "c_config.hpp"
 #include "warn.hpp"
 
 namespace proftrace {
@@ -97,6 +98,14 @@ std::string registry::name_of(thread_record* r) {
   std::lock_guard lock(mutex_);
   return r->name;
 }
+
+// PROFTRACE_CONFIG: a session before main(). Here, in the translation unit
+// that attach_this_thread() (which every macro references) pulls out of a
+// static libproftrace.a, so that a program with macros but no session code
+// links it too.
+namespace {
+[[gnu::constructor]] void proftrace_start_from_environment() { start_from_environment(); }
+}  // namespace
 
 ring* attach_this_thread() noexcept {
   auto& reg = registry::instance();

@@ -30,6 +30,7 @@
 #include "process_hooks.hpp"
 #include "collector_hooks.hpp"
 #include "registry.hpp"
+#include "c_config.hpp"
 #include "tensorboard_handler.hpp"
 #include "writers/perfetto/kineto_to_perfetto.hpp"
 #include "writers/perfetto/perfetto_to_kineto.hpp"
@@ -529,6 +530,8 @@ session::~session() {
 }
 
 void session::start() {
+  // A session PROFTRACE_CONFIG started gives way to the program's own (lib/c_api.cpp).
+  if (impl_->opts.enabled) detail::yield_environment_session(this);
   std::lock_guard lock(session_mutex);
   if (!impl_->opts.enabled) return;
   if (active_session == this)
@@ -915,6 +918,7 @@ void tensorboard_handler::operator()(session& p) {
   std::string file = worker_name + "." + std::to_string(now_ns) +
                      (format == trace_format::pftrace ? ".pt.trace.pftrace" : ".pt.trace.json");
   if (use_gzip) file += ".gz";
+  else if (use_zstd && format == trace_format::json) file += ".zst";
   p.export_chrome_trace(dir / file);
 }
 }  // namespace detail

@@ -16,6 +16,7 @@ struct tensorboard_handler {
   std::string worker_name;
   bool use_gzip = false;
   trace_format format = trace_format::json;
+  bool use_zstd = false;  // JSON as .json.zst (PROFTRACE_CONFIG's format=json.zst)
   void operator()(session& p);
 };
 

@@ -129,6 +129,8 @@ finished_trace trace_window::counters() const {
   f.unknown_frees = counts.unknown_frees;
   f.truncated_scopes = counts.truncated_scopes;
   f.moved_scopes = counts.moved_scopes;
+  f.truncated_names = counts.truncated_names;
+  f.dropped_args = counts.dropped_args;
   f.gpu_losses = gpu_losses_;
   f.retained_events = opts_.retain_events;
   return f;
@@ -192,6 +194,8 @@ std::vector<std::pair<const char*, std::uint64_t>> finished_trace::counter_list(
           {"scopes_ended_on_another_thread", moved_scopes},
           {"instant_events", instant_events},
           {"counter_events", counter_events},
+          {"truncated_names", truncated_names},
+          {"dropped_args", dropped_args},
           {"cuda_dropped_records", gpu_losses.dropped_records},
           {"cuda_zero_timestamp_kernels", gpu_losses.zero_timestamp_kernels},
           {"cuda_refused_buffers", gpu_losses.refused_buffers}};

@@ -11,6 +11,7 @@ packages=(
   chromium
   valgrind likwid
   libopenmpi-dev openmpi-bin
+  gfortran
 )
 
 missing=()

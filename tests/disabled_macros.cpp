@@ -19,6 +19,7 @@
 #include <proftrace/macros.hpp>
 #include <proftrace/memory_category.hpp>
 
+#include <string_view>
 #include <type_traits>
 
 namespace {
@@ -155,9 +156,23 @@ static_assert(std::is_void_v<decltype(PROF_MEMORY_RESERVED(1, 0))>);
 static_assert(std::is_void_v<decltype(PROF_FLOPS(1))>);
 static_assert(std::is_void_v<decltype(PROF_FLOPS(proftrace::flops::estimate{1, true}))>);
 
+// Runtime names and args: a declaration and a void expression.
+int dynamic_names(int n) {
+  [[maybe_unused]] const std::string_view name = n > 1 ? "many" : "one";
+  PROF_SCOPE_DYNAMIC(name);
+  PROF_ARG("n", n);
+  PROF_ARG("half", n / 2.0);
+  PROF_ARG("name", name);
+  if (n > 0)
+    PROF_ARG("positive", 1);
+  return (PROF_ARG("comma", n), n + 1);
+}
+static_assert(std::is_void_v<decltype(PROF_ARG("decltype", 1))>);
+
 }  // namespace
 
 TEST_CASE("the macros compile in every position and leave the program's behaviour alone") {
+  CHECK(dynamic_names(2) == 3);
   CHECK(memory_and_flops(2) == 3);
   CHECK(plain_function(4) == 6);
   CHECK(same_line(1) == 2);
@@ -244,6 +259,9 @@ TEST_CASE("disabled macros never evaluate their arguments") {
     PROF_FLOPS(proftrace::flops::estimate{value_with_side_effect(1), true});
     PROF_FLOPS({value_with_side_effect(1), true});
     PROF_FLOPS_SCOPE(name_with_side_effect("flops scope"), value_with_side_effect(2));
+    PROF_SCOPE_DYNAMIC(name_with_side_effect("dynamic"));
+    PROF_ARG("arg", value_with_side_effect(1));
+    PROF_ARG("never", never_defined_value());
   }
   CHECK(evaluations == 0);
   CHECK(counter == 0);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "pairing/pairing.hpp"
+#include "record_layout.hpp"
 #include "proftrace/detail/recorder.hpp"
 
 namespace pt = proftrace::detail;
@@ -41,6 +42,7 @@ struct test_sink {
   std::vector<finished> scopes;
   std::vector<finished_async> asyncs;
   std::vector<seen_memory> memories;
+  std::vector<pt::open_scope> closed;  // every scope as pairing handed it over
 
   std::int64_t to_ns(std::uint64_t ticks) const { return static_cast<std::int64_t>(ticks); }
   bool record_shapes() const { return true; }
@@ -48,6 +50,7 @@ struct test_sink {
   void scope(pt::thread_state& ts, const pt::open_scope& s, std::int64_t end_ns) {
     scopes.push_back({s.where->name, ts.tid, s.begin_ns, end_ns, end_ns - s.begin_ns - s.child_ns, ts.stack.size(),
                       s.truncated, pt::category_name(*s.where)});
+    closed.push_back(s);
   }
   void async(const pt::open_async& a, std::uint64_t, std::int64_t end_ns, std::int64_t end_tid) {
     asyncs.push_back({a.where->name, a.begin_ns, end_ns, a.tid, end_tid});
@@ -204,4 +207,99 @@ TEST_CASE("pairing: a producer's wait is a child span, out of the open scope's s
   CHECK(f.sink.scopes[0].end == 50);
   CHECK(f.sink.scopes[1].name == "a");
   CHECK(f.sink.scopes[1].self == 50 - 30);
+}
+
+namespace {
+// A record with text in its extension slots, as the recorder writes it.
+void push_text_record(std::vector<pt::event>& out, pt::event head, std::string_view text) {
+  std::uint64_t words[pt::max_text_words];
+  const std::uint32_t slots = pt::encode_text(words, text);
+  head.extra = slots;
+  out.push_back(head);
+  for (std::uint32_t i = 0; i < slots; ++i) {
+    pt::event e;
+    std::memcpy(&e, words + i * pt::words_per_event, sizeof e);
+    e.kind = static_cast<std::uint32_t>(pt::event_kind::extension);
+    e.extra = 0;
+    out.push_back(e);
+  }
+}
+pt::event dynamic_begin(std::uint64_t t, const pt::site& s) {
+  return {t, reinterpret_cast<std::uintptr_t>(&s), 0, static_cast<std::uint32_t>(pt::event_kind::dynamic_begin), 0};
+}
+pt::event arg(std::uint64_t t, const pt::site& key, pt::arg_type type, std::uint64_t bits) {
+  return {t, pt::encode_arg_where(&key, type), bits, static_cast<std::uint32_t>(pt::event_kind::arg), 0};
+}
+const pt::site key_n{"n", "", "f.cpp", 3, pt::category::user_annotation};
+const pt::site key_x{"x", "", "f.cpp", 4, pt::category::user_annotation};
+const pt::site key_s{"s", "", "f.cpp", 5, pt::category::user_annotation};
+}  // namespace
+
+TEST_CASE("pairing: a dynamic begin's name and a scope's args become fields of its open scope") {
+  fixture f;
+  auto ts = thread_of(7, 1);
+  f.pairs.attach(ts);
+  std::vector<pt::event> events;
+  std::string name = "layer ";
+  name += "17";
+  push_text_record(events, dynamic_begin(10, site_a), name);
+  const std::uint64_t outer = 0;
+  double x = 2.5;
+  std::uint64_t xbits;
+  std::memcpy(&xbits, &x, sizeof xbits);
+  events.push_back(arg(11, key_n, pt::arg_type::integer, static_cast<std::uint64_t>(std::int64_t{-42})));
+  events.push_back(arg(12, key_x, pt::arg_type::floating, xbits));
+  push_text_record(events, arg(13, key_s, pt::arg_type::string, 0), "value with \"quotes\"");
+  const std::uint64_t inner = events.size();
+  events.push_back(begin(20, site_b));
+  events.push_back(end(30, site_b, index_of(1, inner)));
+  events.push_back(end(50, site_a, index_of(1, outer)));
+  events.push_back(arg(60, key_n, pt::arg_type::integer, 1));  // no scope open: dropped, counted
+  f.feed(ts, events);
+  REQUIRE(f.sink.closed.size() == 2);
+  const pt::open_scope& b = f.sink.closed[0];
+  CHECK(b.dynamic_name.empty());
+  CHECK(b.args.empty());
+  const pt::open_scope& a = f.sink.closed[1];
+  CHECK(a.dynamic_name == "layer 17");
+  CHECK(f.sink.scopes[1].self == 30);
+  REQUIRE(a.args.size() == 3);
+  CHECK(std::string(a.args[0].key) == "n");
+  CHECK(a.args[0].type == pt::arg_type::integer);
+  CHECK(a.args[0].integer == -42);
+  CHECK(std::string(a.args[1].key) == "x");
+  CHECK(a.args[1].type == pt::arg_type::floating);
+  CHECK(a.args[1].floating == 2.5);
+  CHECK(a.args[2].type == pt::arg_type::string);
+  CHECK(a.args[2].text == "value with \"quotes\"");
+  CHECK(f.sink.counts.dropped_args == 1);
+  CHECK(f.sink.counts.truncated_names == 0);
+  CHECK(f.sink.losses.total() == 0);
+}
+
+TEST_CASE("pairing: a name longer than the maximum is cut on a UTF-8 boundary and counted") {
+  // 255 ASCII bytes, then a 3-byte character across the 256-byte limit.
+  std::string name(pt::max_text_bytes - 1, 'a');
+  name += "\xE2\x82\xAC";  // U+20AC
+  name += "tail";
+  CHECK(pt::text_fit(name) == pt::max_text_bytes - 1);
+  CHECK(pt::text_fit(std::string(pt::max_text_bytes, 'b')) == pt::max_text_bytes);
+  fixture f;
+  auto ts = thread_of(7, 1);
+  f.pairs.attach(ts);
+  std::vector<pt::event> events;
+  push_text_record(events, dynamic_begin(10, site_a), name);
+  CHECK(events.size() == 1 + pt::max_text_slots);
+  push_text_record(events, arg(11, key_s, pt::arg_type::string, 0), std::string(300, 'z'));
+  events.push_back(end(50, site_a, index_of(1, 0)));
+  f.feed(ts, events);
+  REQUIRE(f.sink.closed.size() == 1);
+  CHECK(f.sink.closed[0].dynamic_name == std::string(pt::max_text_bytes - 1, 'a'));
+  REQUIRE(f.sink.closed[0].args.size() == 1);
+  CHECK(f.sink.closed[0].args[0].text == std::string(pt::max_text_bytes, 'z'));
+  CHECK(f.sink.counts.truncated_names == 2);
+  // An empty name is a record with one slot and reads back empty.
+  std::vector<pt::event> empty;
+  push_text_record(empty, dynamic_begin(10, site_a), "");
+  CHECK(empty.size() == 2);
 }

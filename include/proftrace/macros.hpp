@@ -49,6 +49,12 @@
     &PROFTRACE_DETAIL_CAT(proftrace_site_, id), { __VA_ARGS__ }                                \
   }
 
+#define PROFTRACE_DETAIL_SCOPE_DYNAMIC(id, name)                                                  \
+  PROFTRACE_DETAIL_SITE(id, "dynamic scope", user_annotation);                                     \
+  const ::proftrace::detail::dynamic_scope_guard PROFTRACE_DETAIL_CAT(proftrace_scope_, id) {     \
+    &PROFTRACE_DETAIL_CAT(proftrace_site_, id), name                                               \
+  }
+
 // PROF_INSTANT and PROF_COUNTER are void expressions, like their disabled
 // form ((void)0); the site lives in a capture-less lambda so that an
 // expression can own it. The value is evaluated only while recording.
@@ -61,6 +67,11 @@
 #define PROFTRACE_DETAIL_INSTANT(id, name)                                                              \
   (::proftrace::detail::recording()                                                                     \
        ? ::proftrace::detail::record_instant(PROFTRACE_DETAIL_SITE_OF(id, name, instant))              \
+       : (void)0)
+
+#define PROFTRACE_DETAIL_ARG(id, key, value)                                                            \
+  (::proftrace::detail::recording()                                                                     \
+       ? ::proftrace::detail::record_arg(PROFTRACE_DETAIL_SITE_OF(id, key, user_annotation), value)     \
        : (void)0)
 
 #define PROFTRACE_DETAIL_COUNTER(id, name, value)                                                       \
@@ -86,6 +97,17 @@
 #define PROF_INSTANT(name) PROFTRACE_DETAIL_INSTANT(__COUNTER__, name)
 #define PROF_COUNTER(name, value) PROFTRACE_DETAIL_COUNTER(__COUNTER__, name, value)
 #define PROF_THREAD_NAME(name) ::proftrace::detail::set_thread_name(name)
+// A scope whose name is a runtime string (anything std::string_view takes):
+// copied at record time into the ring (no allocation, no lock), at most
+// proftrace::detail::max_dynamic_name_bytes (256) bytes; a longer name is cut
+// on a UTF-8 character boundary and counted ("truncated_names"). Scopes
+// with the same text are one row in the table, whatever buffer held it.
+// The name expression is evaluated whether or not a session records.
+#define PROF_SCOPE_DYNAMIC(name) PROFTRACE_DETAIL_SCOPE_DYNAMIC(__COUNTER__, name)
+// A value in the args of the innermost scope open on this thread: an
+// integer, a floating-point number or a string (copied, cut like dynamic
+// names). Several per scope (at most 16); evaluated only while recording.
+#define PROF_ARG(key, value) PROFTRACE_DETAIL_ARG(__COUNTER__, key, value)
 // A proftrace::async_range that begins here and may end on another thread:
 // auto r = PROF_ASYNC_RANGE("request"); ... r.end();
 #define PROF_ASYNC_RANGE(name) ::proftrace::async_range(PROFTRACE_DETAIL_SITE_OF(__COUNTER__, name, user_annotation))
@@ -101,6 +123,8 @@
 #define PROF_INSTANT(name) ((void)0)
 #define PROF_COUNTER(name, value) ((void)0)
 #define PROF_THREAD_NAME(name) ((void)0)
+#define PROF_SCOPE_DYNAMIC(name)
+#define PROF_ARG(key, value) ((void)0)
 #define PROF_ASYNC_RANGE(name) ::proftrace::async_range()
 
 #endif

@@ -30,7 +30,7 @@ event_average& aggregator::keyed_row(std::string key, const char* name) {
 // One row per (name, input shapes), and per enclosing stack with with_stack.
 event_average& aggregator::row_for(const thread_state& ts, const open_scope& s) {
   const bool is_step = s.where->cat == category::step;
-  if ((s.shapes.empty() || is_step) && (!opts_.with_stack || ts.stack.empty())) {
+  if ((s.shapes.empty() || is_step) && (!opts_.with_stack || ts.stack.empty()) && s.dynamic_name.empty()) {
     site_slot& slot = site_cache_[(reinterpret_cast<std::uintptr_t>(s.where) >> 4) % site_cache_.size()];
     if (slot.where == s.where) return rows_[slot.row];
     auto [it, fresh] = by_site_.try_emplace(s.where, rows_.size());
@@ -43,11 +43,12 @@ event_average& aggregator::row_for(const thread_state& ts, const open_scope& s) 
     return rows_[it->second];
   }
   const std::size_t depth = ts.stack.size();
-  const char* name = row_name(*s.where);
+  // A runtime name is its row's key: the same text from any buffer or call site is one row.
+  const char* name = s.dynamic_name.empty() ? row_name(*s.where) : s.dynamic_name.c_str();
   std::vector<std::string> frames;
   if (opts_.with_stack)
-    for (std::size_t i = depth; i-- > 0;) frames.push_back(frame_of(*ts.stack[i].where));
-  std::string key = name;
+    for (std::size_t i = depth; i-- > 0;) frames.push_back(frame_of(ts.stack[i]));
+  std::string key = s.dynamic_name.empty() ? std::string(name) : "\x1d" + s.dynamic_name;
   key += '\x1f';
   key += s.shapes;
   for (auto& f : frames) {
@@ -88,6 +89,7 @@ void aggregator::retain(const thread_state& ts, const open_scope& s, std::int64_
   function_event& e = retained_.emplace_back();
   e.name = where.cat == category::step && &where != &thread_step_site ? "ProfilerStep#" + std::to_string(s.payload)
                                                                       : std::string(where.name);
+  if (!s.dynamic_name.empty()) e.name = s.dynamic_name;
   e.input_shapes = s.shapes;
   e.thread = ts.tid;
   e.start_unix_ns = s.begin_ns;

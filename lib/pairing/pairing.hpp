@@ -89,7 +89,9 @@ class pairing {
     switch (kind) {
       case event_kind::begin:
       case event_kind::shapes:
-      case event_kind::comm: begin_scope(ts, *e, where, ns, index, w); break;
+      case event_kind::comm:
+      case event_kind::dynamic_begin: begin_scope(ts, *e, where, ns, index, w); break;
+      case event_kind::arg: add_arg(ts, *e, w); break;
       case event_kind::end: end_scope(ts, *e, where, ns, w); break;
       case event_kind::complete: complete_scope(ts, *e, where, ns, index, w); break;
       case event_kind::async_begin: async_begin(ts, *e, where, ns, w); break;
@@ -192,6 +194,7 @@ class pairing {
       s.comm_bytes = c.bytes;
       s.comm_peer = c.peer;
     }
+    if (kind == event_kind::dynamic_begin && decode_text(e, s.dynamic_name)) ++w->counts.truncated_names;
     s.index = index;
     if (PROFTRACE_UNLIKELY(!early_moved_ends_.empty()) && begin_of_moved_scope(ts, s, w)) return;
     ts.stack.push_back(std::move(s));
@@ -234,6 +237,23 @@ class pairing {
     if (e.where != 0) ++w->counts.invalid_flop_estimates;
     else if (ts.stack.empty()) ++w->counts.unscoped_flop_estimates;
     else ts.stack.back().flops += static_cast<std::int64_t>(e.payload);
+  }
+
+  // A PROF_ARG value: attached to the innermost open scope (none open, or
+  // more than max_scope_args on it: dropped and counted).
+  void add_arg(thread_state& ts, const event& e, Sink* w) {
+    if (ts.stack.empty() || ts.stack.back().args.size() >= max_scope_args) {
+      ++w->counts.dropped_args;
+      return;
+    }
+    scope_arg a;
+    a.key = reinterpret_cast<const site*>(e.where & ~arg_type_mask)->name;
+    a.type = static_cast<arg_type>(e.where & arg_type_mask);
+    if (a.type == arg_type::floating) std::memcpy(&a.floating, &e.payload, sizeof a.floating);
+    else if (a.type == arg_type::string) {
+      if (decode_text(e, a.text)) ++w->counts.truncated_names;
+    } else a.integer = static_cast<std::int64_t>(e.payload);
+    ts.stack.back().args.push_back(std::move(a));
   }
 
   // An allocation, free or reserve report: resolved (in time order when the

@@ -16,11 +16,21 @@ std::string frame_of(const site& f) {
   return frame;
 }
 
+std::string frame_of(const open_scope& s) {
+  if (s.dynamic_name.empty()) return frame_of(*s.where);
+  std::string frame = s.where->file;
+  frame += '(';
+  append_int(frame, s.where->line);
+  frame += "): ";
+  frame += s.dynamic_name;
+  return frame;
+}
+
 std::string call_stack(const thread_state& ts, const open_scope& s) {
-  std::string frames = frame_of(*s.where);
+  std::string frames = frame_of(s);
   for (std::size_t i = ts.stack.size(); i-- > 0;) {
     frames += ';';
-    frames += frame_of(*ts.stack[i].where);
+    frames += frame_of(ts.stack[i]);
   }
   return frames;
 }

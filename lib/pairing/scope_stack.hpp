@@ -24,6 +24,17 @@ constexpr const char* category_name(const site& where) noexcept {
                                             : "user_annotation";
 }
 
+// A PROF_ARG value attached to a scope.
+struct scope_arg {
+  const char* key = nullptr;
+  arg_type type = arg_type::integer;
+  std::int64_t integer = 0;
+  double floating = 0;
+  std::string text;
+};
+// Args past this many on one scope are dropped (and counted).
+inline constexpr std::size_t max_scope_args = 16;
+
 struct open_scope {
   const site* where = nullptr;
   std::int64_t begin_ns = 0;
@@ -49,6 +60,11 @@ struct open_scope {
   std::uint64_t frozen_ticks = 0;
   std::int64_t late_child_ns = 0;
   std::int64_t late_mem_child[2] = {0, 0};
+  // A runtime name (PROF_SCOPE_DYNAMIC, proftrace_push): shown and aggregated
+  // instead of where->name when not empty. Both stay empty (no allocation)
+  // for the common scope.
+  std::string dynamic_name;
+  std::vector<scope_arg> args;  // PROF_ARG values, in record order
 };
 
 // An allocation, free or reserve report as resolved in time order across
@@ -113,12 +129,16 @@ struct pairing_counts {
   std::uint64_t moved_scopes = 0;             // scopes that ended on another thread: written as async ranges
   std::uint64_t instant_events = 0;
   std::uint64_t counter_events = 0;
+  std::uint64_t truncated_names = 0;  // runtime names and string args cut at the maximum length
+  std::uint64_t dropped_args = 0;     // PROF_ARG with no scope open, or past max_scope_args on one scope
 };
 
 // A stack frame as traces and tables show it: "file(line): name", or
 // "ProfilerStep*" for every step, so identical call paths stay one group
 // across steps.
 std::string frame_of(const site& f);
+// The same for an open scope: its runtime name, if it has one.
+std::string frame_of(const open_scope& s);
 // "Call stack": `s` and the scopes around it on ts.stack, innermost first, ';'-separated.
 std::string call_stack(const thread_state& ts, const open_scope& s);
 // "Module Hierarchy": the PROF_MODULE scopes on ts.stack, outermost first, '.'-separated.

@@ -31,7 +31,7 @@ struct trace_head {
 // path for those.
 inline bool only_external_id(const open_scope& s, const trace_head& h) noexcept {
   return !s.truncated && s.where != &thread_step_site && s.shapes.empty() && s.flops <= 0 && s.comm_bytes < 0 &&
-         !h.with_stack && !h.with_modules;
+         !h.with_stack && !h.with_modules && s.dynamic_name.empty() && s.args.empty();
 }
 
 }  // namespace detail

@@ -30,13 +30,22 @@ import subprocess
 import sys
 
 CXX_TAGS = {"cpp", "c++", "cxx", "cc"}
+# With --cc / --fc: ```c blocks are compiled as C11 against <proftrace/proftrace.h>
+# (programs linked and run, fragments compiled as a function's body), and
+# ```fortran blocks (whole programs) are compiled with `use proftrace`,
+# linked and run.
+C_TAGS = {"c"}
+FORTRAN_TAGS = {"fortran", "f90"}
+LANGS = {"cpp": CXX_TAGS}
+FORTRAN_MAIN = re.compile(r"^\s*program\s+\w+", re.IGNORECASE | re.MULTILINE)
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 MAIN = re.compile(r"\bint\s+main\s*\(")
 MUST_FAIL = "// readme-test: must fail"
 
 
-def blocks(path):
-    """Yields (first_line_number, text) for each C++ block of a Markdown file."""
+def blocks(path, langs=None):
+    """Yields (first_line_number, text) for each C++ block of a Markdown file,
+    or (first_line_number, text, lang) for each block of `langs` ({lang: tags})."""
     with open(path, encoding="utf-8") as f:
         lines = f.read().splitlines()
     i = 0
@@ -56,8 +65,13 @@ def blocks(path):
             line = lines[j]
             body.append(line[len(indent):] if line.startswith(indent) else line.lstrip())
             j += 1
-        if tag in CXX_TAGS:
-            yield i + 2, "\n".join(body) + "\n"
+        if langs is None:
+            if tag in CXX_TAGS:
+                yield i + 2, "\n".join(body) + "\n"
+        else:
+            for lang, tags in langs.items():
+                if tag in tags:
+                    yield i + 2, "\n".join(body) + "\n", lang
         i = j + 1
 
 
@@ -70,8 +84,66 @@ def run(cmd, cwd=None, env=None, timeout=300):
         return 124, (e.stdout or "") + f"\n(timed out after {timeout} s)"
 
 
-def check_block(args, path, line, text, index):
+def check_c_block(args, path, line, text, index):
+    """A ```c block: C11 against <proftrace/proftrace.h>. Returns (ok, kind, log)."""
+    work = os.path.join(args.work_dir, f"{os.path.basename(path)}-{line}")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    src = os.path.join(work, "block.c")
+    where = os.path.abspath(path).replace("\\", "\\\\").replace('"', '\\"')
+    flags = ["-std=c11", "-Wall", "-Wextra", "-pedantic", "-Werror", "-Wno-unused-variable",
+             *[f for f in args.flags if f.startswith(("-I", "-D"))]]
+    if MAIN.search(text):
+        with open(src, "w", encoding="utf-8") as f:
+            f.write(f'#line {line} "{where}"\n{text}')
+        exe = os.path.join(work, "block")
+        rc, log = run([args.cc, *flags, src, "-o", exe, *args.link, "-lstdc++", "-lm"])
+        if rc != 0:
+            return False, "C program, does not compile", log
+        env = dict(os.environ, PROFTRACE_SPOOL_DIR=work)
+        rc, out = run([exe], cwd=work, env=env, timeout=args.run_timeout)
+        if rc != 0:
+            return False, f"C program, exits with {rc}", out
+        return True, "C program, compiled and ran", out
+    with open(src, "w", encoding="utf-8") as f:
+        f.write("#include <proftrace/proftrace.h>\n#include <stddef.h>\n"
+                f"void proftrace_readme_block_{index}(const char* name, int n, double* a, size_t bytes);\n"
+                f"void proftrace_readme_block_{index}(const char* name, int n, double* a, size_t bytes) {{\n"
+                f"(void)name; (void)n; (void)a; (void)bytes;\n"
+                f'#line {line} "{where}"\n{text}}}\n')
+    rc, log = run([args.cc, *flags, "-c", src, "-o", os.path.join(work, "block.o")])
+    if rc != 0:
+        return False, "C fragment, does not compile", log
+    return True, "C fragment, compiled", log
+
+
+def check_fortran_block(args, path, line, text, index):
+    """A ```fortran block: a whole program using the proftrace module."""
+    work = os.path.join(args.work_dir, f"{os.path.basename(path)}-{line}")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    if not FORTRAN_MAIN.search(text):
+        return False, "Fortran block, not a program", "a ```fortran block must be a whole program"
+    src = os.path.join(work, "block.f90")
+    with open(src, "w", encoding="utf-8") as f:
+        f.write(text)
+    exe = os.path.join(work, "block")
+    rc, log = run([args.fc, *args.fortran_flags, src, "-o", exe, *args.fortran_link, *args.link, "-lstdc++"])
+    if rc != 0:
+        return False, "Fortran program, does not compile", log
+    env = dict(os.environ, PROFTRACE_SPOOL_DIR=work)
+    rc, out = run([exe], cwd=work, env=env, timeout=args.run_timeout)
+    if rc != 0:
+        return False, f"Fortran program, exits with {rc}", out
+    return True, "Fortran program, compiled and ran", out
+
+
+def check_block(args, path, line, text, index, lang="cpp"):
     """Returns (ok, kind, log)."""
+    if lang == "c":
+        return check_c_block(args, path, line, text, index)
+    if lang == "fortran":
+        return check_fortran_block(args, path, line, text, index)
     work = os.path.join(args.work_dir, f"{os.path.basename(path)}-{line}")
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
@@ -108,17 +180,28 @@ def main():
     ap.add_argument("--work-dir", required=True)
     ap.add_argument("--run-timeout", type=int, default=120)
     ap.add_argument("--control", action="store_true")
+    ap.add_argument("--cc", default="", help="also compile ```c blocks with this C compiler")
+    ap.add_argument("--fc", default="", help="also compile ```fortran blocks with this Fortran compiler")
+    ap.add_argument("--fortran-flags", default="", help="Fortran flags (the module's folder), '|'-separated")
+    ap.add_argument("--fortran-link", default="", help="what a Fortran program links first, '|'-separated")
     ap.add_argument("files", nargs="+")
     args = ap.parse_args()
     args.flags = [f for f in args.flags.split("|") if f]
     args.link = [f for f in args.link.split("|") if f]
+    args.fortran_flags = [f for f in args.fortran_flags.split("|") if f]
+    args.fortran_link = [f for f in args.fortran_link.split("|") if f]
+    langs = dict(LANGS)
+    if args.cc:
+        langs["c"] = C_TAGS
+    if args.fc:
+        langs["fortran"] = FORTRAN_TAGS
     os.makedirs(args.work_dir, exist_ok=True)
 
     checked, wrong = 0, []
     for path in args.files:
-        for index, (line, text) in enumerate(blocks(path)):
+        for index, (line, text, lang) in enumerate(blocks(path, langs)):
             checked += 1
-            ok, kind, log = check_block(args, path, line, text, index)
+            ok, kind, log = check_block(args, path, line, text, index, lang)
             expect_fail = args.control and text.lstrip().startswith(MUST_FAIL)
             where = f"{os.path.basename(path)}:{line}"
             if expect_fail and not ok:
@@ -141,7 +224,7 @@ def main():
             text.lstrip().startswith(MUST_FAIL) for path in args.files for _, text in blocks(path)):
         print("a control needs at least one block marked to fail")
         return 1
-    print(f"{checked} C++ block(s) checked, {len(wrong)} wrong{': ' + ' '.join(wrong) if wrong else ''}")
+    print(f"{checked} code block(s) checked, {len(wrong)} wrong{': ' + ' '.join(wrong) if wrong else ''}")
     return 1 if wrong else 0
 
 

@@ -26,9 +26,17 @@ enum class event_kind : std::uint32_t {
                  // slot: word 0 the bytes, word 1 the peer rank + 1 (0: none)
   async_begin = 13,  // a range that may end on another thread; payload: its id
   async_end = 14,    // payload: the id of the async_begin it closes
-  gap = 15           // not recorded by a macro: events were lost right before the next record.
+  gap = 15,          // not recorded by a macro: events were lost right before the next record.
                      // where: how many (0 when the ring counted them elsewhere: drop_oldest)
+  dynamic_begin = 16,  // a begin whose name is a runtime string (PROF_SCOPE_DYNAMIC, proftrace_push;
+                       // payload as begin's); extension slots carry the name (record_layout.hpp)
+  arg = 17             // PROF_ARG: a value for the innermost open scope. where: the key's site | its
+                       // arg_type (low 2 bits); payload: the value's bits; a string's bytes in
+                       // extension slots (record_layout.hpp)
 };
+
+// The type of a PROF_ARG value, in the low bits of an arg record's `where`.
+enum class arg_type : std::uint32_t { integer = 0, floating = 1, string = 2 };
 
 // Four 64-bit words so that slots can be written and read word by word with
 // relaxed atomics (drop_oldest lets the producer overwrite a slot the flusher

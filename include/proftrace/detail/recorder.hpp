@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <string_view>
 #include <type_traits>
 
 #include "../config.hpp"
@@ -210,6 +211,57 @@ class shapes_scope_guard {
   std::uint64_t begin_ = no_begin;
   gpu_marks gpu_;
 };
+
+// A begin whose name is a runtime string, copied into the record's
+// extension slots (at most max_dynamic_name_bytes; longer names are cut on a
+// UTF-8 boundary and counted). `s` is the macro's site: its category, file
+// and line. Returns the begin's index, for record_end.
+inline constexpr std::size_t max_dynamic_name_bytes = 256;
+std::uint64_t record_dynamic_begin(const site* s, std::string_view name, std::uint64_t correlation = 0) noexcept;
+
+// PROF_SCOPE_DYNAMIC: a scope_guard whose name is copied at record time.
+class dynamic_scope_guard {
+ public:
+  dynamic_scope_guard(const site* s, std::string_view name) noexcept {
+    const std::uint32_t state = session_state.load(std::memory_order_relaxed);
+    if (PROFTRACE_LIKELY(!(state & state_recording))) return;
+    site_ = s;
+    gpu_.open(state, [s] { push_nvtx_range(s); });
+    begin_ = record_dynamic_begin(s, name, gpu_.correlation);
+  }
+  ~dynamic_scope_guard() {
+    if (!site_) return;
+    if (begin_ != no_begin) record_end(site_, begin_);
+    gpu_.close();
+  }
+  dynamic_scope_guard(const dynamic_scope_guard&) = delete;
+  dynamic_scope_guard& operator=(const dynamic_scope_guard&) = delete;
+
+ private:
+  const site* site_ = nullptr;
+  std::uint64_t begin_ = no_begin;
+  gpu_marks gpu_;
+};
+
+// PROF_ARG: a value for the innermost scope open on this thread. `key` is
+// the site naming it; string values are copied (cut as dynamic names are).
+void record_arg_integer(const site* key, std::int64_t value) noexcept;
+void record_arg_floating(const site* key, double value) noexcept;
+void record_arg_string(const site* key, std::string_view value) noexcept;
+template <class>
+inline constexpr bool unsupported_arg_value = false;
+template <class T>
+void record_arg(const site* key, const T& value) noexcept {
+  if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) {
+    record_arg_integer(key, static_cast<std::int64_t>(value));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    record_arg_floating(key, static_cast<double>(value));
+  } else if constexpr (std::is_convertible_v<const T&, std::string_view>) {
+    record_arg_string(key, std::string_view(value));
+  } else {
+    static_assert(unsupported_arg_value<T>, "PROF_ARG takes an integer, a floating-point number or a string");
+  }
+}
 
 // PROF_STEP: the calling thread enters its next step. The first thread to
 // reach step N advances the running session's schedule to N and `drives`

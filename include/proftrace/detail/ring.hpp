@@ -115,7 +115,7 @@ class ring {
   // The kinds that open a scope: a wait for room goes before them.
   static constexpr bool opens_scope(event_kind k) noexcept {
     return k == event_kind::begin || k == event_kind::shapes || k == event_kind::comm ||
-           k == event_kind::async_begin;
+           k == event_kind::async_begin || k == event_kind::dynamic_begin;
   }
 
   // Slow path, taken past the watermark: refreshes the cached tail, wakes the

@@ -150,7 +150,7 @@ bool kineto_json_writer::short_scope(const thread_state& ts, const open_scope& s
 
 void kineto_json_writer::scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns) {
   const site& where = *s.where;
-  if (where.cat != category::step && short_scope(ts, s, end_ns)) return;
+  if (where.cat != category::step && s.dynamic_name.empty() && short_scope(ts, s, end_ns)) return;
   begin_event();
   if (&where == &thread_step_site) {
     // Another thread's span of step N: named so that no reader takes it
@@ -162,6 +162,14 @@ void kineto_json_writer::scope(const thread_state& ts, const open_scope& s, std:
     buffer_ += "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#";
     append_int(buffer_, s.payload);
     buffer_ += "\", \"pid\": ";
+    append_int(buffer_, head_.pid);
+    buffer_ += ", \"tid\": ";
+  } else if (!s.dynamic_name.empty()) {
+    buffer_ += "{\"ph\": \"X\", \"cat\": \"";
+    buffer_ += category_name(where);
+    buffer_ += "\", \"name\": ";
+    append_json_string(buffer_, s.dynamic_name);
+    buffer_ += ", \"pid\": ";
     append_int(buffer_, head_.pid);
     buffer_ += ", \"tid\": ";
   } else {
@@ -199,6 +207,14 @@ void kineto_json_writer::scope_args(const thread_state& ts, const open_scope& s)
       buffer_ += ", \"peer\": ";
       append_int(buffer_, s.comm_peer);
     }
+  }
+  for (const scope_arg& a : s.args) {
+    buffer_ += ", ";
+    append_json_string(buffer_, a.key);
+    buffer_ += ": ";
+    if (a.type == arg_type::integer) append_int(buffer_, a.integer);
+    else if (a.type == arg_type::floating) append_double(buffer_, a.floating);
+    else append_json_string(buffer_, a.text);
   }
   if (head_.with_stack) {
     buffer_ += ", \"Call stack\": ";

@@ -61,7 +61,7 @@ const perfetto_writer::site_ids& perfetto_writer::ids_of(const site& where) {
 }
 
 // The args a scope shows; `text` keeps the strings they point into.
-std::size_t perfetto_writer::scope_args(const thread_state& ts, const open_scope& s, annotation (&out)[10],
+std::size_t perfetto_writer::scope_args(const thread_state& ts, const open_scope& s, annotation (&out)[max_annotations],
                                         std::string (&text)[2]) {
   std::size_t n = 0;
   out[n++] = {.name = {}, .name_iid = external_id_iid_, .value = s.external_id};
@@ -71,6 +71,11 @@ std::size_t perfetto_writer::scope_args(const thread_state& ts, const open_scope
   if (s.flops > 0) out[n++] = {.name = "flops", .value = s.flops};
   if (s.comm_bytes >= 0) out[n++] = {.name = "bytes", .value = s.comm_bytes};
   if (s.comm_bytes >= 0 && s.comm_peer >= 0) out[n++] = {.name = "peer", .value = std::int64_t{s.comm_peer}};
+  for (const scope_arg& a : s.args) {
+    if (a.type == arg_type::integer) out[n++] = {.name = a.key, .value = a.integer};
+    else if (a.type == arg_type::floating) out[n++] = {.name = a.key, .value = a.floating};
+    else out[n++] = {.name = a.key, .value = std::string_view(a.text)};
+  }
   if (head_.with_stack) {
     text[0] = call_stack(ts, s);
     out[n++] = {.name = "Call stack", .value = std::string_view(text[0])};
@@ -87,6 +92,10 @@ void perfetto_writer::begin(std::uint64_t track, const thread_state& ts, const o
       builder_.slice_begin(track, s.begin_ns, "ProfilerStep#" + std::to_string(s.payload), "user_annotation", args);
       return;
     }
+    if (!s.dynamic_name.empty()) {
+      builder_.slice_begin(track, s.begin_ns, s.dynamic_name, category_name(*s.where), args);
+      return;
+    }
     const site_ids& ids = ids_of(*s.where);
     builder_.slice_begin(track, s.begin_ns, ids.name, ids.category, args);
   };
@@ -95,7 +104,7 @@ void perfetto_writer::begin(std::uint64_t track, const thread_state& ts, const o
     const site_ids& ids = ids_of(*s.where);
     return builder_.slice_begin(track, s.begin_ns, ids.name, ids.category, external_id_iid_, s.external_id);
   }
-  annotation args[10];
+  annotation args[max_annotations];
   std::string text[2];
   write(annotations(args, scope_args(ts, s, args, text)));
 }
@@ -123,7 +132,7 @@ void perfetto_writer::scope(thread_state& ts, const open_scope& s, std::int64_t 
     return;
   }
   if (only_external_id(s, head_)) return builder_.slice_end(track, end_ns, external_id_iid_, s.external_id);
-  annotation args[10];
+  annotation args[max_annotations];
   std::string text[2];
   builder_.slice_end(track, end_ns, annotations(args, scope_args(ts, s, args, text)));
 }

@@ -63,7 +63,10 @@ class perfetto_writer {
   std::uint64_t thread_track(std::int64_t tid);
   const site_ids& ids_of(const site& where);
   void begin(std::uint64_t track, const thread_state& ts, const open_scope& s, bool with_args);
-  std::size_t scope_args(const thread_state& ts, const open_scope& s, annotation (&out)[10], std::string (&text)[2]);
+  // A scope's fixed args (at most 10) and its PROF_ARG values.
+  static constexpr std::size_t max_annotations = 10 + max_scope_args;
+  std::size_t scope_args(const thread_state& ts, const open_scope& s, annotation (&out)[max_annotations],
+                         std::string (&text)[2]);
   void gpu_activity_slice(const gpu_activity& a);
   std::uint64_t stream_track(std::uint32_t device, std::uint32_t stream);
 

@@ -1,0 +1,206 @@
+/* proftrace/proftrace.h — the C API (C11 and C++; no C++ in this header).
+ *
+ *   #include <proftrace/proftrace.h>
+ *   if (proftrace_start("out=traces,table") != 0)
+ *     fprintf(stderr, "%s\n", proftrace_last_error());
+ *   for (int it = 0; it < n; ++it) {
+ *     proftrace_step();                   // ProfilerStep#it on this thread
+ *     PROF_C_SCOPE("solve");              // until the end of the block (GCC, Clang)
+ *     proftrace_push(kernel_names[k]);    // a runtime name: copied
+ *     ...
+ *     proftrace_pop();
+ *   }
+ *   proftrace_stop();
+ *
+ * Every call records the same events as the C++ macros, on the same
+ * per-thread rings, into the same traces and tables. Calls made while no
+ * session records cost a load and a branch (push/pop also keep the thread's
+ * nesting, so that a scope pushed before a session starts pops cleanly).
+ *
+ * With PROFTRACE_ENABLED=0 every PROF_C_* macro expands to nothing (or
+ * ((void)0)) and evaluates no argument, and the functions are inline
+ * stand-ins that do nothing (proftrace_start returns 0): no library needed.
+ */
+#ifndef PROFTRACE_PROFTRACE_H
+#define PROFTRACE_PROFTRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__has_include)
+#if __has_include(<proftrace/build_config.hpp>)
+#include <proftrace/build_config.hpp> /* only #defines */
+#endif
+#endif
+#ifndef PROFTRACE_ENABLED
+#define PROFTRACE_ENABLED 1
+#endif
+
+#if PROFTRACE_ENABLED
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Starts a session configured by `config`, the same "key=value,..." string
+ * as the PROFTRACE_CONFIG environment variable (NULL or "": the defaults).
+ * 0 on success; nonzero when the string is invalid or a session cannot start,
+ * with the reason in proftrace_last_error(). A session started from
+ * PROFTRACE_CONFIG is stopped first (its trace kept): this one takes over. */
+int proftrace_start(const char* config);
+/* The reason the last failed call on this thread failed ("" if none). */
+const char* proftrace_last_error(void);
+/* Stops the session proftrace_start started (writes its traces, prints the
+ * table if the config asked for one). Nothing when none runs. */
+void proftrace_stop(void);
+/* The calling thread's next step begins; its previous one ends. */
+void proftrace_step(void);
+
+/* A scope named by a runtime string, copied at the call (at most 256 bytes;
+ * longer names are cut on a UTF-8 boundary and counted). */
+void proftrace_push(const char* name);
+/* The same with an explicit length (no NUL needed: Fortran strings). */
+void proftrace_push_n(const char* name, size_t length);
+/* A scope named by a string that lives as long as the program (a literal):
+ * interned on its first use on each thread, then only a pointer is recorded.
+ * Aggregated with other scopes of the same text. */
+void proftrace_push_literal(const char* name);
+/* Ends the innermost scope the calling thread pushed. A pop with no push
+ * open is ignored and counted (proftrace_unmatched_pops(), and a warning
+ * when the session stops). */
+void proftrace_pop(void);
+/* How many pops, in this process, had no push open on their thread. */
+uint64_t proftrace_unmatched_pops(void);
+
+/* An instant event and a counter sample (names: any string, copied once). */
+void proftrace_instant(const char* name);
+void proftrace_counter(const char* name, double value);
+/* Args of the innermost open scope of this thread (key: any string). */
+void proftrace_arg_int(const char* key, int64_t value);
+void proftrace_arg_double(const char* key, double value);
+void proftrace_arg_string(const char* key, const char* value);
+
+/* Memory of the program's own allocators (recorded with the "memory" key);
+ * device -1 is host memory. */
+void proftrace_alloc(const void* address, int64_t bytes, int device);
+void proftrace_free(const void* address, int device);
+/* FLOP estimates for the innermost open scope (recorded with "flops"):
+ * a raw count (negative: invalid, counted), or 2*m*n*k for a matrix product. */
+void proftrace_flops(int64_t flops);
+void proftrace_matmul(int64_t m, int64_t n, int64_t k);
+
+/* Forms with an explicit length (no NUL needed), for Fortran and other
+ * languages whose strings carry their length. Names are looked up by text
+ * under a lock on each call: for names known at compile time, prefer the
+ * functions above from C. */
+int proftrace_start_n(const char* config, size_t length);
+void proftrace_instant_n(const char* name, size_t length);
+void proftrace_counter_n(const char* name, size_t length, double value);
+void proftrace_arg_int_n(const char* key, size_t length, int64_t value);
+void proftrace_arg_double_n(const char* key, size_t length, double value);
+void proftrace_arg_string_n(const char* key, size_t key_length, const char* value, size_t value_length);
+
+/* Nonzero while a session records events. */
+int proftrace_recording(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#else /* PROFTRACE_ENABLED=0: the same functions, inline, doing nothing (no library needed) */
+
+static inline int proftrace_start(const char* config) { (void)config; return 0; }
+static inline const char* proftrace_last_error(void) { return ""; }
+static inline void proftrace_stop(void) {}
+static inline void proftrace_step(void) {}
+static inline void proftrace_push(const char* name) { (void)name; }
+static inline void proftrace_push_n(const char* name, size_t length) { (void)name; (void)length; }
+static inline void proftrace_push_literal(const char* name) { (void)name; }
+static inline void proftrace_pop(void) {}
+static inline uint64_t proftrace_unmatched_pops(void) { return 0; }
+static inline void proftrace_instant(const char* name) { (void)name; }
+static inline void proftrace_counter(const char* name, double value) { (void)name; (void)value; }
+static inline void proftrace_arg_int(const char* key, int64_t value) { (void)key; (void)value; }
+static inline void proftrace_arg_double(const char* key, double value) { (void)key; (void)value; }
+static inline void proftrace_arg_string(const char* key, const char* value) { (void)key; (void)value; }
+static inline void proftrace_alloc(const void* address, int64_t bytes, int device) {
+  (void)address; (void)bytes; (void)device;
+}
+static inline void proftrace_free(const void* address, int device) { (void)address; (void)device; }
+static inline void proftrace_flops(int64_t flops) { (void)flops; }
+static inline void proftrace_matmul(int64_t m, int64_t n, int64_t k) { (void)m; (void)n; (void)k; }
+static inline int proftrace_start_n(const char* config, size_t length) { (void)config; (void)length; return 0; }
+static inline void proftrace_instant_n(const char* name, size_t length) { (void)name; (void)length; }
+static inline void proftrace_counter_n(const char* name, size_t length, double value) {
+  (void)name; (void)length; (void)value;
+}
+static inline void proftrace_arg_int_n(const char* key, size_t length, int64_t value) {
+  (void)key; (void)length; (void)value;
+}
+static inline void proftrace_arg_double_n(const char* key, size_t length, double value) {
+  (void)key; (void)length; (void)value;
+}
+static inline void proftrace_arg_string_n(const char* key, size_t key_length, const char* value,
+                                          size_t value_length) {
+  (void)key; (void)key_length; (void)value; (void)value_length;
+}
+static inline int proftrace_recording(void) { return 0; }
+
+#endif /* PROFTRACE_ENABLED */
+
+#define PROFTRACE_C_CAT_(a, b) a##b
+#define PROFTRACE_C_CAT(a, b) PROFTRACE_C_CAT_(a, b)
+
+#if PROFTRACE_ENABLED
+
+#if defined(__GNUC__) || defined(__clang__)
+static inline void proftrace_c_scope_cleanup_(int* unused) {
+  (void)unused;
+  proftrace_pop();
+}
+/* A scope until the end of the enclosing block (GCC's and Clang's cleanup
+ * attribute): PROF_C_SCOPE(name) copies the name, PROF_C_SCOPE_LITERAL(name)
+ * records a pointer to a literal. */
+#define PROF_C_SCOPE(name)                                                                          \
+  int PROFTRACE_C_CAT(proftrace_c_scope_, __COUNTER__) __attribute__((cleanup(proftrace_c_scope_cleanup_), unused)) = \
+      (proftrace_push(name), 0)
+#define PROF_C_SCOPE_LITERAL(name)                                                                  \
+  int PROFTRACE_C_CAT(proftrace_c_scope_, __COUNTER__) __attribute__((cleanup(proftrace_c_scope_cleanup_), unused)) = \
+      (proftrace_push_literal(name), 0)
+#endif
+
+#define PROF_C_PUSH(name) proftrace_push(name)
+#define PROF_C_PUSH_LITERAL(name) proftrace_push_literal(name)
+#define PROF_C_POP() proftrace_pop()
+#define PROF_C_STEP() proftrace_step()
+#define PROF_C_INSTANT(name) (proftrace_recording() ? proftrace_instant(name) : (void)0)
+#define PROF_C_COUNTER(name, value) (proftrace_recording() ? proftrace_counter(name, (double)(value)) : (void)0)
+#define PROF_C_ARG_INT(key, value) (proftrace_recording() ? proftrace_arg_int(key, (int64_t)(value)) : (void)0)
+#define PROF_C_ARG_DOUBLE(key, value) (proftrace_recording() ? proftrace_arg_double(key, (double)(value)) : (void)0)
+#define PROF_C_ARG_STRING(key, value) (proftrace_recording() ? proftrace_arg_string(key, value) : (void)0)
+#define PROF_C_ALLOC(address, bytes, device) (proftrace_recording() ? proftrace_alloc(address, bytes, device) : (void)0)
+#define PROF_C_FREE(address, device) (proftrace_recording() ? proftrace_free(address, device) : (void)0)
+#define PROF_C_FLOPS(flops) (proftrace_recording() ? proftrace_flops(flops) : (void)0)
+#define PROF_C_MATMUL(m, n, k) (proftrace_recording() ? proftrace_matmul(m, n, k) : (void)0)
+
+#else /* compiled out */
+
+#define PROF_C_SCOPE(name)
+#define PROF_C_SCOPE_LITERAL(name)
+#define PROF_C_PUSH(name) ((void)0)
+#define PROF_C_PUSH_LITERAL(name) ((void)0)
+#define PROF_C_POP() ((void)0)
+#define PROF_C_STEP() ((void)0)
+#define PROF_C_INSTANT(name) ((void)0)
+#define PROF_C_COUNTER(name, value) ((void)0)
+#define PROF_C_ARG_INT(key, value) ((void)0)
+#define PROF_C_ARG_DOUBLE(key, value) ((void)0)
+#define PROF_C_ARG_STRING(key, value) ((void)0)
+#define PROF_C_ALLOC(address, bytes, device) ((void)0)
+#define PROF_C_FREE(address, device) ((void)0)
+#define PROF_C_FLOPS(flops) ((void)0)
+#define PROF_C_MATMUL(m, n, k) ((void)0)
+
+#endif
+
+#endif /* PROFTRACE_PROFTRACE_H */

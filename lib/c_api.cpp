@@ -1,0 +1,482 @@
+// The C API (<proftrace/proftrace.h>) and sessions from the environment
+// (PROFTRACE_CONFIG): one parser for the "key=value,..." string both take,
+// one session slot they share, and the C scopes' per-thread nesting.
+#include "proftrace/proftrace.h"
+
+#include <atomic>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "c_config.hpp"
+#include "proftrace/detail/recorder.hpp"
+#include "proftrace/flops.hpp"
+#include "proftrace/profile.hpp"
+#include "proftrace/schedule.hpp"
+#include "tensorboard_handler.hpp"
+#include "warn.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+namespace {
+
+bool parse_count(std::string_view v, std::int64_t& out) {
+  if (v.empty()) return false;
+  const auto r = std::from_chars(v.data(), v.data() + v.size(), out);
+  return r.ec == std::errc() && r.ptr == v.data() + v.size() && out >= 0;
+}
+// A switch: "memory" alone, or memory=1|0|true|false|on|off|yes|no.
+bool parse_flag(std::string_view v, bool has_value, bool& out) {
+  if (!has_value) return out = true;
+  if (v == "1" || v == "true" || v == "on" || v == "yes") return out = true;
+  if (v == "0" || v == "false" || v == "off" || v == "no") {
+    out = false;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool parse_config(std::string_view text, c_config& out, std::string& error) {
+  out = c_config{};
+  schedule_args sched;
+  bool has_schedule = false;
+  std::string format = "json";
+  bool has_out = false;
+  while (!text.empty()) {
+    const std::size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (item.empty()) continue;
+    const std::size_t eq = item.find('=');
+    const std::string_view key = item.substr(0, eq);
+    const bool has_value = eq != std::string_view::npos;
+    const std::string_view value = has_value ? item.substr(eq + 1) : std::string_view();
+    const auto bad = [&](const char* expected) {
+      error = "bad value '" + std::string(value) + "' for key '" + std::string(key) + "' (expected " + expected + ")";
+      return false;
+    };
+    if (key == "out") {
+      if (value.empty()) return bad("a directory: out=DIR");
+      out.out_dir = std::string(value);
+      has_out = true;
+    } else if (key == "format") {
+      if (value != "json" && value != "json.gz" && value != "json.zst" && value != "pftrace")
+        return bad("json, json.gz, json.zst or pftrace");
+      format = std::string(value);
+    } else if (key == "table") {
+      if (!parse_flag(value, has_value, out.table)) return bad("nothing, or 1/0");
+    } else if (key == "skip_first" || key == "wait" || key == "warmup" || key == "active" || key == "repeat") {
+      std::int64_t n = 0;
+      if (!parse_count(value, n)) return bad("a whole number >= 0");
+      (key == "skip_first" ? sched.skip_first
+       : key == "wait"     ? sched.wait
+       : key == "warmup"   ? sched.warmup
+       : key == "active"   ? sched.active
+                           : sched.repeat) = n;
+      has_schedule = true;
+    } else if (key == "memory") {
+      if (!parse_flag(value, has_value, out.opts.profile_memory)) return bad("nothing, or 1/0");
+    } else if (key == "shapes") {
+      if (!parse_flag(value, has_value, out.opts.record_shapes)) return bad("nothing, or 1/0");
+    } else if (key == "stack") {
+      if (!parse_flag(value, has_value, out.opts.with_stack)) return bad("nothing, or 1/0");
+    } else if (key == "flops") {
+      if (!parse_flag(value, has_value, out.opts.with_flops)) return bad("nothing, or 1/0");
+    } else if (key == "cuda") {
+      bool cuda = false;
+      if (!parse_flag(value, has_value, cuda)) return bad("nothing, or 1/0");
+      if (cuda) out.opts.activities = activity_set{activity::cpu, activity::cuda};
+    } else {
+      error = "unknown key '" + std::string(key) +
+              "' (known: out, format, table, skip_first, wait, warmup, active, repeat, memory, shapes, stack, "
+              "flops, cuda)";
+      return false;
+    }
+  }
+  if (has_schedule) {
+    if (sched.active == 0) {
+      error = "bad value '0' for key 'active' (a schedule needs active=N with N >= 1)";
+      return false;
+    }
+    out.opts.schedule = schedule(sched);
+  }
+  if (!has_out) out.out_dir = ".";
+  tensorboard_handler h{out.out_dir, {}, format == "json.gz",
+                        format == "pftrace" ? trace_format::pftrace : trace_format::json};
+  if (format == "json.zst") {
+    out.opts.on_trace_ready = [h](session& s) mutable {
+      // The handler's file name with .zst: export_chrome_trace compresses by suffix.
+      tensorboard_handler named = h;
+      named.use_gzip = false;
+      named.use_zstd = true;
+      named(s);
+    };
+  } else {
+    out.opts.on_trace_ready = h;
+  }
+  return true;
+}
+
+namespace {
+
+// The session proftrace_start or PROFTRACE_CONFIG started.
+struct c_session {
+  std::unique_ptr<profile> p;
+  bool table = false;
+  bool from_environment = false;
+};
+// Recursive: session::start() calls yield_environment_session on the thread
+// that may hold it (proftrace_start).
+std::recursive_mutex c_session_mutex;
+c_session* current = nullptr;  // under c_session_mutex
+
+thread_local std::string last_error;
+
+std::atomic<std::uint64_t> unmatched_pops{0};
+
+// The calling thread's C scopes: what each push opened (a pop closes it).
+// Beyond max_c_depth pushes are not recorded, only counted, so pops still
+// pair with them.
+constexpr std::size_t max_c_depth = 256;
+struct c_frame {
+  const site* where;
+  std::uint64_t begin;  // no_begin: not recorded
+};
+struct c_stack {
+  std::size_t depth = 0;
+  c_frame frames[max_c_depth];
+};
+constinit thread_local c_stack c_scopes{};
+
+// The thread's open step (proftrace_step): its site and begin.
+constinit thread_local const site* c_step_site = nullptr;
+constinit thread_local std::uint64_t c_step_begin = no_begin;
+
+const site c_push_site{"proftrace_push", "", "proftrace.h", 0, category::user_annotation};
+
+// Sites for names that C passes at run time (literals, instants, counters,
+// arg keys): one per (text, category), kept for the life of the process.
+// A per-thread cache by pointer (checked against the text) keeps the lock
+// to a thread's first use of a name.
+struct interned {
+  std::string name;
+  std::unique_ptr<site> s;
+};
+std::mutex intern_mutex;
+std::unordered_map<std::string, interned>& intern_table() {
+  static auto* t = new std::unordered_map<std::string, interned>;  // never destroyed: used at exit
+  return *t;
+}
+constexpr std::size_t intern_cache_size = 64;
+struct intern_cache_entry {
+  const char* pointer;
+  const site* s;
+};
+constinit thread_local intern_cache_entry intern_cache[intern_cache_size]{};
+
+const site* intern_site(const char* name, category cat) noexcept {
+  if (name == nullptr) name = "";
+  const std::size_t slot = ((reinterpret_cast<std::uintptr_t>(name) >> 3) * 4 + static_cast<std::size_t>(cat)) %
+                           intern_cache_size;
+  intern_cache_entry& e = intern_cache[slot];
+  if (e.pointer == name && e.s->cat == cat && std::strcmp(e.s->name, name) == 0) return e.s;
+  try {
+    const in_profiler_guard own_allocations;
+    std::lock_guard lock(intern_mutex);
+    std::string key(name);
+    key += '\x1f';
+    key += static_cast<char>('0' + static_cast<int>(cat));
+    auto [it, fresh] = intern_table().try_emplace(std::move(key));
+    if (fresh) {
+      it->second.name = name;
+      it->second.s.reset(new site{it->second.name.c_str(), "", "proftrace.h", 0, cat});
+    }
+    e = {name, it->second.s.get()};
+    return e.s;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+// By text alone (a string with its length): a lookup under the lock.
+const site* intern_site_n(const char* name, std::size_t length, category cat) noexcept {
+  try {
+    const in_profiler_guard own_allocations;
+    const std::string text(name ? name : "", name ? length : 0);
+    return intern_site(text.c_str(), cat);  // a cache hit is checked against the text, so a reused address is safe
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+void push_frame(const site* where, std::uint64_t begin) noexcept {
+  c_stack& st = c_scopes;
+  if (st.depth < max_c_depth) st.frames[st.depth] = {where, begin};
+  ++st.depth;
+}
+
+void end_thread_step() noexcept {
+  if (c_step_site != nullptr && c_step_begin != no_begin) record_end(c_step_site, c_step_begin);
+  c_step_site = nullptr;
+  c_step_begin = no_begin;
+}
+
+void report_unmatched_pops() {
+  static std::uint64_t reported = 0;
+  const std::uint64_t n = unmatched_pops.load(std::memory_order_relaxed);
+  if (n > reported) {
+    warn(std::to_string(n - reported) +
+         " proftrace_pop() call(s) had no proftrace_push() open on their thread; they were ignored");
+    reported = n;
+  }
+}
+
+// Stops and destroys `s` (under c_session_mutex): its traces go out, its
+// table to stderr when asked.
+void finish(c_session* s) {
+  end_thread_step();
+  try {
+    s->p->stop();
+    if (s->table && s->p->has_trace()) std::cerr << s->p->table();
+  } catch (const std::exception& e) {
+    warn(std::string("stopping the session failed: ") + e.what());
+  }
+  report_unmatched_pops();
+  delete s;
+}
+
+void stop_environment_session_at_exit() {
+  std::lock_guard lock(c_session_mutex);
+  if (current && current->from_environment) {
+    finish(current);
+    current = nullptr;
+  }
+}
+
+// Starts a session from `config`; 0 or an error in last_error.
+int start_session(const char* config, bool from_environment) {
+  c_config parsed;
+  std::string error;
+  if (!parse_config(config ? config : "", parsed, error)) {
+    last_error = (from_environment ? "PROFTRACE_CONFIG: " : "proftrace_start: ") + error;
+    return 1;
+  }
+  std::lock_guard lock(c_session_mutex);
+  if (current) {
+    if (!current->from_environment) {
+      last_error = "proftrace_start: a session started by proftrace_start is already running; call proftrace_stop first";
+      return 2;
+    }
+    warn("proftrace_start takes over from the session PROFTRACE_CONFIG started; that session stops "
+         "here and its trace is kept");
+    finish(current);
+    current = nullptr;
+  }
+  try {
+    auto s = std::make_unique<c_session>();
+    s->p = std::make_unique<profile>(std::move(parsed.opts));
+    s->table = parsed.table;
+    s->from_environment = from_environment;
+    s->p->start();
+    current = s.release();
+  } catch (const std::exception& e) {
+    last_error = e.what();
+    return 3;
+  }
+  last_error.clear();
+  return 0;
+}
+
+}  // namespace
+
+void yield_environment_session(const void* starting) noexcept {
+  std::lock_guard lock(c_session_mutex);
+  if (!current || !current->from_environment || static_cast<const session*>(current->p.get()) == starting) return;
+  warn("the program starts a profiler of its own: the session PROFTRACE_CONFIG started stops here "
+       "(its trace is kept) and the program's takes over");
+  try {
+    finish(current);
+  } catch (...) {
+  }
+  current = nullptr;
+}
+
+void start_from_environment() noexcept {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  const char* config = std::getenv("PROFTRACE_CONFIG");
+  if (config == nullptr || *config == '\0') return;
+  try {
+    if (start_session(config, true) != 0) {
+      std::fprintf(stderr, "proftrace: %s; the program runs unprofiled\n", last_error.c_str());
+      return;
+    }
+    // Registered after the session (and the flusher) started, so it runs
+    // before their statics are destroyed.
+    std::atexit(stop_environment_session_at_exit);
+  } catch (...) {
+    std::fprintf(stderr, "proftrace: PROFTRACE_CONFIG: the session could not start; the program runs unprofiled\n");
+  }
+}
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace
+
+namespace pd = proftrace::detail;
+
+extern "C" {
+
+int proftrace_start(const char* config) {
+  try {
+    return pd::start_session(config, false);
+  } catch (...) {
+    pd::last_error = "proftrace_start: out of memory";
+    return 4;
+  }
+}
+
+const char* proftrace_last_error(void) { return pd::last_error.c_str(); }
+
+void proftrace_stop(void) {
+  std::lock_guard lock(pd::c_session_mutex);
+  if (!pd::current) return;
+  pd::finish(pd::current);
+  pd::current = nullptr;
+}
+
+void proftrace_step(void) {
+  pd::end_thread_step();
+  if (!(pd::session_state.load(std::memory_order_relaxed) & pd::state_session)) return;
+  bool drives = false;
+  const std::int64_t n = pd::enter_step(drives);
+  if (n < 0) return;
+  pd::c_step_site = drives ? &pd::step_site : &pd::thread_step_site;
+  pd::c_step_begin = pd::record_begin(pd::c_step_site, static_cast<std::uint64_t>(n));
+}
+
+void proftrace_push(const char* name) {
+  proftrace_push_n(name, name ? std::strlen(name) : 0);
+}
+
+void proftrace_push_n(const char* name, size_t length) {
+  std::uint64_t begin = pd::no_begin;
+  if (pd::recording() && pd::c_scopes.depth < pd::max_c_depth)
+    begin = pd::record_dynamic_begin(&pd::c_push_site, std::string_view(name ? name : "", name ? length : 0));
+  pd::push_frame(&pd::c_push_site, begin);
+}
+
+void proftrace_push_literal(const char* name) {
+  const pd::site* s = nullptr;
+  std::uint64_t begin = pd::no_begin;
+  if (pd::recording() && pd::c_scopes.depth < pd::max_c_depth) {
+    s = pd::intern_site(name, pd::category::user_annotation);
+    if (s) begin = pd::record_begin(s);
+  }
+  pd::push_frame(s, begin);
+}
+
+void proftrace_pop(void) {
+  pd::c_stack& st = pd::c_scopes;
+  if (st.depth == 0) {
+    pd::unmatched_pops.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  --st.depth;
+  if (st.depth >= pd::max_c_depth) return;
+  const pd::c_frame f = st.frames[st.depth];
+  if (f.begin != pd::no_begin && f.where != nullptr) pd::record_end(f.where, f.begin);
+}
+
+uint64_t proftrace_unmatched_pops(void) { return pd::unmatched_pops.load(std::memory_order_relaxed); }
+
+void proftrace_instant(const char* name) {
+  if (!pd::recording()) return;
+  if (const pd::site* s = pd::intern_site(name, pd::category::instant)) pd::record_instant(s);
+}
+
+void proftrace_counter(const char* name, double value) {
+  if (!pd::recording()) return;
+  if (const pd::site* s = pd::intern_site(name, pd::category::counter)) pd::record_counter(s, value);
+}
+
+void proftrace_arg_int(const char* key, int64_t value) {
+  if (!pd::recording()) return;
+  if (const pd::site* s = pd::intern_site(key, pd::category::user_annotation)) pd::record_arg_integer(s, value);
+}
+void proftrace_arg_double(const char* key, double value) {
+  if (!pd::recording()) return;
+  if (const pd::site* s = pd::intern_site(key, pd::category::user_annotation)) pd::record_arg_floating(s, value);
+}
+void proftrace_arg_string(const char* key, const char* value) {
+  if (!pd::recording()) return;
+  if (const pd::site* s = pd::intern_site(key, pd::category::user_annotation))
+    pd::record_arg_string(s, value ? value : "");
+}
+
+void proftrace_alloc(const void* address, int64_t bytes, int device) {
+  if (pd::recording_memory()) pd::record_alloc(address, bytes, device);
+}
+void proftrace_free(const void* address, int device) {
+  if (pd::recording_memory()) pd::record_free(address, device);
+}
+
+void proftrace_flops(int64_t flops) {
+  if (pd::recording_flops()) pd::record_estimate(pd::raw_flop_count(flops));
+}
+void proftrace_matmul(int64_t m, int64_t n, int64_t k) {
+  if (pd::recording_flops()) pd::record_estimate(proftrace::flops::mm(m, n, k));
+}
+
+int proftrace_recording(void) { return pd::recording() ? 1 : 0; }
+
+}  // extern "C"
+
+extern "C" {
+
+int proftrace_start_n(const char* config, size_t length) {
+  try {
+    const std::string text(config ? config : "", config ? length : 0);
+    return proftrace_start(text.c_str());
+  } catch (...) {
+    return 4;
+  }
+}
+void proftrace_instant_n(const char* name, size_t length) {
+  if (!pd::recording()) return;
+  if (const pd::site* s = pd::intern_site_n(name, length, pd::category::instant)) pd::record_instant(s);
+}
+void proftrace_counter_n(const char* name, size_t length, double value) {
+  if (!pd::recording()) return;
+  if (const pd::site* s = pd::intern_site_n(name, length, pd::category::counter)) pd::record_counter(s, value);
+}
+void proftrace_arg_int_n(const char* key, size_t length, int64_t value) {
+  if (!pd::recording()) return;
+  if (const pd::site* s = pd::intern_site_n(key, length, pd::category::user_annotation)) pd::record_arg_integer(s, value);
+}
+void proftrace_arg_double_n(const char* key, size_t length, double value) {
+  if (!pd::recording()) return;
+  if (const pd::site* s = pd::intern_site_n(key, length, pd::category::user_annotation))
+    pd::record_arg_floating(s, value);
+}
+void proftrace_arg_string_n(const char* key, size_t key_length, const char* value, size_t value_length) {
+  if (!pd::recording()) return;
+  if (const pd::site* s = pd::intern_site_n(key, key_length, pd::category::user_annotation))
+    pd::record_arg_string(s, std::string_view(value ? value : "", value ? value_length : 0));
+}
+
+}  // extern "C"

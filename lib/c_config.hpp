@@ -1,0 +1,35 @@
+// Internal: the "key=value,..." configuration that proftrace_start() and
+// the PROFTRACE_CONFIG environment variable take (lib/c_api.cpp), and the
+// session started from the environment before main().
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "proftrace/profile.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+struct c_config {
+  profile_options opts;
+  bool table = false;    // print the summary table to stderr when the session stops
+  std::string out_dir;   // where traces go (tensorboard_trace_handler): "." unless out=DIR
+};
+
+// Parses `text` into `out`; false with a message naming the key otherwise.
+bool parse_config(std::string_view text, c_config& out, std::string& error);
+
+// Starts a session from $PROFTRACE_CONFIG (once per process; nothing when
+// unset) and stops it at exit. Called before main() from the recorder's
+// translation unit (registry.cpp), which every instrumented program links.
+void start_from_environment() noexcept;
+
+// session::start() of `starting`: a session PROFTRACE_CONFIG started stops
+// (its trace kept) so that the program's own takes over.
+void yield_environment_session(const void* starting) noexcept;
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

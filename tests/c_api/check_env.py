@@ -1,0 +1,58 @@
+"""PROFTRACE_CONFIG on a program with macros and no session code
+(tests/c_api/env_program.cpp): the trace is written, the table printed to
+stderr, a bad key named with the program running unprofiled, and a program
+that starts its own session takes over from the environment's."""
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+program = sys.argv[1]
+
+
+def run(config, *args):
+    env = dict(os.environ, PROFTRACE_CONFIG=config)
+    r = subprocess.run([program, *args], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, (r.returncode, r.stderr)
+    return r
+
+
+def names(path):
+    return [e.get("name") for e in json.load(open(path))["traceEvents"]]
+
+
+with tempfile.TemporaryDirectory() as d:
+    r = run(f"out={d},table")
+    files = glob.glob(os.path.join(d, "*.pt.trace.json"))
+    assert len(files) == 1, os.listdir(d)
+    assert names(files[0]).count("env work") == 6
+    assert "env work" in r.stderr and "Self CPU" in r.stderr, r.stderr
+
+with tempfile.TemporaryDirectory() as d:
+    run(f"out={d},format=pftrace,wait=1,warmup=1,active=2,repeat=1")
+    files = glob.glob(os.path.join(d, "*.pftrace"))
+    assert len(files) == 1, os.listdir(d)
+
+with tempfile.TemporaryDirectory() as d:
+    run(f"out={d},format=json.gz")
+    assert len(glob.glob(os.path.join(d, "*.json.gz"))) == 1, os.listdir(d)
+
+with tempfile.TemporaryDirectory() as d:
+    for bad, key in ((f"out={d},tabel", "unknown key 'tabel'"), (f"out={d},active=two", "key 'active'"),
+                     (f"out={d},format=xml", "key 'format'")):
+        r = run(bad)
+        assert key in r.stderr and "runs unprofiled" in r.stderr, r.stderr
+        assert r.stderr.count("proftrace") == 1, r.stderr  # one message
+    assert os.listdir(d) == [], os.listdir(d)
+
+with tempfile.TemporaryDirectory() as d:
+    r = run(f"out={d}", "own")
+    assert "takes over" in r.stderr, r.stderr
+    assert "own rows: 1" in r.stdout, r.stdout
+    files = glob.glob(os.path.join(d, "*.pt.trace.json"))
+    assert len(files) == 1, os.listdir(d)
+    assert names(files[0]).count("env work") == 6
+
+print("ok")

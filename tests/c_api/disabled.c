@@ -1,0 +1,47 @@
+/* PROFTRACE_ENABLED=0: every PROF_C_* macro expands to nothing or
+ * ((void)0) and evaluates no argument, and the functions are inline
+ * stand-ins. Built WITHOUT libproftrace: linking
+ * at all shows no proftrace symbol is referenced (never_defined() would
+ * fail to link if any argument were evaluated). */
+#include <proftrace/proftrace.h>
+
+#if PROFTRACE_ENABLED
+#error "this test is built with PROFTRACE_ENABLED=0"
+#endif
+
+int never_defined(void);
+
+static int work(int n) {
+  PROF_C_SCOPE("scope");
+  PROF_C_SCOPE_LITERAL("literal");
+  int sum = 0;
+  for (int i = 0; i < n; ++i) {
+    PROF_C_STEP();
+    PROF_C_PUSH("pushed");
+    PROF_C_PUSH_LITERAL("pushed literal");
+    PROF_C_ARG_INT("i", never_defined());
+    PROF_C_ARG_DOUBLE("x", never_defined());
+    PROF_C_ARG_STRING("s", (const char*)0 + never_defined());
+    PROF_C_COUNTER("sum", never_defined());
+    PROF_C_INSTANT("instant");
+    PROF_C_ALLOC((void*)0, never_defined(), -1);
+    PROF_C_FREE((void*)0, -1);
+    PROF_C_FLOPS(never_defined());
+    PROF_C_MATMUL(never_defined(), 2, 3);
+    sum += i;
+    PROF_C_POP();
+    PROF_C_POP();
+  }
+  return (PROF_C_INSTANT("comma"), sum);
+}
+
+int main(void) {
+  /* The functions are inline stand-ins: a program that calls them links
+   * without the library too. */
+  if (proftrace_start("out=never,table") != 0 || proftrace_recording()) return 2;
+  proftrace_step();
+  proftrace_push("x");
+  proftrace_pop();
+  proftrace_stop();
+  return work(4) == 6 && proftrace_last_error()[0] == '\0' ? 0 : 1;
+}

@@ -1,0 +1,107 @@
+// The C API (<proftrace/proftrace.h>) from C++: its config string, scopes
+// pushed and popped (runtime names copied, literals interned), steps,
+// instants, counters, args, and a pop with no push (counted, never a crash).
+// tests/c_api/program.c checks the same header as C11.
+#include <doctest/doctest.h>
+
+#include <boost/json.hpp>
+
+#include <cstring>
+#include <string>
+
+#include <proftrace/proftrace.h>
+#include <proftrace/macros.hpp>
+
+#include "test_support.hpp"
+
+using test_support::events_named;
+using test_support::files_in;
+using test_support::read_trace;
+using test_support::temp_dir;
+
+TEST_CASE("proftrace_start: a bad config names the key and starts nothing") {
+  CHECK(proftrace_start("tabel") != 0);
+  CHECK(std::string(proftrace_last_error()).find("unknown key 'tabel'") != std::string::npos);
+  CHECK(proftrace_start("active=x") != 0);
+  CHECK(std::string(proftrace_last_error()).find("'active'") != std::string::npos);
+  CHECK(proftrace_start("format=xml") != 0);
+  CHECK(std::string(proftrace_last_error()).find("'format'") != std::string::npos);
+  CHECK(proftrace_recording() == 0);
+  proftrace_stop();  // none running: nothing
+}
+
+TEST_CASE("the C API: scopes, runtime names, literals, args, steps and a mismatched pop") {
+  temp_dir out("c-api");
+  const std::uint64_t unmatched_before = proftrace_unmatched_pops();
+  proftrace_push("before the session");  // not recorded, still paired by its pop
+  const std::string config = "out=" + out.path.string() + ",format=json,flops,memory";
+  REQUIRE(proftrace_start(config.c_str()) == 0);
+  CHECK(proftrace_start(config.c_str()) != 0);  // one at a time
+  CHECK(std::string(proftrace_last_error()).find("already running") != std::string::npos);
+  proftrace_pop();
+  CHECK(proftrace_recording() == 1);
+  for (int i = 0; i < 3; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "kernel %d", i % 2);
+    proftrace_push(name);
+    proftrace_arg_int("i", i);
+    proftrace_arg_double("x", 1.5);
+    proftrace_arg_string("solver", "cg");
+    std::memset(name, 0, sizeof name);  // copied at push: the buffer may change
+    proftrace_push_literal("literal");
+    proftrace_matmul(2, 3, 4);
+    proftrace_pop();
+    proftrace_counter("residual", 0.25 * i);
+    proftrace_instant("mark");
+    proftrace_pop();
+  }
+  proftrace_push_n("fortran name   ", 12);
+  proftrace_pop();
+  proftrace_pop();  // no push open: counted
+  CHECK(proftrace_unmatched_pops() == unmatched_before + 1);
+  proftrace_stop();
+  CHECK(proftrace_recording() == 0);
+  const auto files = files_in(out.path);
+  REQUIRE(files.size() == 1);
+  const auto trace = read_trace(files[0]);
+  CHECK(events_named(trace, "before the session").empty());
+  const auto k1 = events_named(trace, "kernel 1");
+  CHECK(k1.size() == 1);
+  const auto k0 = events_named(trace, "kernel 0");
+  REQUIRE(k0.size() == 2);
+  const auto& args = k0[1].at("args").as_object();
+  CHECK(args.at("i").as_int64() == 2);
+  CHECK(args.at("x").as_double() == 1.5);
+  CHECK(args.at("solver").as_string() == "cg");
+  const auto lit = events_named(trace, "literal");
+  REQUIRE(lit.size() == 3);
+  CHECK(lit[0].at("args").as_object().at("flops").as_int64() == 48);
+  // Nested: each literal lies inside a kernel scope.
+  const auto ts = [](const boost::json::object& e) { return e.at("ts").as_double(); };
+  const auto end = [&](const boost::json::object& e) { return ts(e) + e.at("dur").as_double(); };
+  CHECK(ts(lit[0]) >= ts(k0[0]));
+  CHECK(end(lit[0]) <= end(k0[0]));
+  CHECK(events_named(trace, "fortran name").size() == 1);
+  CHECK(events_named(trace, "mark").size() == 3);
+}
+
+TEST_CASE("the C API: proftrace_step drives a schedule; C++ macros land in the same trace") {
+  temp_dir out("c-api-steps");
+  const std::string config = "out=" + out.path.string() + ",wait=1,warmup=1,active=2,repeat=1";
+  REQUIRE(proftrace_start(config.c_str()) == 0);
+  for (int step = 0; step < 6; ++step) {
+    proftrace_step();
+    proftrace_push_literal("work");
+    { PROF_SCOPE("c++ scope"); }
+    proftrace_pop();
+  }
+  proftrace_stop();
+  const auto files = files_in(out.path);
+  REQUIRE(files.size() == 1);
+  const auto trace = read_trace(files[0]);
+  CHECK(events_named(trace, "ProfilerStep#2").size() == 1);
+  CHECK(events_named(trace, "ProfilerStep#3").size() == 1);
+  CHECK(events_named(trace, "ProfilerStep#1").empty());
+  CHECK(events_named(trace, "work").size() == 2);
+  CHECK(events_named(trace, "c++ scope").size() == 2);
+}
