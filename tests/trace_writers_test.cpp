@@ -179,6 +179,15 @@ std::vector<slice> perfetto_slices(const std::string& bytes) {
   return out;
 }
 
+// A thread whose ring has uid `uid`: records get indices uid << 44 | n.
+pt::thread_state thread_of(std::int64_t tid, std::uint64_t uid) {
+  pt::thread_state ts;
+  ts.tid = tid;
+  ts.uid = uid;
+  ts.next_index = uid << pt::ring_uid_shift;
+  return ts;
+}
+
 pt::event rec(std::uint64_t t, const pt::site* s, std::uint64_t payload, pt::event_kind k, std::uint32_t extra = 0) {
   return {t, reinterpret_cast<std::uintptr_t>(s), payload, static_cast<std::uint32_t>(k), extra};
 }
@@ -195,14 +204,8 @@ TEST_CASE("the JSON and Perfetto writers give the same slices for the same recor
   dual_sink sink(head);
   pt::memory_resolver resolver;
   pt::pairing<dual_sink> pairs(resolver);
-  auto t1 = pt::thread_state{};
-  t1.tid = 11;
-  t1.uid = 1;
-  t1.next_index = std::uint64_t{1} << pt::ring_uid_shift;
-  auto t2 = t1;
-  t2.tid = 12;
-  t2.uid = 2;
-  t2.next_index = std::uint64_t{2} << pt::ring_uid_shift;
+  auto t1 = thread_of(11, 1);
+  auto t2 = thread_of(12, 2);
   pairs.attach(t1);
   pairs.attach(t2);
   const auto idx = [](std::uint64_t uid, std::uint64_t n) { return uid << pt::ring_uid_shift | n; };
@@ -275,13 +278,8 @@ TEST_CASE("a scope whose begin the Perfetto writer wrote early and that ends on 
   dual_sink sink(head);
   pt::memory_resolver resolver;
   pt::pairing<dual_sink> pairs(resolver);
-  pt::thread_state t1, t2;
-  t1.tid = 11;
-  t1.uid = 1;
-  t1.next_index = std::uint64_t{1} << pt::ring_uid_shift;
-  t2.tid = 12;
-  t2.uid = 2;
-  t2.next_index = std::uint64_t{2} << pt::ring_uid_shift;
+  auto t1 = thread_of(11, 1);
+  auto t2 = thread_of(12, 2);
   pairs.attach(t1);
   pairs.attach(t2);
   const auto idx = [](std::uint64_t uid, std::uint64_t n) { return uid << pt::ring_uid_shift | n; };
