@@ -60,6 +60,7 @@ class aggregator {
   event_average& row_for(const thread_state& ts, const open_scope& s);
   event_average& keyed_row(std::string key, const char* name);
   void retain(const thread_state& ts, const open_scope& s, std::int64_t end_ns, std::int64_t self);
+  void add_counters(const thread_state& ts, const open_scope& s, event_average& row);
   template <class Fn>
   void for_each_launcher(std::uint64_t external_id, Fn&& fn) const;
 
@@ -84,6 +85,9 @@ class aggregator {
     const site* where;
   };
   std::unordered_map<std::uint64_t, launcher> launchers_;
+  // Counters' deltas of the closed children of each thread's open scopes,
+  // by depth, for their self counts: [tid][depth] -> per counter kind.
+  std::unordered_map<std::int64_t, std::vector<std::vector<std::int64_t>>> counter_children_;
 };
 
 }  // namespace detail
