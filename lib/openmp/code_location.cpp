@@ -3,14 +3,18 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <link.h>
+#include <poll.h>
 #include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <cxxabi.h>
+#include <map>
 #include <memory>
+#include <mutex>
 
 extern char** environ;
 
@@ -30,47 +34,7 @@ std::string demangled(const char* name) {
   return status == 0 && d ? std::string(d.get()) : std::string(name);
 }
 
-// addr2line's two lines for `offset` in `file`: the function, then file:line
-// ("??" where it does not know). Empty when it cannot be run.
-bool ask_addr2line(const std::string& file, std::uintptr_t offset, std::string& function, std::string& where) {
-  int out[2];
-  if (pipe2(out, O_CLOEXEC) != 0) return false;
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  char address[32];
-  std::snprintf(address, sizeof address, "0x%zx", static_cast<std::size_t>(offset));
-  std::string exe = file;
-  char arg0[] = "addr2line", arg_f[] = "-f", arg_c[] = "-C", arg_e[] = "-e";
-  char* argv[] = {arg0, arg_f, arg_c, arg_e, exe.data(), address, nullptr};
-  pid_t pid = -1;
-  // posix_spawn, not fork: no atfork handler (the flusher's) runs, and
-  // nothing of this multithreaded process is copied.
-  const int rc = posix_spawnp(&pid, "addr2line", &actions, nullptr, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(out[1]);
-  std::string text;
-  if (rc == 0) {
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(out[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
-      if (n > 0) text.append(buf, static_cast<std::size_t>(n));
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
-  close(out[0]);
-  if (rc != 0) return false;
-  const auto nl = text.find('\n');
-  if (nl == std::string::npos) return false;
-  function = text.substr(0, nl);
-  where = text.substr(nl + 1);
-  if (const auto end = where.find_first_of(" \n"); end != std::string::npos) where.resize(end);
-  return true;
-}
-
-// "ns::f(int, char) const" -> "ns::f": the outermost parameter list at the end goes.
+// "ns::f(int, char) const" -> "ns::f": the parameter list at the end goes.
 std::string without_parameters(std::string name) {
   if (name.size() > 6 && name.compare(name.size() - 6, 6, " const") == 0) name.resize(name.size() - 6);
   if (name.empty() || name.back() != ')') return name;
@@ -85,15 +49,117 @@ std::string without_parameters(std::string name) {
   return name;
 }
 
+// One `addr2line -f -C -e FILE` per object file, kept running: an address
+// written to it answers two lines (function, file:line) in well under a
+// millisecond, where starting it costs tens. posix_spawn, not fork: no
+// atfork handler (the flusher's) runs, nothing of this process is copied.
+struct symbolizer {
+  pid_t pid = -1;
+  pid_t owner = -1;  // the process that started it (a forked child starts its own)
+  int to = -1, from = -1;
+  bool broken = false;
+  std::string pending;
+
+  bool start(const std::string& file) {
+    int in[2], out[2];
+    if (pipe2(in, O_CLOEXEC) != 0) return false;
+    if (pipe2(out, O_CLOEXEC) != 0) {
+      close(in[0]);
+      close(in[1]);
+      return false;
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    std::string exe = file;
+    char arg0[] = "addr2line", arg_f[] = "-f", arg_c[] = "-C", arg_e[] = "-e";
+    char* argv[] = {arg0, arg_f, arg_c, arg_e, exe.data(), nullptr};
+    const int rc = posix_spawnp(&pid, "addr2line", &actions, nullptr, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(in[0]);
+    close(out[1]);
+    if (rc != 0) {
+      close(in[1]);
+      close(out[0]);
+      return false;
+    }
+    to = in[1];
+    from = out[0];
+    owner = getpid();
+    return true;
+  }
+
+  // One line of its answer; false after 5 s without one (it is then not asked again).
+  bool line(std::string& out) {
+    for (;;) {
+      if (const auto nl = pending.find('\n'); nl != std::string::npos) {
+        out = pending.substr(0, nl);
+        pending.erase(0, nl + 1);
+        return true;
+      }
+      pollfd p{from, POLLIN, 0};
+      const int ready = poll(&p, 1, 5000);
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready <= 0) return false;
+      char buf[1024];
+      const ssize_t n = read(from, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      pending.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+
+  bool ask(std::uintptr_t offset, std::string& function, std::string& where) {
+    if (broken || owner != getpid()) return false;
+    char address[32];
+    const int len = std::snprintf(address, sizeof address, "0x%zx\n", static_cast<std::size_t>(offset));
+    if (write(to, address, static_cast<std::size_t>(len)) != len || !line(function) || !line(where)) {
+      broken = true;
+      return false;
+    }
+    if (const auto end = where.find(' '); end != std::string::npos) where.resize(end);
+    return true;
+  }
+};
+
+std::mutex symbolizers_mutex;
+std::map<std::string, symbolizer>& symbolizers() {
+  static auto* m = new std::map<std::string, symbolizer>();  // its processes end with ours
+  return *m;
+}
+
+bool ask_addr2line(const std::string& file, std::uintptr_t offset, std::string& function, std::string& where) {
+  std::lock_guard lock(symbolizers_mutex);
+  auto [it, fresh] = symbolizers().try_emplace(file);
+  if ((fresh || it->second.owner != getpid()) && !it->second.broken) {
+    it->second = symbolizer{};
+    if (!it->second.start(file)) it->second.broken = true;
+  }
+  return it->second.ask(offset, function, where);
+}
+
+std::string object_file(const Dl_info& info) {
+  std::string file = info.dli_fname ? info.dli_fname : "";
+  if (file.empty() || file.find('/') == std::string::npos) {  // the main program, as the loader names it
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) file.assign(self, static_cast<std::size_t>(n));
+  }
+  return file;
+}
+
 }  // namespace
 
-std::string describe_code(const void* address) {
-  if (address == nullptr) return "unknown";
+code_location locate_code(const void* address) {
+  code_location out;
   Dl_info info{};
-  if (dladdr(address, &info) == 0 || info.dli_fname == nullptr) {
+  if (address == nullptr || dladdr(address, &info) == 0) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%p", address);
-    return buf;
+    out.function = buf;
+    return out;
   }
   // codeptr_ra is a return address: the call before it is the construct.
   const auto at = reinterpret_cast<std::uintptr_t>(address) - 1;
@@ -102,25 +168,35 @@ std::string describe_code(const void* address) {
   // loaded; a fixed executable's are absolute.
   const auto* header = static_cast<const ElfW(Ehdr)*>(info.dli_fbase);
   const bool relative = header != nullptr && header->e_type == ET_DYN;
-  std::string file = info.dli_fname;
-  if (file.empty() || file.find('/') == std::string::npos) {
-    char self[4096];
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0) file.assign(self, static_cast<std::size_t>(n));
-  }
+  const std::string file = object_file(info);
   std::string function, where;
   const bool asked = ask_addr2line(file, relative ? at - base : at, function, where);
   if (!asked || function == "??") function = info.dli_sname ? demangled(info.dli_sname) : std::string();
-  function = without_parameters(std::move(function));
-  const bool has_line = asked && !where.empty() && where.find("??") == std::string::npos && where.find(":0") == std::string::npos;
-  if (function.empty() && !has_line) {
+  out.function = without_parameters(std::move(function));
+  if (asked && !where.empty() && where.find("??") == std::string::npos && where.find(":0") == std::string::npos)
+    out.location = base_name(where);
+  if (out.function.empty() && out.location.empty()) {
     char buf[48];
     std::snprintf(buf, sizeof buf, "+0x%zx", static_cast<std::size_t>(at + 1 - base));
-    return base_name(file) + buf;
+    out.function = base_name(file) + buf;
   }
-  if (!has_line) return function;
-  const std::string loc = base_name(where);
-  return function.empty() ? loc : function + " (" + loc + ")";
+  return out;
+}
+
+void warm_up_code_locations(const void* address) {
+  (void)locate_code(address);  // a real address: addr2line reads the line tables now
+}
+
+bool is_outlined(const std::string& function) {
+  return function.rfind(".omp_outlined", 0) == 0 || function.rfind("__omp_outlined", 0) == 0 ||
+         function.rfind(".omp.", 0) == 0;
+}
+
+std::string describe_code(const code_location& c, const std::string& instead_of_outlined) {
+  std::string function = c.function;
+  if (is_outlined(function)) function = instead_of_outlined;
+  if (c.location.empty()) return function.empty() ? "unknown" : function;
+  return function.empty() ? c.location : function + " (" + c.location + ")";
 }
 
 }  // namespace detail

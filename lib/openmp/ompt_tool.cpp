@@ -6,6 +6,7 @@
 // implicit task. While no session records, a callback only notes the span
 // on its thread's small stack (so that ends keep matching begins).
 #include <dlfcn.h>
+#include <sys/auxv.h>
 #include PROFTRACE_OMP_TOOLS_H
 
 #include <algorithm>
@@ -42,6 +43,11 @@ const site atomic_site{"omp atomic", "", __FILE__, 0, category::openmp};
 // A construct's sites, named after its code address; made once per address
 // and never freed (events point at them).
 struct named_sites {
+  named_sites(std::string first, std::string second, std::string fn)
+      : function(std::move(fn)),
+        names{std::move(first), std::move(second)},
+        sites{site{names[0].c_str(), "", "", 0, category::openmp}, site{names[1].c_str(), "", "", 0, category::openmp}} {}
+  std::string function;  // the construct's enclosing function (for constructs outlined inside it)
   std::string names[2];
   site sites[2];
 };
@@ -53,22 +59,22 @@ std::unordered_map<const void*, std::unique_ptr<named_sites>>& sites_by_code() {
   return *m;
 }
 
-// The sites of a construct at `codeptr`: `first`/`second` prefix its location.
-const named_sites* sites_for(const void* codeptr, const char* first, const char* second, int salt) {
-  // Regions and worksharing constructs at one address never coincide, but
-  // the key keeps their name pairs apart all the same.
+// The sites of a construct at `codeptr`: `first`/`second` prefix its
+// location. `enclosing`: the function that an outlined body stands for.
+const named_sites* sites_for(const void* codeptr, const char* first, const char* second, int salt,
+                             const std::string& enclosing) {
+  // A region and a worksharing construct never share an address, but the
+  // key keeps their pairs of names apart all the same.
   const void* key = static_cast<const char*>(codeptr) + salt;
   thread_local std::unordered_map<const void*, const named_sites*> cache;
   if (const auto it = cache.find(key); it != cache.end()) return it->second;
   std::lock_guard lock(sites_mutex);
-  auto& all = sites_by_code();
-  auto& slot = all[key];
+  auto& slot = sites_by_code()[key];
   if (!slot) {
-    const std::string where = describe_code(codeptr);
-    slot = std::make_unique<named_sites>();
-    slot->names[0] = std::string(first) + ": " + where;
-    slot->names[1] = std::string(second) + ": " + where;
-    for (int i = 0; i < 2; ++i) slot->sites[i] = site{slot->names[i].c_str(), "", "", 0, category::openmp};
+    const code_location c = locate_code(codeptr);
+    const std::string where = describe_code(c, enclosing);
+    slot = std::make_unique<named_sites>(std::string(first) + ": " + where, std::string(second) + ": " + where,
+                                         is_outlined(c.function) ? enclosing : c.function);
   }
   cache.emplace(key, slot.get());
   return slot.get();
@@ -102,6 +108,15 @@ struct open_span {
   std::uint64_t seq;
 };
 thread_local std::vector<open_span> open_spans;
+
+// The function of the region this thread works in now (empty: none).
+const std::string& current_function() {
+  static const std::string none;
+  for (std::size_t i = open_spans.size(); i-- > 0;)
+    if (open_spans[i].kind == span_implicit && open_spans[i].team && open_spans[i].team->sites)
+      return open_spans[i].team->sites->function;
+  return none;
+}
 
 void open(const site* s, int kind, const team_record* team = nullptr, std::uint64_t seq = 0) {
   open_span span{s, no_begin, 0, kind, team, seq};
@@ -155,7 +170,7 @@ void on_parallel_begin(ompt_data_t*, const ompt_frame_t*, ompt_data_t* parallel_
   if (teams.size() <= parallel_depth) teams.push_back(new team_record);
   team_record* team = teams[parallel_depth++];
   // Named (once per address, which may run addr2line) only while recording.
-  team->sites = recording() ? sites_for(codeptr, "omp parallel", "omp implicit task", 0) : nullptr;
+  team->sites = recording() ? sites_for(codeptr, "omp parallel", "omp implicit task", 0, current_function()) : nullptr;
   team->seq.store(team->seq.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   parallel_data->ptr = team;
   open(team->sites ? &team->sites->sites[parallel_region] : &unnamed_region, span_parallel);
@@ -195,8 +210,10 @@ void on_work(ompt_work_t type, ompt_scope_endpoint_t endpoint, ompt_data_t*, omp
     return;
   }
   switch (type) {
-    case ompt_work_loop: s = &sites_for(codeptr, "omp loop", "omp sections", 1)->sites[loop]; break;
-    case ompt_work_sections: s = &sites_for(codeptr, "omp loop", "omp sections", 1)->sites[sections]; break;
+    case ompt_work_loop: s = &sites_for(codeptr, "omp loop", "omp sections", 1, current_function())->sites[loop]; break;
+    case ompt_work_sections:
+      s = &sites_for(codeptr, "omp loop", "omp sections", 1, current_function())->sites[sections];
+      break;
     case ompt_work_single_executor: {
       static const site single{"omp single", "", __FILE__, 0, category::openmp};
       s = &single;
@@ -272,14 +289,22 @@ bool openmp_runtime_present(std::string& runtime) {
   return true;
 }
 
+
+// The program's symbolizer starts with the session, outside any measured span.
+bool tool_ready() {
+  if (!tool_active.load(std::memory_order_acquire)) return false;
+  warm_up_code_locations(reinterpret_cast<const void*>(getauxval(AT_ENTRY)));
+  return true;
+}
+
 bool start_openmp(const profile_options&, bool named, bool) {
-  if (tool_active.load(std::memory_order_acquire)) return true;
+  if (tool_ready()) return true;
   std::string runtime;
   if (!openmp_runtime_present(runtime)) {
     if (named) warn_once("openmp-absent", "activity OPENMP: no OpenMP runtime is loaded in this process; nothing to record");
     return false;
   }
-  if (tool_active.load(std::memory_order_acquire)) return true;
+  if (tool_ready()) return true;
   warn_once("openmp-no-ompt",
             "OpenMP regions are not recorded: the program's OpenMP runtime (" + (runtime.empty() ? std::string("?") : runtime) +
                 ") did not load proftrace as its OMPT tool (GCC's libgomp has no OMPT; LLVM's libomp, clang -fopenmp, "
