@@ -24,6 +24,7 @@ using test_support::warning_capture;
 
 namespace {
 
+#if PROFTRACE_TEST_OMPT
 struct span {
   std::string name, cat;
   std::int64_t tid = 0;
@@ -45,6 +46,7 @@ std::vector<span> spans_of(const boost::json::object& trace) {
   return out;
 }
 bool starts_with(const std::string& s, std::string_view prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
+#endif
 
 // Two threads share a loop of two iterations; iteration `slow` takes far
 // longer, so the other thread waits for it at the loop's barrier.
