@@ -49,8 +49,10 @@ bool starts_with(const std::string& s, std::string_view prefix) { return s.compa
 #endif
 
 // Two threads share a loop of two iterations; iteration `slow` takes far
-// longer, so the other thread waits for it at the loop's barrier.
-void imbalanced_loop(int slow) {
+// longer, so the other thread waits for it at the loop's barrier. Not
+// inlined: with line tables only (-g1), addr2line names the function it was
+// inlined into.
+__attribute__((noinline)) void imbalanced_loop(int slow) {
 #pragma omp parallel num_threads(2)
   {
 #pragma omp for schedule(static, 1)

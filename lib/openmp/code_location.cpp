@@ -49,10 +49,14 @@ std::string without_parameters(std::string name) {
   return name;
 }
 
-// One `addr2line -f -C -e FILE` per object file, kept running: an address
-// written to it answers two lines (function, file:line) in well under a
-// millisecond, where starting it costs tens. posix_spawn, not fork: no
-// atfork handler (the flusher's) runs, nothing of this process is copied.
+// One `addr2line -a -i -f -C -e FILE` per object file, kept running: an
+// address written to it answers in well under a millisecond, where starting
+// it costs tens. Its answer is the address, then a (function, file:line)
+// pair per inlined level, innermost first: the innermost names the
+// construct's own function even where it was inlined. Each query is followed
+// by 0x0, whose answer (an address line, "??", "??:0") marks where the
+// first one ends. posix_spawn, not fork: no atfork handler (the flusher's)
+// runs, nothing of this process is copied.
 struct symbolizer {
   pid_t pid = -1;
   pid_t owner = -1;  // the process that started it (a forked child starts its own)
@@ -74,8 +78,8 @@ struct symbolizer {
     posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
     posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
     std::string exe = file;
-    char arg0[] = "addr2line", arg_f[] = "-f", arg_c[] = "-C", arg_e[] = "-e";
-    char* argv[] = {arg0, arg_f, arg_c, arg_e, exe.data(), nullptr};
+    char arg0[] = "addr2line", arg_a[] = "-a", arg_i[] = "-i", arg_f[] = "-f", arg_c[] = "-C", arg_e[] = "-e";
+    char* argv[] = {arg0, arg_a, arg_i, arg_f, arg_c, arg_e, exe.data(), nullptr};
     const int rc = posix_spawnp(&pid, "addr2line", &actions, nullptr, argv, environ);
     posix_spawn_file_actions_destroy(&actions);
     close(in[0]);
@@ -113,9 +117,15 @@ struct symbolizer {
 
   bool ask(std::uintptr_t offset, std::string& function, std::string& where) {
     if (broken || owner != getpid()) return false;
-    char address[32];
-    const int len = std::snprintf(address, sizeof address, "0x%zx\n", static_cast<std::size_t>(offset));
-    if (write(to, address, static_cast<std::size_t>(len)) != len || !line(function) || !line(where)) {
+    char query[48];
+    const int len = std::snprintf(query, sizeof query, "0x%zx\n0x0\n", static_cast<std::size_t>(offset));
+    std::string header, more;
+    bool ok = write(to, query, static_cast<std::size_t>(len)) == len && line(header) && header.rfind("0x", 0) == 0 &&
+              line(function) && line(where);
+    while (ok && (ok = line(more)) && more.rfind("0x", 0) != 0) {  // outer inlined levels, up to the mark's address
+    }
+    ok = ok && line(more) && line(more);  // the mark's "??" and "??:0"
+    if (!ok) {
       broken = true;
       return false;
     }
