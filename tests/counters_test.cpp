@@ -281,7 +281,8 @@ TEST_CASE("counters the machine does not expose, and unknown names: one warning 
   { PROF_SCOPE("plain"); }
   plain.stop();
   CHECK(warnings.seen.size() == 1);
-  const auto* row = row_named(plain.key_averages(), "plain");
+  const auto plain_rows = plain.key_averages();
+  const auto* row = row_named(plain_rows, "plain");
   REQUIRE(row);
   CHECK(row->counters.empty());
   CHECK(!plain.activities().contains(proftrace::activity::counters));
