@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <cstring>
@@ -50,13 +51,13 @@ bool machine_counts(std::uint32_t type, std::uint64_t config) {
 }
 bool software_counters() { return machine_counts(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK); }
 
-volatile std::uint64_t sink_value = 0;
+std::atomic<std::uint64_t> sink_value{0};  // keeps the spin loop; written by several threads
 void spin_for(std::chrono::milliseconds d) {
   const auto until = std::chrono::steady_clock::now() + d;
   std::uint64_t x = 1;
   while (std::chrono::steady_clock::now() < until)
     for (int i = 0; i < 1000; ++i) x = x * 6364136223846793005ull + 1442695040888963407ull;
-  sink_value = x;
+  sink_value.store(x, std::memory_order_relaxed);
 }
 
 struct scope_record {
