@@ -118,7 +118,6 @@ bool ring::wait_for_room(std::uint64_t h, std::uint32_t need) noexcept {
     else sleep_until_consumed(h, resume);
     tail_cache_ = tail_.load(std::memory_order_acquire);
   }
-  limit_ = tail_cache_ + watermark_;
   return true;
 }
 
@@ -133,11 +132,18 @@ void ring::sleep_until_consumed(std::uint64_t h, std::uint64_t resume) noexcept 
   producer_sleeps_.store(0, std::memory_order_relaxed);
 }
 
+// Below the watermark the producer comes back here at it; above it, when
+// the next wake-up of the flusher is due or the ring may be full, not at
+// every record: each visit reads the consumer's cache line.
+void ring::set_limit(std::uint64_t h) noexcept {
+  const std::uint64_t full = tail_cache_ + mask_ + 1;
+  limit_ = h - tail_cache_ < watermark_ ? tail_cache_ + watermark_ : std::min(full, std::max(next_wake_, h));
+}
+
 std::uint64_t ring::make_room(std::uint64_t h, std::uint32_t n, std::uint64_t ticks, event_kind kind) noexcept {
   const std::uint64_t cap = mask_ + 1;
   const std::uint32_t need = n + (unmarked_drops_ != 0 ? 1 : 0);  // a gap record is owed first
   tail_cache_ = tail_.load(std::memory_order_acquire);
-  limit_ = tail_cache_ + watermark_;
   if (h + need - tail_cache_ >= watermark_ && h >= next_wake_) {
     next_wake_ = h + watermark_ / 4;
     wake_flusher();
@@ -162,13 +168,13 @@ std::uint64_t ring::make_room(std::uint64_t h, std::uint32_t n, std::uint64_t ti
         break;
       case overflow_policy::drop_oldest:
         overwrite_oldest(h, need);
-        limit_ = tail_cache_ + watermark_;
         break;
       case overflow_policy::drop:
       default:
         return drop();
     }
   }
+  set_limit(h + need);
   if (unmarked_drops_ != 0) {
     store_slot(h, ticks, unmarked_drops_, 0, static_cast<std::uint64_t>(event_kind::gap));
     unmarked_drops_ = 0;

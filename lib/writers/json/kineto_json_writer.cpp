@@ -114,10 +114,24 @@ const std::string& kineto_json_writer::complete_prefix(const site& where) {
   return it->second;
 }
 
-// The common scope's fixed part in one append: its site's prefix, then
-// tid, ts, dur and External id formatted into a stack buffer.
+const std::string& kineto_json_writer::complete_prefix(const site& where, std::int64_t tid) {
+  const std::pair<const site*, std::int64_t> k{&where, tid};
+  if (k == last_thread_key_) return *last_thread_prefix_;
+  auto [it, fresh] = thread_prefixes_.try_emplace(k);
+  last_thread_key_ = k;
+  last_thread_prefix_ = &it->second;
+  if (fresh) {
+    it->second = complete_prefix(where);
+    append_int(it->second, tid);
+    it->second += ", \"ts\": ";
+  }
+  return it->second;
+}
+
+// The common scope's fixed part in one append: its site and thread's
+// prefix, then ts, dur and External id formatted into a stack buffer.
 bool kineto_json_writer::short_scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns) {
-  const std::string& prefix = complete_prefix(*s.where);
+  const std::string& prefix = complete_prefix(*s.where, ts.tid);
   char buf[320];
   if (prefix.size() > sizeof buf - 160) return false;
   char* p = buf;
@@ -131,8 +145,6 @@ bool kineto_json_writer::short_scope(const thread_state& ts, const open_scope& s
     p += text.size();
   };
   put(prefix);
-  p = std::to_chars(p, p + 24, ts.tid).ptr;
-  put(", \"ts\": ");
   p = put_us3(p, s.begin_ns - head_.base_ns);
   put(", \"dur\": ");
   p = put_us3(p, end_ns > s.begin_ns ? end_ns - s.begin_ns : 0);

@@ -54,7 +54,7 @@ class perfetto_writer {
   void counter(std::int64_t tid, const site& where, std::int64_t ns, double value);
   void gpu(const std::vector<gpu_activity>& activities, const std::vector<gpu_span>& spans);
 
-  std::string& buffer() noexcept { return buffer_; }
+  std::string& buffer() { return builder_.out(); }
 
  private:
   struct site_ids {
