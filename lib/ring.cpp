@@ -230,12 +230,15 @@ std::size_t ring::consume(event* out, std::size_t max, std::size_t* first) noexc
     const std::size_t at = gap_owed_ ? 1 : 0;
     const std::uint64_t h = head_.load(std::memory_order_acquire);
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(h - t, max - at));
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::uint64_t* s = words_ + ((t + i) & mask_) * words_per_event;
-      std::uint64_t w[words_per_event];
-      for (std::uint32_t k = 0; k < words_per_event; ++k)
-        w[k] = std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(s[k])).load(std::memory_order_relaxed);
-      std::memcpy(&out[at + i], w, sizeof(event));
+    for (std::size_t i = 0; i < n; ++i) {  // word by word, unrolled: four moves in, four out
+      std::uint64_t* s = words_ + ((t + i) & mask_) * words_per_event;
+      event& o = out[at + i];
+      o.ticks = std::atomic_ref<std::uint64_t>(s[0]).load(std::memory_order_relaxed);
+      o.where = std::atomic_ref<std::uint64_t>(s[1]).load(std::memory_order_relaxed);
+      o.payload = std::atomic_ref<std::uint64_t>(s[2]).load(std::memory_order_relaxed);
+      const std::uint64_t w3 = std::atomic_ref<std::uint64_t>(s[3]).load(std::memory_order_relaxed);
+      o.kind = static_cast<std::uint32_t>(w3);
+      o.extra = static_cast<std::uint32_t>(w3 >> 32);
     }
     // Keep records whole: a record cut by `max` stays for the next call.
     std::size_t end = n;

@@ -97,3 +97,19 @@ TEST_CASE("put_us3 writes microseconds with three decimals as printf does") {
     CHECK(std::string(got, put_us3(got, ns)) == std::string(want));
   }
 }
+
+// The eight digits behind every "ts": against printf for every value below
+// 10^8 in a stride that visits every last digit and every carry position.
+TEST_CASE("eight_digits writes the same eight digits as printf") {
+  using proftrace::detail::eight_digits;
+  char want[16], got[8];
+  const auto check = [&](std::uint32_t v) {
+    const std::uint64_t e = eight_digits(v);
+    std::memcpy(got, &e, 8);
+    std::snprintf(want, sizeof want, "%08u", static_cast<unsigned>(v));
+    return std::string_view(got, 8) == std::string_view(want, 8);
+  };
+  for (std::uint32_t v = 0; v < 100'000'000; v += (v < 1'000'000 ? 1 : 997))
+    if (!check(v)) FAIL("eight_digits(" << v << ")");
+  for (std::uint32_t v : {9'999'999u, 10'000'000u, 99'999'999u, 99'990'000u, 10'009'999u}) CHECK(check(v));
+}

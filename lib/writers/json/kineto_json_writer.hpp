@@ -61,6 +61,12 @@ class kineto_json_writer {
   const trace_head& head_;
   std::string buffer_;
   bool first_event_ = true;
+  // put_ts(): the digits of the last timestamp above its last eight, which
+  // successive events nearly always share.
+  char* put_ts(char* p, std::int64_t ns) noexcept;
+  std::uint64_t ts_high_ = ~std::uint64_t{0};
+  char ts_high_text_[16] = {};
+  std::size_t ts_high_size_ = 0;
   std::unordered_map<const site*, std::string> prefixes_;  // node-based: last_prefix_ stays valid
   const site* last_site_ = nullptr;
   const std::string* last_prefix_ = nullptr;

@@ -469,22 +469,13 @@ void perfetto_builder::write_slice_with_id(int type, std::uint64_t track, std::i
   stage_end_ = p;
 }
 
-void perfetto_builder::slice_begin(std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
-                                   std::uint64_t category_iid, std::uint64_t arg_name_iid, std::uint64_t arg_value) {
-  if (!pending_.empty()) {
-    const annotation arg[] = {{.name = {}, .name_iid = arg_name_iid, .value = arg_value}};
-    return slice_begin(track, unix_ns, name_iid, category_iid, arg);
-  }
-  write_slice_with_id(type_slice_begin, track, unix_ns, name_iid, category_iid, arg_name_iid, arg_value);
-}
-
-void perfetto_builder::slice_end(std::uint64_t track, std::int64_t unix_ns, std::uint64_t arg_name_iid,
-                                 std::uint64_t arg_value) {
-  if (!pending_.empty()) {
-    const annotation arg[] = {{.name = {}, .name_iid = arg_name_iid, .value = arg_value}};
-    return slice_end(track, unix_ns, arg);
-  }
-  write_slice_with_id(type_slice_end, track, unix_ns, 0, 0, arg_name_iid, arg_value);
+void perfetto_builder::slice_with_pending(int type, std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
+                                          std::uint64_t category_iid, std::uint64_t arg_name_iid,
+                                          std::uint64_t arg_value) {
+  const annotation arg[] = {{.name = {}, .name_iid = arg_name_iid, .value = arg_value}};
+  const annotations args = arg_name_iid ? annotations(arg) : annotations();
+  if (type == type_slice_begin) slice_begin(track, unix_ns, name_iid, category_iid, args);
+  else slice_end(track, unix_ns, args);
 }
 
 void perfetto_builder::counter(std::uint64_t track, std::int64_t unix_ns, double value) {

@@ -91,9 +91,17 @@ class perfetto_builder {
 
   // The commonest events, a slice's begin and end whose one arg is an
   // unsigned integer (an External id), hand-encoded: a few dozen stores.
+  // arg_name_iid 0: no arg.
   void slice_begin(std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid, std::uint64_t category_iid,
-                   std::uint64_t arg_name_iid, std::uint64_t arg_value);
-  void slice_end(std::uint64_t track, std::int64_t unix_ns, std::uint64_t arg_name_iid, std::uint64_t arg_value);
+                   std::uint64_t arg_name_iid, std::uint64_t arg_value) {
+    if (PROFTRACE_UNLIKELY(!pending_.empty()))
+      return slice_with_pending(1, track, unix_ns, name_iid, category_iid, arg_name_iid, arg_value);
+    write_slice_with_id(1, track, unix_ns, name_iid, category_iid, arg_name_iid, arg_value);
+  }
+  void slice_end(std::uint64_t track, std::int64_t unix_ns, std::uint64_t arg_name_iid, std::uint64_t arg_value) {
+    if (PROFTRACE_UNLIKELY(!pending_.empty())) return slice_with_pending(2, track, unix_ns, 0, 0, arg_name_iid, arg_value);
+    write_slice_with_id(2, track, unix_ns, 0, 0, arg_name_iid, arg_value);
+  }
 
   // The packets written so far, all of them (the fast path's staged ones
   // appended first). Read the output only through this.
@@ -129,6 +137,10 @@ class perfetto_builder {
   void write_clock_snapshot();
   void write_event(const event_fields& e);
   bool write_short_event(const event_fields& e);
+  // The short forms' way when interned entries are pending (they go into
+  // the packet): the general path. type: TrackEvent.Type (1 begin, 2 end).
+  void slice_with_pending(int type, std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
+                          std::uint64_t category_iid, std::uint64_t arg_name_iid, std::uint64_t arg_value);
   void write_slice_with_id(int type, std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
                            std::uint64_t category_iid, std::uint64_t arg_name_iid, std::uint64_t arg_value);
   void write_annotation(const annotation& a, std::uint64_t name_iid);

@@ -37,8 +37,7 @@ std::string perfetto_writer::tail(const finished_trace& f, const std::string& tr
   return b.out();
 }
 
-std::uint64_t perfetto_writer::thread_track(std::int64_t tid) {
-  if (tid == last_tid_) return last_track_;
+std::uint64_t perfetto_writer::new_thread_track(std::int64_t tid) {
   auto [it, fresh] = threads_.try_emplace(tid, 0);
   if (fresh) it->second = builder_.thread_track(head_.pid, tid, "thread " + std::to_string(tid));
   last_tid_ = tid;

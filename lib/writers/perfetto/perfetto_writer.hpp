@@ -60,7 +60,8 @@ class perfetto_writer {
   struct site_ids {
     std::uint64_t name, category;
   };
-  std::uint64_t thread_track(std::int64_t tid);
+  std::uint64_t thread_track(std::int64_t tid) { return tid == last_tid_ ? last_track_ : new_thread_track(tid); }
+  std::uint64_t new_thread_track(std::int64_t tid);
   const site_ids& ids_of(const site& where);
   void begin(std::uint64_t track, const thread_state& ts, const open_scope& s, bool with_args);
   // A scope's fixed args (at most 10) and its PROF_ARG values.
