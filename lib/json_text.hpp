@@ -87,6 +87,19 @@ inline void append_int(std::string& out, Int v) {
   out.append(buf, r.ptr);
 }
 
+// The eight decimal digits of v < 10^8, leading zeros included, as eight
+// ASCII bytes in memory order (little-endian host): two lanes of four
+// digits, then of two, then of one, each split by a multiply and a shift
+// that are exact in this range (json_text_test checks).
+inline std::uint64_t eight_digits(std::uint32_t v) noexcept {
+  const std::uint64_t fours = v / 10000 | static_cast<std::uint64_t>(v % 10000) << 32;
+  const std::uint64_t hi2 = ((fours * 10486) >> 20) & 0x0000007f0000007full;  // each lane / 100
+  const std::uint64_t twos = ((fours - 100 * hi2) << 16) + hi2;
+  std::uint64_t tens = ((twos * 103) >> 10) & 0x000f000f000f000full;  // each lane / 10
+  tens += (twos - 10 * tens) << 8;
+  return tens | 0x3030303030303030ull;
+}
+
 // Nanoseconds as microseconds with exactly three decimals ("12.345") at
 // `p`, which has room for 32 characters; returns the end.
 inline char* put_us3(char* p, std::int64_t ns) noexcept {

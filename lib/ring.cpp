@@ -118,7 +118,6 @@ bool ring::wait_for_room(std::uint64_t h, std::uint32_t need) noexcept {
     else sleep_until_consumed(h, resume);
     tail_cache_ = tail_.load(std::memory_order_acquire);
   }
-  limit_ = tail_cache_ + watermark_;
   return true;
 }
 
@@ -133,11 +132,18 @@ void ring::sleep_until_consumed(std::uint64_t h, std::uint64_t resume) noexcept 
   producer_sleeps_.store(0, std::memory_order_relaxed);
 }
 
+// Below the watermark the producer comes back here at it; above it, when
+// the next wake-up of the flusher is due or the ring may be full, not at
+// every record: each visit reads the consumer's cache line.
+void ring::set_limit(std::uint64_t h) noexcept {
+  const std::uint64_t full = tail_cache_ + mask_ + 1;
+  limit_ = h - tail_cache_ < watermark_ ? tail_cache_ + watermark_ : std::min(full, std::max(next_wake_, h));
+}
+
 std::uint64_t ring::make_room(std::uint64_t h, std::uint32_t n, std::uint64_t ticks, event_kind kind) noexcept {
   const std::uint64_t cap = mask_ + 1;
   const std::uint32_t need = n + (unmarked_drops_ != 0 ? 1 : 0);  // a gap record is owed first
   tail_cache_ = tail_.load(std::memory_order_acquire);
-  limit_ = tail_cache_ + watermark_;
   if (h + need - tail_cache_ >= watermark_ && h >= next_wake_) {
     next_wake_ = h + watermark_ / 4;
     wake_flusher();
@@ -162,13 +168,13 @@ std::uint64_t ring::make_room(std::uint64_t h, std::uint32_t n, std::uint64_t ti
         break;
       case overflow_policy::drop_oldest:
         overwrite_oldest(h, need);
-        limit_ = tail_cache_ + watermark_;
         break;
       case overflow_policy::drop:
       default:
         return drop();
     }
   }
+  set_limit(h + need);
   if (unmarked_drops_ != 0) {
     store_slot(h, ticks, unmarked_drops_, 0, static_cast<std::uint64_t>(event_kind::gap));
     unmarked_drops_ = 0;
@@ -224,12 +230,15 @@ std::size_t ring::consume(event* out, std::size_t max, std::size_t* first) noexc
     const std::size_t at = gap_owed_ ? 1 : 0;
     const std::uint64_t h = head_.load(std::memory_order_acquire);
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(h - t, max - at));
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::uint64_t* s = words_ + ((t + i) & mask_) * words_per_event;
-      std::uint64_t w[words_per_event];
-      for (std::uint32_t k = 0; k < words_per_event; ++k)
-        w[k] = std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(s[k])).load(std::memory_order_relaxed);
-      std::memcpy(&out[at + i], w, sizeof(event));
+    for (std::size_t i = 0; i < n; ++i) {  // word by word, unrolled: four moves in, four out
+      std::uint64_t* s = words_ + ((t + i) & mask_) * words_per_event;
+      event& o = out[at + i];
+      o.ticks = std::atomic_ref<std::uint64_t>(s[0]).load(std::memory_order_relaxed);
+      o.where = std::atomic_ref<std::uint64_t>(s[1]).load(std::memory_order_relaxed);
+      o.payload = std::atomic_ref<std::uint64_t>(s[2]).load(std::memory_order_relaxed);
+      const std::uint64_t w3 = std::atomic_ref<std::uint64_t>(s[3]).load(std::memory_order_relaxed);
+      o.kind = static_cast<std::uint32_t>(w3);
+      o.extra = static_cast<std::uint32_t>(w3 >> 32);
     }
     // Keep records whole: a record cut by `max` stays for the next call.
     std::size_t end = n;

@@ -60,11 +60,6 @@ void trace_window::thread_seen(thread_state& ts) {
   each_writer([&](auto& w) { w.thread(ts.tid, name); });
 }
 
-void trace_window::scope(thread_state& ts, const open_scope& s, std::int64_t end_ns) {
-  aggregator_.add_scope(ts, s, end_ns);
-  each_writer([&](auto& w) { w.scope(ts, s, end_ns); });
-}
-
 void trace_window::async(const open_async& a, std::uint64_t async_id, std::int64_t end_ns, std::int64_t end_tid) {
   aggregator_.add_async(a, end_ns, end_tid);
   each_writer([&](auto& w) { w.async(a, async_id, end_ns, end_tid); });

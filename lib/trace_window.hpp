@@ -51,7 +51,10 @@ class trace_window {
   bool record_shapes() const noexcept { return opts_.record_shapes; }
 
   void thread_seen(thread_state& ts);
-  void scope(thread_state& ts, const open_scope& s, std::int64_t end_ns);
+  void scope(thread_state& ts, const open_scope& s, std::int64_t end_ns) {  // inline: once per scope
+    aggregator_.add_scope(ts, s, end_ns);
+    each_writer([&](auto& w) { w.scope(ts, s, end_ns); });
+  }
   void async(const open_async& a, std::uint64_t async_id, std::int64_t end_ns, std::int64_t end_tid);
   void withdrawn(const thread_state& ts, const open_scope& s, std::int64_t ns);
   void memory(const thread_state& ts, const memory_event& m, bool scoped);

@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <boost/json.hpp>
+#include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "json_text.hpp"
@@ -78,4 +80,36 @@ TEST_CASE("bytes that are not UTF-8 become U+FFFD, one per maximal ill-formed su
   // Escapes and replacements together still make one valid string.
   const std::string mixed = "q\"\xFF\n\xE2\x82\\\x01";
   CHECK(parsed(escaped(mixed)) == "q\"" + replacement + "\n" + replacement + "\\\x01");
+}
+
+// The times behind every "ts" and "dur": put_us3 against printf.
+TEST_CASE("put_us3 writes microseconds with three decimals as printf does") {
+  using proftrace::detail::put_us3;
+  char want[32], got[32];
+  const std::int64_t samples[] = {0, 1, 999, 1000, 99'999'999, 100'000'000, 100'000'001, 123'456'789'012,
+                                  999'999'999'999'999, 1'000'000'000'000'000, 2'251'799'813'685'247,
+                                  9'999'999'999'999'999, 10'000'000'000'000'000, -5, -123'456'789'012,
+                                  std::int64_t{1} << 62};
+  for (const std::int64_t ns : samples) {
+    const std::int64_t a = ns < 0 ? -ns : ns;
+    std::snprintf(want, sizeof want, "%s%lld.%03lld", ns < 0 ? "-" : "", static_cast<long long>(a / 1000),
+                  static_cast<long long>(a % 1000));
+    CHECK(std::string(got, put_us3(got, ns)) == std::string(want));
+  }
+}
+
+// The eight digits behind every "ts": against printf for every value below
+// 10^8 in a stride that visits every last digit and every carry position.
+TEST_CASE("eight_digits writes the same eight digits as printf") {
+  using proftrace::detail::eight_digits;
+  char want[16], got[8];
+  const auto check = [&](std::uint32_t v) {
+    const std::uint64_t e = eight_digits(v);
+    std::memcpy(got, &e, 8);
+    std::snprintf(want, sizeof want, "%08u", static_cast<unsigned>(v));
+    return std::string_view(got, 8) == std::string_view(want, 8);
+  };
+  for (std::uint32_t v = 0; v < 100'000'000; v += (v < 1'000'000 ? 1 : 997))
+    if (!check(v)) FAIL("eight_digits(" << v << ")");
+  for (std::uint32_t v : {9'999'999u, 10'000'000u, 99'999'999u, 99'990'000u, 10'009'999u}) CHECK(check(v));
 }

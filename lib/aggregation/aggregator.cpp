@@ -30,12 +30,11 @@ event_average& aggregator::keyed_row(std::string key, const char* name) {
   return rows_[it->second];
 }
 
-// One row per (name, input shapes), and per enclosing stack with with_stack.
-event_average& aggregator::row_for(const thread_state& ts, const open_scope& s) {
+// row_for() past its cache.
+event_average& aggregator::find_row(const thread_state& ts, const open_scope& s) {
   const bool is_step = s.where->cat == category::step;
-  if ((s.shapes.empty() || is_step) && (!opts_.with_stack || ts.stack.empty()) && s.dynamic_name.empty()) {
-    site_slot& slot = site_cache_[(reinterpret_cast<std::uintptr_t>(s.where) >> 4) % site_cache_.size()];
-    if (slot.where == s.where) return rows_[slot.row];
+  if (keyed_by_site(ts, s)) {
+    site_slot& slot = site_cache_[cache_index(s.where)];
     auto [it, fresh] = by_site_.try_emplace(s.where, rows_.size());
     if (fresh) {
       rows_.emplace_back();
@@ -68,23 +67,9 @@ event_average& aggregator::row_for(const thread_state& ts, const open_scope& s) 
   return row;
 }
 
-void aggregator::add_scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns) {
-  const std::int64_t dur = end_ns > s.begin_ns ? end_ns - s.begin_ns : 0;
-  const std::int64_t self = dur > s.child_ns ? dur - s.child_ns : 0;
-  event_average& row = row_for(ts, s);
-  if (opts_.cuda)
-    launchers_[s.external_id] = {static_cast<std::size_t>(&row - rows_.data()),
-                                 ts.stack.empty() ? 0 : ts.stack.back().external_id, s.where};
-  row.count += 1;
-  row.cpu_time_total_ns += dur;
-  row.self_cpu_time_total_ns += self;
-  row.flops += s.flops;
-  row.cpu_memory_usage += s.mem_self[0] + s.mem_child[0];
-  row.self_cpu_memory_usage += s.mem_self[0];
-  row.cuda_memory_usage += s.mem_self[1] + s.mem_child[1];
-  row.self_cuda_memory_usage += s.mem_self[1];
-  if (PROFTRACE_UNLIKELY(!s.args.empty() || !counter_children_.empty())) add_counters(ts, s, row);
-  if (opts_.retain_events) retain(ts, s, end_ns, self);
+void aggregator::note_launcher(const thread_state& ts, const open_scope& s, const event_average& row) {
+  launchers_[s.external_id] = {static_cast<std::size_t>(&row - rows_.data()),
+                               ts.stack.empty() ? 0 : ts.stack.back().external_id, s.where};
 }
 
 // A scope's counter deltas (args keyed by a counter's site) to its row:

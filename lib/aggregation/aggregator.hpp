@@ -39,7 +39,23 @@ class aggregator {
   explicit aggregator(aggregation_options o) : opts_(o) {}
 
   // `s` closed at end_ns inside ts.stack (its enclosing scopes, outermost first).
-  void add_scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns);
+  // Inline: the drain loop's common case is a cached row and a few sums.
+  void add_scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns) {
+    const std::int64_t dur = end_ns > s.begin_ns ? end_ns - s.begin_ns : 0;
+    const std::int64_t self = dur > s.child_ns ? dur - s.child_ns : 0;
+    event_average& row = row_for(ts, s);
+    if (opts_.cuda) note_launcher(ts, s, row);
+    row.count += 1;
+    row.cpu_time_total_ns += dur;
+    row.self_cpu_time_total_ns += self;
+    row.flops += s.flops;
+    row.cpu_memory_usage += s.mem_self[0] + s.mem_child[0];
+    row.self_cpu_memory_usage += s.mem_self[0];
+    row.cuda_memory_usage += s.mem_self[1] + s.mem_child[1];
+    row.self_cuda_memory_usage += s.mem_self[1];
+    if (PROFTRACE_UNLIKELY(!s.args.empty() || !counter_children_.empty())) add_counters(ts, s, row);
+    if (opts_.retain_events) retain(ts, s, end_ns, self);
+  }
   void add_async(const open_async& a, std::int64_t end_ns, std::int64_t end_tid);
   // A resolved memory event; `scoped`: a scope was open to take its bytes.
   void add_memory(const memory_event& m, bool scoped);
@@ -57,7 +73,23 @@ class aggregator {
   static const char* row_name(const site& where) noexcept;
 
  private:
-  event_average& row_for(const thread_state& ts, const open_scope& s);
+  // One row per (name, input shapes), and per enclosing stack with with_stack.
+  event_average& row_for(const thread_state& ts, const open_scope& s) {
+    if (keyed_by_site(ts, s)) {
+      const site_slot& slot = site_cache_[cache_index(s.where)];
+      if (slot.where == s.where) return rows_[slot.row];
+    }
+    return find_row(ts, s);
+  }
+  bool keyed_by_site(const thread_state& ts, const open_scope& s) const noexcept {
+    return (s.shapes.empty() || s.where->cat == category::step) && (!opts_.with_stack || ts.stack.empty()) &&
+           s.dynamic_name.empty();
+  }
+  static std::size_t cache_index(const site* where) noexcept {
+    return (reinterpret_cast<std::uintptr_t>(where) >> 4) % site_cache_size;
+  }
+  event_average& find_row(const thread_state& ts, const open_scope& s);
+  void note_launcher(const thread_state& ts, const open_scope& s, const event_average& row);
   event_average& keyed_row(std::string key, const char* name);
   void retain(const thread_state& ts, const open_scope& s, std::int64_t end_ns, std::int64_t self);
   void add_counters(const thread_state& ts, const open_scope& s, event_average& row);
@@ -73,7 +105,8 @@ class aggregator {
     const site* where = nullptr;
     std::size_t row = 0;
   };
-  std::array<site_slot, 64> site_cache_{};
+  static constexpr std::size_t site_cache_size = 64;
+  std::array<site_slot, site_cache_size> site_cache_{};
   std::unordered_map<std::string, std::size_t> by_key_;
   std::vector<function_event> retained_;
   std::vector<memory_record> memory_;

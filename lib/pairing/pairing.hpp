@@ -131,7 +131,7 @@ class pairing {
   // their parents, and is carried into `next` (a scope frozen by a gap
   // closes truncated and is not carried: its end was most likely lost).
   void clip_and_carry(thread_state& ts, Sink* old, std::int64_t old_at, Sink* next, std::int64_t next_at) {
-    std::vector<open_scope> carried = ts.stack;
+    std::vector<open_scope> carried(ts.stack.begin(), ts.stack.end());
     if (old) {
       while (!ts.stack.empty()) {
         if (ts.stack.back().frozen) close_truncated_top(ts, old);
@@ -181,7 +181,7 @@ class pairing {
 
  private:
   void begin_scope(thread_state& ts, const event& e, const site* where, std::int64_t ns, std::uint64_t index, Sink* w) {
-    open_scope s;
+    open_scope& s = ts.stack.push();
     s.where = where;
     s.begin_ns = ns;
     s.payload = e.payload;
@@ -196,20 +196,18 @@ class pairing {
     }
     if (kind == event_kind::dynamic_begin && decode_text(e, s.dynamic_name)) ++w->counts.truncated_names;
     s.index = index;
-    if (PROFTRACE_UNLIKELY(!early_moved_ends_.empty()) && begin_of_moved_scope(ts, s, w)) return;
-    ts.stack.push_back(std::move(s));
+    if (PROFTRACE_UNLIKELY(!early_moved_ends_.empty()) && begin_of_moved_scope(ts, s, w)) pop(ts);
   }
 
   // A finished span recorded at once (a producer's wait for ring room): a
   // child of the innermost open scope.
   void complete_scope(thread_state& ts, const event& e, const site* where, std::int64_t ns, std::uint64_t index,
                       Sink* w) {
-    open_scope s;
+    open_scope& s = ts.stack.push();
     s.where = where;
     s.begin_ns = std::min(ns, w->to_ns(std::max<std::uint64_t>(e.payload, w->start_ticks)));
     s.external_id = w->next_external_id++;
     s.index = index;
-    ts.stack.push_back(std::move(s));
     close_top(ts, w, ns, false);
   }
 
@@ -460,8 +458,9 @@ class pairing {
   }
 
   // `truncated`: its end was lost; end_ns is the last moment it was seen open.
+  // The scope stays in its stack slot (not moved) while the sink reads it.
   void close_top(thread_state& ts, Sink* w, std::int64_t end_ns, bool cancelled, bool truncated = false) {
-    open_scope s = std::move(ts.stack.back());
+    open_scope& s = ts.stack.back();
     pop(ts);
     const bool api_step = s.where == &api_step_site;
     if (cancelled || (api_step && discard_api_steps)) return;

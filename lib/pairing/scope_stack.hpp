@@ -3,6 +3,7 @@
 // resolved memory event carries. Writers and the aggregator read these.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -36,17 +37,19 @@ struct scope_arg {
 // Args past this many on one scope are dropped (and counted).
 inline constexpr std::size_t max_scope_args = 16;
 
+// A scope open on a thread's stack. The fields read for every scope come
+// first; the rest are for scopes with args, shapes, a runtime name, a
+// communication call, or a loss around them.
 struct open_scope {
   const site* where = nullptr;
   std::int64_t begin_ns = 0;
   std::int64_t child_ns = 0;
   std::uint64_t external_id = 0;
+  std::uint64_t index = 0;    // the begin's index in its ring, which its end names
   std::uint64_t payload = 0;  // the step number of a step annotation
   std::int64_t flops = 0;     // estimates recorded while it was the innermost scope
   std::int64_t mem_self[2] = {0, 0};   // bytes allocated minus freed while innermost: [host, device]
   std::int64_t mem_child[2] = {0, 0};  // the same, summed over closed children
-  std::int64_t comm_bytes = -1;        // a communication call's bytes and peer (-1: none)
-  std::int32_t comm_peer = -1;
   // Set by a writer that wrote this scope's begin before its end (Perfetto's
   // slices: an enclosing scope's begin must precede its children's).
   bool announced = false;
@@ -56,16 +59,91 @@ struct open_scope {
   // after that point count toward it only if its end does come.
   bool frozen = false;
   bool truncated = false;
-  std::string shapes;       // "[[2, 3], [3]]" with record_shapes, else empty
-  std::uint64_t index = 0;  // the begin's index in its ring, which its end names
+  std::int32_t comm_peer = -1;
+  std::int64_t comm_bytes = -1;  // a communication call's bytes and peer (-1: none)
   std::uint64_t frozen_ticks = 0;
   std::int64_t late_child_ns = 0;
   std::int64_t late_mem_child[2] = {0, 0};
+  std::string shapes;  // "[[2, 3], [3]]" with record_shapes, else empty
   // A runtime name (PROF_SCOPE_DYNAMIC, proftrace_push): shown and aggregated
   // instead of where->name when not empty. Both stay empty (no allocation)
   // for the common scope.
   std::string dynamic_name;
   std::vector<scope_arg> args;  // PROF_ARG values, in record order
+
+  // Back to a fresh scope, keeping the strings' and args' storage.
+  void reset() noexcept {
+    where = nullptr;
+    begin_ns = child_ns = 0;
+    external_id = index = payload = 0;
+    flops = 0;
+    mem_self[0] = mem_self[1] = mem_child[0] = mem_child[1] = 0;
+    announced = frozen = truncated = false;
+    comm_peer = -1;
+    comm_bytes = -1;
+    frozen_ticks = 0;
+    late_child_ns = 0;
+    late_mem_child[0] = late_mem_child[1] = 0;
+    shapes.clear();
+    dynamic_name.clear();
+    args.clear();
+  }
+};
+
+// A thread's open scopes, outermost first, with the interface of a vector.
+// Its slots are kept and reused: opening a scope resets a slot rather than
+// constructing one, and the scope closed by pop_back() stays readable in
+// its slot until the next push (pairing hands it to the sink from there),
+// so the common scope is never moved, constructed or destroyed.
+class scope_stack {
+ public:
+  scope_stack() = default;
+  scope_stack(const scope_stack& o) : slots_(o.begin(), o.end()), size_(o.size_) {}
+  scope_stack& operator=(const scope_stack& o) {
+    if (this != &o) {
+      slots_.assign(o.begin(), o.end());
+      size_ = o.size_;
+    }
+    return *this;
+  }
+
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  open_scope& operator[](std::size_t i) noexcept { return slots_[i]; }
+  const open_scope& operator[](std::size_t i) const noexcept { return slots_[i]; }
+  open_scope& back() noexcept { return slots_[size_ - 1]; }
+  const open_scope& back() const noexcept { return slots_[size_ - 1]; }
+  open_scope* begin() noexcept { return slots_.data(); }
+  open_scope* end() noexcept { return slots_.data() + size_; }
+  const open_scope* begin() const noexcept { return slots_.data(); }
+  const open_scope* end() const noexcept { return slots_.data() + size_; }
+
+  // A fresh scope on top.
+  open_scope& push() {
+    if (size_ == slots_.size()) slots_.emplace_back();
+    else slots_[size_].reset();
+    return slots_[size_++];
+  }
+  void push_back(open_scope&& s) {
+    if (size_ == slots_.size()) slots_.push_back(std::move(s));
+    else slots_[size_] = std::move(s);
+    ++size_;
+  }
+  // The top scope leaves the stack; it stays readable in back()'s old slot
+  // until the next push.
+  void pop_back() noexcept { --size_; }
+  void resize(std::size_t k) noexcept {
+    if (k < size_) size_ = k;
+  }
+  void clear() noexcept { size_ = 0; }
+  void erase(open_scope* it) {
+    std::move(it + 1, end(), it);
+    --size_;
+  }
+
+ private:
+  std::vector<open_scope> slots_;
+  std::size_t size_ = 0;
 };
 
 // An allocation, free or reserve report as resolved in time order across
@@ -110,7 +188,7 @@ struct thread_state {
   std::uint64_t last_ticks = 0;  // the time of the last record taken from its ring
   std::size_t frozen = 0;        // the stack's entries below this are frozen (entries above may be too)
   std::uint64_t marked_drops = 0;  // drops its ring's gap records reported
-  std::vector<open_scope> stack;
+  scope_stack stack;
   std::vector<event> batch;    // what the current drain took from the ring
   std::vector<event> pending;  // during a switch: events after the switch point
   std::deque<resolved_memory> resolved;  // one per memory event of batch and pending, in thread order

@@ -127,6 +127,8 @@ class ring {
   // or no_begin: the record is dropped (and counted).
   PROFTRACE_NOINLINE std::uint64_t make_room(std::uint64_t h, std::uint32_t n, std::uint64_t ticks,
                                              event_kind kind) noexcept;
+  // Where the fast path next leaves for make_room(), for a producer at `h`.
+  void set_limit(std::uint64_t h) noexcept;
   // block: waits until `need` slots fit at `h` (asleep, until half the
   // ring is free); false when no flusher runs to make room.
   bool wait_for_room(std::uint64_t h, std::uint32_t need) noexcept;
@@ -138,7 +140,7 @@ class ring {
 
   // Producer cache line.
   alignas(64) std::atomic<std::uint64_t> head_{0};
-  std::uint64_t limit_ = 0;  // tail_cache_ + watermark_: past it, make_room() looks again
+  std::uint64_t limit_ = 0;  // past it, make_room() looks again (set_limit)
   std::uint64_t tail_cache_ = 0;
   std::uint64_t next_wake_ = 0;
   std::uint64_t unmarked_drops_ = 0;  // dropped since the last gap record

@@ -114,10 +114,44 @@ const std::string& kineto_json_writer::complete_prefix(const site& where) {
   return it->second;
 }
 
-// The common scope's fixed part in one append: its site's prefix, then
-// tid, ts, dur and External id formatted into a stack buffer.
+const std::string& kineto_json_writer::complete_prefix(const site& where, std::int64_t tid) {
+  const std::pair<const site*, std::int64_t> k{&where, tid};
+  if (k == last_thread_key_) return *last_thread_prefix_;
+  auto [it, fresh] = thread_prefixes_.try_emplace(k);
+  last_thread_key_ = k;
+  last_thread_prefix_ = &it->second;
+  if (fresh) {
+    it->second = complete_prefix(where);
+    append_int(it->second, tid);
+    it->second += ", \"ts\": ";
+  }
+  return it->second;
+}
+
+// put_us3() for a timestamp: the digits above its last eight copied from
+// the last one's when they are the same, the last eight ("ddddd.ddd")
+// formatted without a division loop.
+char* kineto_json_writer::put_ts(char* p, std::int64_t ns) noexcept {
+  if (ns < 100'000'000 || ns >= 10'000'000'000'000'000) return put_us3(p, ns);
+  const auto u = static_cast<std::uint64_t>(ns);
+  const std::uint64_t high = u / 100'000'000;
+  if (high != ts_high_) {
+    ts_high_ = high;
+    ts_high_size_ = static_cast<std::size_t>(std::to_chars(ts_high_text_, ts_high_text_ + 8, high).ptr - ts_high_text_);
+  }
+  std::memcpy(p, ts_high_text_, 8);  // fixed size: one move; high < 10^8 has at most eight digits
+  p += ts_high_size_;
+  const std::uint64_t low = eight_digits(static_cast<std::uint32_t>(u % 100'000'000));
+  std::memcpy(p, &low, 8);  // "iiiiifff": the point goes after the fifth
+  const std::uint64_t frac = (low >> 40) << 8 | '.';
+  std::memcpy(p + 5, &frac, 8);
+  return p + 9;
+}
+
+// The common scope's fixed part in one append: its site and thread's
+// prefix, then ts, dur and External id formatted into a stack buffer.
 bool kineto_json_writer::short_scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns) {
-  const std::string& prefix = complete_prefix(*s.where);
+  const std::string& prefix = complete_prefix(*s.where, ts.tid);
   char buf[320];
   if (prefix.size() > sizeof buf - 160) return false;
   char* p = buf;
@@ -131,9 +165,7 @@ bool kineto_json_writer::short_scope(const thread_state& ts, const open_scope& s
     p += text.size();
   };
   put(prefix);
-  p = std::to_chars(p, p + 24, ts.tid).ptr;
-  put(", \"ts\": ");
-  p = put_us3(p, s.begin_ns - head_.base_ns);
+  p = put_ts(p, s.begin_ns - head_.base_ns);
   put(", \"dur\": ");
   p = put_us3(p, end_ns > s.begin_ns ? end_ns - s.begin_ns : 0);
   put(", \"args\": {\"External id\": ");

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -50,6 +51,9 @@ class kineto_json_writer {
   void begin_event();
   void process_metadata();
   const std::string& complete_prefix(const site& where);
+  // The same with the tid and the "ts" key after it: a thread's scopes of one
+  // site start with the same bytes.
+  const std::string& complete_prefix(const site& where, std::int64_t tid);
   bool short_scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns);
   void scope_args(const thread_state& ts, const open_scope& s);
   void open_event(std::string_view ph_and_cat, std::string_view name, std::int64_t tid, std::int64_t ns);
@@ -57,9 +61,23 @@ class kineto_json_writer {
   const trace_head& head_;
   std::string buffer_;
   bool first_event_ = true;
+  // put_ts(): the digits of the last timestamp above its last eight, which
+  // successive events nearly always share.
+  char* put_ts(char* p, std::int64_t ns) noexcept;
+  std::uint64_t ts_high_ = ~std::uint64_t{0};
+  char ts_high_text_[16] = {};
+  std::size_t ts_high_size_ = 0;
   std::unordered_map<const site*, std::string> prefixes_;  // node-based: last_prefix_ stays valid
   const site* last_site_ = nullptr;
   const std::string* last_prefix_ = nullptr;
+  struct site_thread_hash {
+    std::size_t operator()(const std::pair<const site*, std::int64_t>& k) const noexcept {
+      return std::hash<const void*>{}(k.first) * 31 + static_cast<std::size_t>(k.second);
+    }
+  };
+  std::unordered_map<std::pair<const site*, std::int64_t>, std::string, site_thread_hash> thread_prefixes_;
+  std::pair<const site*, std::int64_t> last_thread_key_{nullptr, 0};
+  const std::string* last_thread_prefix_ = nullptr;
 };
 
 }  // namespace detail

@@ -347,8 +347,9 @@ kineto_conversion kineto_to_perfetto(const std::filesystem::path& input, const s
   std::string packets;
   perfetto_builder b(packets, /*sequence_id=*/1);
   c.write(b, [&] {
-    out.stream().write(packets.data(), static_cast<std::streamsize>(packets.size()));
-    packets.clear();
+    std::string& done = b.out();
+    out.stream().write(done.data(), static_cast<std::streamsize>(done.size()));
+    done.clear();
   });
   out.commit();
   return stats;

@@ -124,12 +124,22 @@ class short_packet {
   char* const end_ = buf_ + sizeof buf_;
 };
 
+// A Unix-ns timestamp (2^56 to 2^63 ns: 1972 to 2262) is a nine-byte
+// varint: its low 56 bits spread 7 to a byte, each with the continuation
+// bit, in three halving steps (no loop, no BMI2), then the top byte.
+char* put_varint9(char* p, std::uint64_t v) noexcept {
+  std::uint64_t x = v & 0x00ffffffffffffffull;
+  x = (x & 0x000000000fffffffull) | ((x << 4) & 0x0fffffff00000000ull);
+  x = (x & 0x00003fff00003fffull) | ((x << 2) & 0x3fff00003fff0000ull);
+  x = (x & 0x007f007f007f007full) | ((x << 1) & 0x7f007f007f007f00ull);
+  x |= 0x8080808080808080ull;
+  std::memcpy(p, &x, 8);  // little-endian host: byte i holds bits 7i..7i+6
+  p[8] = static_cast<char>(v >> 56);
+  return p + 9;
+}
+
 char* put_varint(char* p, std::uint64_t v) noexcept {
-  if (v >> 56 != 0 && v >> 63 == 0) {  // a Unix-ns timestamp: nine bytes, unrolled
-    for (int i = 0; i < 8; ++i) p[i] = static_cast<char>((v >> (7 * i)) | 0x80);
-    p[8] = static_cast<char>(v >> 56);
-    return p + 9;
-  }
+  if (v >> 56 != 0 && v >> 63 == 0) return put_varint9(p, v);
   while (v >= 0x80) {
     *p++ = static_cast<char>(v | 0x80);
     v >>= 7;
@@ -150,6 +160,7 @@ perfetto_builder::perfetto_builder(std::string& out, std::uint32_t sequence_id) 
 }
 
 std::size_t perfetto_builder::open_packet() {
+  sync();
   const std::size_t at = proto::open(out_, field::packet);
   proto::put_uint(out_, field::trusted_packet_sequence_id, sequence_id_);
   return at;
@@ -319,6 +330,7 @@ bool perfetto_builder::write_short_event(const event_fields& e) {
   m.close(event);
   m.close(packet);
   if (m.overflow) return false;
+  sync();
   out_.append(m.view());
   pending_.clear();
   return true;
@@ -425,57 +437,45 @@ void perfetto_builder::write_slice_with_id(int type, std::uint64_t track, std::i
     f.category_iid = category_iid;
     f.size = static_cast<std::size_t>(q - f.bytes);
   }
-  char annotation[24];
-  char* a = annotation;
-  if (arg_name_iid) {
-    *a++ = key(field::debug_annotations, proto::length_delimited);
-    char* const length = a++;
-    *a++ = key(field::annotation_name_iid, proto::varint);
-    a = put_varint(a, arg_name_iid);
-    *a++ = key(field::uint_value, proto::varint);
-    a = put_varint(a, arg_value);
-    *length = static_cast<char>(a - length - 1);
-  }
-  const auto ann = static_cast<std::size_t>(a - annotation);
-  char buf[128];
-  char* p = buf + 2;  // the packet's key and length go first, once its length is known
+  if (PROFTRACE_UNLIKELY(stage_ + stage_size - stage_end_ < static_cast<std::ptrdiff_t>(max_fast_packet))) sync();
+  char* const packet = stage_end_;
+  char* p = packet + 2;  // the packet's key and length go first, once its length is known
   std::memcpy(p, packet_head_, sizeof packet_head_);
-  p += packet_head_size_;
-  p = put_varint(p, static_cast<std::uint64_t>(unix_ns));
-  static constexpr char after_timestamp[] = {static_cast<char>(0xd0), 0x03,  // timestamp_clock_id (58): two key bytes
-                                             static_cast<char>(clock_realtime),
-                                             key(field::sequence_flags, proto::varint),
-                                             static_cast<char>(seq_needs_incremental_state),
-                                             key(field::track_event, proto::length_delimited)};
+  const auto ts = static_cast<std::uint64_t>(unix_ns);
+  p = ts >> 56 != 0 && ts >> 63 == 0 ? put_varint9(p + packet_head_size_, ts) : put_varint(p + packet_head_size_, ts);
+  static constexpr char after_timestamp[8] = {static_cast<char>(0xd0), 0x03,  // timestamp_clock_id (58): two key bytes
+                                              static_cast<char>(clock_realtime),
+                                              key(field::sequence_flags, proto::varint),
+                                              static_cast<char>(seq_needs_incremental_state),
+                                              key(field::track_event, proto::length_delimited)};
   static_assert(field::timestamp_clock_id << 3 == 0x1d0);
-  std::memcpy(p, after_timestamp, sizeof after_timestamp);
-  p += sizeof after_timestamp;
-  *p++ = static_cast<char>(f.size + ann);
+  std::memcpy(p, after_timestamp, sizeof after_timestamp);  // fixed size: one move; six bytes count
+  p += 6;
+  char* const event_length = p++;
   std::memcpy(p, f.bytes, sizeof f.bytes);  // fixed size: a few moves; only f.size bytes count
   p += f.size;
-  std::memcpy(p, annotation, sizeof annotation);
-  p += ann;
-  buf[0] = key(field::packet, proto::length_delimited);
-  buf[1] = static_cast<char>(p - buf - 2);
-  out_.append(buf, p);
+  if (arg_name_iid) {
+    *p++ = key(field::debug_annotations, proto::length_delimited);
+    char* const length = p++;
+    *p++ = key(field::annotation_name_iid, proto::varint);
+    p = put_varint(p, arg_name_iid);
+    *p++ = key(field::uint_value, proto::varint);
+    p = put_varint(p, arg_value);
+    *length = static_cast<char>(p - length - 1);
+  }
+  *event_length = static_cast<char>(p - event_length - 1);
+  packet[0] = key(field::packet, proto::length_delimited);
+  packet[1] = static_cast<char>(p - packet - 2);
+  stage_end_ = p;
 }
 
-void perfetto_builder::slice_begin(std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
-                                   std::uint64_t category_iid, std::uint64_t arg_name_iid, std::uint64_t arg_value) {
-  if (!pending_.empty()) {
-    const annotation arg[] = {{.name = {}, .name_iid = arg_name_iid, .value = arg_value}};
-    return slice_begin(track, unix_ns, name_iid, category_iid, arg);
-  }
-  write_slice_with_id(type_slice_begin, track, unix_ns, name_iid, category_iid, arg_name_iid, arg_value);
-}
-
-void perfetto_builder::slice_end(std::uint64_t track, std::int64_t unix_ns, std::uint64_t arg_name_iid,
-                                 std::uint64_t arg_value) {
-  if (!pending_.empty()) {
-    const annotation arg[] = {{.name = {}, .name_iid = arg_name_iid, .value = arg_value}};
-    return slice_end(track, unix_ns, arg);
-  }
-  write_slice_with_id(type_slice_end, track, unix_ns, 0, 0, arg_name_iid, arg_value);
+void perfetto_builder::slice_with_pending(int type, std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
+                                          std::uint64_t category_iid, std::uint64_t arg_name_iid,
+                                          std::uint64_t arg_value) {
+  const annotation arg[] = {{.name = {}, .name_iid = arg_name_iid, .value = arg_value}};
+  const annotations args = arg_name_iid ? annotations(arg) : annotations();
+  if (type == type_slice_begin) slice_begin(track, unix_ns, name_iid, category_iid, args);
+  else slice_end(track, unix_ns, args);
 }
 
 void perfetto_builder::counter(std::uint64_t track, std::int64_t unix_ns, double value) {

@@ -14,7 +14,7 @@
 //   const annotation args[] = {{.name = "External id", .value = std::uint64_t{7}}};
 //   b.slice_begin(t, ns, "step", "user_annotation", args);
 //   b.slice_end(t, ns + 1000);
-//   write(fd, out.data(), out.size()); out.clear();  // packets so far
+//   const std::string& packets = b.out();  // every packet so far
 #pragma once
 
 #include "proftrace/config.hpp"
@@ -53,6 +53,9 @@ class perfetto_builder {
   // packet (incremental state cleared, the REALTIME/BOOTTIME clock snapshot,
   // both clocks read now) at once.
   perfetto_builder(std::string& out, std::uint32_t sequence_id);
+  ~perfetto_builder() { sync(); }  // out holds every packet once the builder is gone
+  perfetto_builder(const perfetto_builder&) = delete;
+  perfetto_builder& operator=(const perfetto_builder&) = delete;
 
   // Track descriptors, emitted once per uuid (a second call returns the
   // same uuid and writes nothing). Uuids are derived from the arguments, so
@@ -88,11 +91,24 @@ class perfetto_builder {
 
   // The commonest events, a slice's begin and end whose one arg is an
   // unsigned integer (an External id), hand-encoded: a few dozen stores.
+  // arg_name_iid 0: no arg.
   void slice_begin(std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid, std::uint64_t category_iid,
-                   std::uint64_t arg_name_iid, std::uint64_t arg_value);
-  void slice_end(std::uint64_t track, std::int64_t unix_ns, std::uint64_t arg_name_iid, std::uint64_t arg_value);
+                   std::uint64_t arg_name_iid, std::uint64_t arg_value) {
+    if (PROFTRACE_UNLIKELY(!pending_.empty()))
+      return slice_with_pending(1, track, unix_ns, name_iid, category_iid, arg_name_iid, arg_value);
+    write_slice_with_id(1, track, unix_ns, name_iid, category_iid, arg_name_iid, arg_value);
+  }
+  void slice_end(std::uint64_t track, std::int64_t unix_ns, std::uint64_t arg_name_iid, std::uint64_t arg_value) {
+    if (PROFTRACE_UNLIKELY(!pending_.empty())) return slice_with_pending(2, track, unix_ns, 0, 0, arg_name_iid, arg_value);
+    write_slice_with_id(2, track, unix_ns, 0, 0, arg_name_iid, arg_value);
+  }
 
-  std::string& out() noexcept { return out_; }
+  // The packets written so far, all of them (the fast path's staged ones
+  // appended first). Read the output only through this.
+  std::string& out() {
+    sync();
+    return out_;
+  }
 
  private:
   enum class table : std::uint8_t { category = 1, name = 2, annotation_name = 3 };  // InternedData field numbers
@@ -121,6 +137,10 @@ class perfetto_builder {
   void write_clock_snapshot();
   void write_event(const event_fields& e);
   bool write_short_event(const event_fields& e);
+  // The short forms' way when interned entries are pending (they go into
+  // the packet): the general path. type: TrackEvent.Type (1 begin, 2 end).
+  void slice_with_pending(int type, std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
+                          std::uint64_t category_iid, std::uint64_t arg_name_iid, std::uint64_t arg_value);
   void write_slice_with_id(int type, std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
                            std::uint64_t category_iid, std::uint64_t arg_name_iid, std::uint64_t arg_value);
   void write_annotation(const annotation& a, std::uint64_t name_iid);
@@ -130,8 +150,20 @@ class perfetto_builder {
   bool open_track(std::uint64_t uuid, std::size_t (&at)[2]);
   void close_track(const std::size_t (&at)[2]);
 
+  // Appends the fast path's staged packets to out_: every other writer of
+  // out_ calls it first, so packets stay in order.
+  void sync() {
+    if (stage_end_ != stage_) out_.append(stage_, static_cast<std::size_t>(stage_end_ - stage_));
+    stage_end_ = stage_;
+  }
+
   std::string& out_;
   std::uint32_t sequence_id_;
+  // write_slice_with_id's packets are built in place here, with no bounds
+  // check but one per packet, and reach out_ in blocks.
+  static constexpr std::size_t stage_size = 16384, max_fast_packet = 128;
+  char stage_[stage_size];
+  char* stage_end_ = stage_;
   // The sequence id and the timestamp's key, the same in every event packet.
   char packet_head_[8];
   std::size_t packet_head_size_ = 0;

@@ -34,11 +34,10 @@ std::string perfetto_writer::tail(const finished_trace& f, const std::string& tr
   for (const auto& [key, value] : counters) args.push_back({.name = key, .value = value});
   if (!f.write_error.empty()) args.push_back({.name = "incomplete", .value = std::string_view(f.write_error)});
   b.instant(b.named_track("proftrace", 0, 0), std::max(f.stop_unix_ns, f.start_unix_ns), "proftrace", "proftrace", args);
-  return out;
+  return b.out();
 }
 
-std::uint64_t perfetto_writer::thread_track(std::int64_t tid) {
-  if (tid == last_tid_) return last_track_;
+std::uint64_t perfetto_writer::new_thread_track(std::int64_t tid) {
   auto [it, fresh] = threads_.try_emplace(tid, 0);
   if (fresh) it->second = builder_.thread_track(head_.pid, tid, "thread " + std::to_string(tid));
   last_tid_ = tid;
@@ -127,6 +126,11 @@ void perfetto_writer::scope(thread_state& ts, const open_scope& s, std::int64_t 
     begin(track, ts, outer, false);
   }
   if (!s.announced) {
+    if (only_external_id(s, head_) && s.where->cat != category::step) {  // the common scope: two short packets
+      const site_ids& ids = ids_of(*s.where);
+      builder_.slice_begin(track, s.begin_ns, ids.name, ids.category, external_id_iid_, s.external_id);
+      return builder_.slice_end(track, end_ns, 0, 0);
+    }
     begin(track, ts, s, true);
     builder_.slice_end(track, end_ns);
     return;

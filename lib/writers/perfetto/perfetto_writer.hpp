@@ -54,13 +54,14 @@ class perfetto_writer {
   void counter(std::int64_t tid, const site& where, std::int64_t ns, double value);
   void gpu(const std::vector<gpu_activity>& activities, const std::vector<gpu_span>& spans);
 
-  std::string& buffer() noexcept { return buffer_; }
+  std::string& buffer() { return builder_.out(); }
 
  private:
   struct site_ids {
     std::uint64_t name, category;
   };
-  std::uint64_t thread_track(std::int64_t tid);
+  std::uint64_t thread_track(std::int64_t tid) { return tid == last_tid_ ? last_track_ : new_thread_track(tid); }
+  std::uint64_t new_thread_track(std::int64_t tid);
   const site_ids& ids_of(const site& where);
   void begin(std::uint64_t track, const thread_state& ts, const open_scope& s, bool with_args);
   // A scope's fixed args (at most 10) and its PROF_ARG values.
