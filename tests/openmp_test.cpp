@@ -160,6 +160,52 @@ TEST_CASE("OMPT: a contended critical section's wait is a span on the thread tha
   CHECK(longest >= 20'000.0);  // one of the two waited for the other's 30 ms
 }
 
+TEST_CASE("OMPT: a contended lock's wait is a span; a failed test lock leaves no span open") {
+  temp_dir out("openmp-lock");
+  omp_lock_t lock;
+  omp_init_lock(&lock);
+  proftrace::profile p;
+  p.start();
+#pragma omp parallel num_threads(2)
+  {
+    omp_set_lock(&lock);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    omp_unset_lock(&lock);
+#pragma omp barrier
+#pragma omp master
+    omp_set_lock(&lock);
+#pragma omp barrier
+    if (omp_get_thread_num() == 1) (void)omp_test_lock(&lock);  // fails: the primary holds it
+    { PROF_SCOPE("after test"); }
+#pragma omp barrier
+#pragma omp master
+    omp_unset_lock(&lock);
+  }
+  p.stop();
+  omp_destroy_lock(&lock);
+  p.export_chrome_trace(out.path / "t.json");
+  const auto all = spans_of(read_trace(out.path / "t.json"));
+  double longest = 0;
+  std::vector<span> tasks, after;
+  for (const auto& s : all) {
+    if (s.name == "omp lock") longest = std::max(longest, s.dur);
+    if (starts_with(s.name, "omp implicit task: ")) tasks.push_back(s);
+    if (s.name == "after test") after.push_back(s);
+  }
+  CHECK(longest >= 20'000.0);
+  REQUIRE(after.size() == 2);
+  for (const auto& a : after) {  // each still inside its thread's implicit task, not inside a stale wait
+    const bool nested = std::any_of(tasks.begin(), tasks.end(), [&](const span& t) {
+      return t.tid == a.tid && t.ts <= a.ts && a.ts + a.dur <= t.ts + t.dur + 0.002;
+    });
+    CHECK(nested);
+    const bool inside_a_wait = std::any_of(all.begin(), all.end(), [&](const span& w) {
+      return w.name == "omp lock" && w.tid == a.tid && w.ts <= a.ts && a.ts + a.dur <= w.ts + w.dur;
+    });
+    CHECK_FALSE(inside_a_wait);  // the failed test opened no wait that stayed open
+  }
+}
+
 TEST_CASE("OMPT: regions while no session records cost nothing in a later trace") {
   imbalanced_loop(1);  // no session
   proftrace::profile p;

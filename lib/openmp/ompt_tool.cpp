@@ -38,7 +38,6 @@ const site reduction_site{"omp reduction", "", __FILE__, 0, category::openmp};
 const site critical_site{"omp critical", "", __FILE__, 0, category::openmp};
 const site lock_site{"omp lock", "", __FILE__, 0, category::openmp};
 const site ordered_site{"omp ordered", "", __FILE__, 0, category::openmp};
-const site atomic_site{"omp atomic", "", __FILE__, 0, category::openmp};
 
 // A construct's sites, named after its code address; made once per address
 // and never freed (events point at them).
@@ -89,7 +88,7 @@ const named_sites* sites_for(const void* codeptr, const char* first, const char*
 // reused by every region it opens there (and never freed: a worker may read
 // it during the runtime's shutdown, after the primary's thread_locals are gone).
 struct team_record {
-  const named_sites* sites = nullptr;
+  std::atomic<const named_sites*> sites{nullptr};
   std::atomic<std::uint64_t> seq{0};        // the region begun last
   std::atomic<std::uint64_t> ended_seq{0};  // the region ended last, and when
   std::atomic<std::uint64_t> ended_ticks{0};
@@ -98,7 +97,7 @@ thread_local std::vector<team_record*> teams;  // by nesting depth
 thread_local std::size_t parallel_depth = 0;
 
 // ---- the calling thread's open OpenMP spans, innermost last ----
-enum span_kind : int { span_parallel, span_implicit, span_work, span_sync, span_mutex };
+enum span_kind : int { span_parallel, span_implicit, span_work, span_sync };
 struct open_span {
   const site* where;
   std::uint64_t begin;  // no_begin: not recorded
@@ -113,8 +112,8 @@ thread_local std::vector<open_span> open_spans;
 const std::string& current_function() {
   static const std::string none;
   for (std::size_t i = open_spans.size(); i-- > 0;)
-    if (open_spans[i].kind == span_implicit && open_spans[i].team && open_spans[i].team->sites)
-      return open_spans[i].team->sites->function;
+    if (open_spans[i].kind == span_implicit && open_spans[i].team)
+      if (const named_sites* s = open_spans[i].team->sites.load(std::memory_order_relaxed)) return s->function;
   return none;
 }
 
@@ -170,10 +169,12 @@ void on_parallel_begin(ompt_data_t*, const ompt_frame_t*, ompt_data_t* parallel_
   if (teams.size() <= parallel_depth) teams.push_back(new team_record);
   team_record* team = teams[parallel_depth++];
   // Named (once per address, which may run addr2line) only while recording.
-  team->sites = recording() ? sites_for(codeptr, "omp parallel", "omp implicit task", 0, current_function()) : nullptr;
+  const named_sites* s =
+      recording() ? sites_for(codeptr, "omp parallel", "omp implicit task", 0, current_function()) : nullptr;
+  team->sites.store(s, std::memory_order_relaxed);
   team->seq.store(team->seq.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   parallel_data->ptr = team;
-  open(team->sites ? &team->sites->sites[parallel_region] : &unnamed_region, span_parallel);
+  open(s ? &s->sites[parallel_region] : &unnamed_region, span_parallel);
 }
 
 void on_parallel_end(ompt_data_t*, ompt_data_t*, int, const void*) {
@@ -190,9 +191,10 @@ void on_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t* parallel_data
   if (flags & ompt_task_initial) return;  // the initial task is the program itself
   if (endpoint == ompt_scope_begin) {
     const auto* team = parallel_data ? static_cast<const team_record*>(parallel_data->ptr) : nullptr;
-    const named_sites* s = team ? team->sites : nullptr;
-    open(s ? &s->sites[implicit_task] : &unnamed_task, span_implicit, team,
-         team ? team->seq.load(std::memory_order_acquire) : 0);
+    // The region's number first: its acquire makes the primary's `sites` visible.
+    const std::uint64_t seq = team ? team->seq.load(std::memory_order_acquire) : 0;
+    const named_sites* s = team ? team->sites.load(std::memory_order_relaxed) : nullptr;
+    open(s ? &s->sites[implicit_task] : &unnamed_task, span_implicit, team, seq);
   } else if (endpoint == ompt_scope_end) {
     close(span_implicit);
   }
@@ -246,15 +248,35 @@ void on_sync_wait(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoint, ompt_
   open(s, span_sync);
 }
 
-// The wait for a critical section, a lock, ordered: from the request to the grant.
-void on_mutex_acquire(ompt_mutex_t kind, unsigned int, unsigned int, ompt_wait_id_t, const void*) {
-  const site* s = &lock_site;
-  if (kind == ompt_mutex_critical) s = &critical_site;
-  else if (kind == ompt_mutex_ordered) s = &ordered_site;
-  else if (kind == ompt_mutex_atomic) s = &atomic_site;
-  open(s, span_mutex);
+// The wait for a critical section, a lock, ordered: from the request to the
+// grant, written once granted as one complete record (a child of whatever
+// is open). A failed omp_test_lock is reported as a request with no grant
+// (libomp names it a plain lock), so a request only waits for its grant: the
+// next request replaces it. Nestable locks and atomics are left out.
+struct pending_wait {
+  const site* where = nullptr;
+  ompt_wait_id_t id = 0;
+  std::uint64_t begin_ticks = 0;
+};
+thread_local pending_wait waiting;
+
+void on_mutex_acquire(ompt_mutex_t kind, unsigned int, unsigned int, ompt_wait_id_t id, const void*) {
+  const site* s = kind == ompt_mutex_critical ? &critical_site
+                  : kind == ompt_mutex_ordered ? &ordered_site
+                  : kind == ompt_mutex_lock    ? &lock_site
+                                               : nullptr;
+  waiting.where = nullptr;
+  if (s == nullptr || !recording()) return;
+  if (ring* r = thread_ring()) waiting = {s, id, r->now()};
 }
-void on_mutex_acquired(ompt_mutex_t, ompt_wait_id_t, const void*) { close(span_mutex); }
+
+void on_mutex_acquired(ompt_mutex_t, ompt_wait_id_t id, const void*) {
+  if (waiting.where == nullptr || waiting.id != id) return;
+  const site* s = waiting.where;
+  waiting.where = nullptr;
+  if (ring* r = (session_state.load(std::memory_order_relaxed) & state_session) ? this_thread_ring : nullptr)
+    r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), waiting.begin_ticks, event_kind::complete);
+}
 
 int initialize(ompt_function_lookup_t lookup, int, ompt_data_t*) {
   const auto set_callback = reinterpret_cast<ompt_set_callback_t>(lookup("ompt_set_callback"));
