@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <string>
@@ -66,6 +67,29 @@ __attribute__((noinline)) void imbalanced_loop(int slow) {
 }  // namespace
 
 #if PROFTRACE_TEST_OMPT
+
+TEST_CASE("OMP_TOOL=disabled: libomp loads no tool; one warning, the user's scopes recorded" *
+          doctest::skip(std::getenv("OMP_TOOL") == nullptr || std::string_view(std::getenv("OMP_TOOL")) != "disabled")) {
+  warning_capture warnings;
+  for (int round = 0; round < 2; ++round) {
+    proftrace::profile p;
+    p.start();
+    CHECK(!p.activities().contains(proftrace::activity::openmp));
+    imbalanced_loop(1);
+    p.stop();
+    std::int64_t iterations = 0, openmp_rows = 0;
+    for (const auto& r : p.key_averages()) {
+      if (r.key == "iteration") iterations += r.count;
+      if (starts_with(r.key, "omp ")) openmp_rows += r.count;
+    }
+    CHECK(iterations == 2);
+    CHECK(openmp_rows == 0);
+  }
+  REQUIRE(warnings.seen.size() == 1);
+  CAPTURE(warnings.seen[0]);
+  CHECK(warnings.seen[0].find("OMP_TOOL=disabled") != std::string::npos);
+  CHECK(warnings.seen[0].find("libomp.so") != std::string::npos);  // the runtime, by its file
+}
 
 TEST_CASE("OMPT: regions on both threads, user scopes inside each thread's implicit task, barrier time on the faster thread") {
   for (const int slow : {1, 0}) {  // the faster thread: the primary, then the worker
