@@ -29,8 +29,10 @@ class ProftraceConan(ConanFile):
         "enabled": [True, False],    # PROFTRACE_ENABLED: False compiles every macro out
         "with_cuda": [True, False],  # PROFTRACE_WITH_CUDA (and NVTX with it): needs the CUDA toolkit
         "with_mpi": [True, False],   # PROFTRACE_WITH_MPI: ranks and clock alignment from the system's MPI
+        "with_openmp": [True, False],  # PROFTRACE_WITH_OPENMP: the OMPT collector (needs omp-tools.h)
     }
-    default_options = {"shared": False, "fPIC": True, "enabled": True, "with_cuda": False, "with_mpi": False}
+    default_options = {"shared": False, "fPIC": True, "enabled": True, "with_cuda": False, "with_mpi": False,
+                       "with_openmp": False}
     exports_sources = "CMakeLists.txt", "cmake/*", "include/*", "lib/*", "tools/*", "fortran/*", "LICENSE*"
 
     def set_version(self):
@@ -56,6 +58,8 @@ class ProftraceConan(ConanFile):
         tc.cache_variables["PROFTRACE_ENABLED"] = bool(self.options.enabled)
         tc.cache_variables["PROFTRACE_WITH_CUDA"] = "ON" if self.options.with_cuda else "OFF"
         tc.cache_variables["PROFTRACE_WITH_MPI"] = bool(self.options.with_mpi)
+        tc.cache_variables["PROFTRACE_WITH_COUNTERS"] = self.settings.os == "Linux"
+        tc.cache_variables["PROFTRACE_WITH_OPENMP"] = "ON" if self.options.with_openmp else "OFF"
         tc.cache_variables["PROFTRACE_BUILD_TESTS"] = False
         tc.cache_variables["PROFTRACE_BUILD_EXAMPLES"] = False
         tc.cache_variables["PROFTRACE_BUILD_BENCH"] = False
@@ -85,6 +89,8 @@ class ProftraceConan(ConanFile):
             "PROFTRACE_WITH_CPU_RANGES=1", "PROFTRACE_WITH_MEMORY=1", "PROFTRACE_WITH_FLOPS=1",
             f"PROFTRACE_WITH_CUDA={cuda}", f"PROFTRACE_WITH_NVTX={cuda}",
             f"PROFTRACE_WITH_MPI={1 if self.options.with_mpi and enabled else 0}",
+            f"PROFTRACE_WITH_COUNTERS={1 if self.settings.os == 'Linux' and enabled else 0}",
+            f"PROFTRACE_WITH_OPENMP={1 if self.options.with_openmp and enabled else 0}",
             "PROFTRACE_OVERFLOW_POLICY=0", "PROFTRACE_RING_EVENTS=32768",
         ]
         self.buildenv_info.prepend_path("PATH", os.path.join(self.package_folder, "bin"))

@@ -70,10 +70,14 @@ int main(int argc, char** argv) {
   };
   constexpr int threads = 8;
   const long long per_thread = target / threads;
-  for (int t = 0; t < threads && written < target; ++t) {
+  // `written` grows inside event(): while loops, which clang's loop
+  // analysis does not expect to see modify their condition in the body.
+  int t = 0;
+  while (t < threads && written < target) {
     const int tid = 1000 + t;
     long long ts = 1000;
-    for (long long step = 0; written < (t + 1) * per_thread; ++step) {
+    long long step = 0;
+    while (written < (t + 1) * per_thread) {
       // 10 events per step
       const std::string step_name = "ProfilerStep#" + std::to_string(step);
       complete("user_annotation", step_name.c_str(), tid, ts, 100000, "");
@@ -89,7 +93,9 @@ int main(int argc, char** argv) {
             std::to_string(tid) + ", \"ts\": 2.000, \"args\": {\"Bytes\": 1024}}");
       complete("user_annotation", "optimizer", tid, ts + 92000, 5000, "");
       ts += 110000;
+      ++step;
     }
+    ++t;
   }
   out += "\n  ],\n  \"traceName\": \"synthetic\"\n}\n";
   std::fwrite(out.data(), 1, out.size(), f);

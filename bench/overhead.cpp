@@ -428,6 +428,7 @@ void BM_paired_correlated_vs_plain(benchmark::State& state) {
     set_seconds_per_scope(state, "plain", plain);
     set_seconds_per_scope(state, "correlated", correlated);
     state.counters["ratio"] = plain > 0 ? correlated / plain : 0;
+    set_seconds_per_scope(state, "flush_per_scope", flushing);
   }
   d::cupti_collector::instance().use_api(nullptr);
 }

@@ -8,6 +8,13 @@ option(PROFTRACE_WITH_MEMORY "Memory collector (PROF_ALLOC, PROF_FREE)" ON)
 set(PROFTRACE_WITH_CUDA AUTO CACHE STRING "CUDA collector: ON, OFF or AUTO (on when the CUDA toolkit is found)")
 option(PROFTRACE_WITH_MPI "MPI-aware sessions: rank from MPI, clock alignment against rank 0 (needs MPI)" OFF)
 set(PROFTRACE_WITH_NVTX AUTO CACHE STRING "NVTX3 range per recorded scope: ON, OFF or AUTO (on with the CUDA collector)")
+if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
+  set(proftrace_counters_default ON)
+else()
+  set(proftrace_counters_default OFF)
+endif()
+option(PROFTRACE_WITH_COUNTERS "Per-scope counters through perf_event_open (Linux)" ${proftrace_counters_default})
+set(PROFTRACE_WITH_OPENMP AUTO CACHE STRING "OpenMP collector through OMPT: ON, OFF or AUTO (on where omp-tools.h is found)")
 set(PROFTRACE_OVERFLOW_POLICY drop CACHE STRING "Default ring overflow policy: drop, block or drop_oldest")
 set(PROFTRACE_RING_EVENTS 32768 CACHE STRING "Default events per thread ring (power of two)")
 # The tests and the command line need the recorder itself, which a
@@ -26,6 +33,7 @@ option(PROFTRACE_INSTALL "Install rules (headers, library, tool, package configu
 set(PROFTRACE_SANITIZE "" CACHE STRING "Build everything with -fsanitize=<list> (e.g. thread, or address,undefined)")
 set_property(CACHE PROFTRACE_WITH_CUDA PROPERTY STRINGS ON OFF AUTO)
 set_property(CACHE PROFTRACE_WITH_NVTX PROPERTY STRINGS ON OFF AUTO)
+set_property(CACHE PROFTRACE_WITH_OPENMP PROPERTY STRINGS ON OFF AUTO)
 set_property(CACHE PROFTRACE_OVERFLOW_POLICY PROPERTY STRINGS drop block drop_oldest)
 
 macro(proftrace_bool out value)
@@ -88,6 +96,32 @@ if(PROFTRACE_WITH_MPI AND PROFTRACE_ENABLED)
   set(PROFTRACE_WITH_MPI_01 1)
 endif()
 
+# perf_event_open is Linux's: elsewhere the counters collector cannot be built.
+set(PROFTRACE_WITH_COUNTERS_01 0)
+if(PROFTRACE_WITH_COUNTERS AND PROFTRACE_ENABLED)
+  if(NOT CMAKE_SYSTEM_NAME STREQUAL "Linux")
+    message(FATAL_ERROR "proftrace: PROFTRACE_WITH_COUNTERS=ON needs Linux (perf_event_open)")
+  endif()
+  set(PROFTRACE_WITH_COUNTERS_01 1)
+endif()
+
+# OMPT's header (omp-tools.h) is all the OpenMP collector needs to build: it
+# links no OpenMP runtime. The program's runtime loads the tool (LLVM's
+# libomp does; GCC's libgomp has no OMPT, which a session then says). GCC
+# does not ship the header, so LLVM's copies are looked for too.
+set(PROFTRACE_WITH_OPENMP_01 0)
+if(NOT PROFTRACE_WITH_OPENMP STREQUAL "OFF" AND PROFTRACE_ENABLED)
+  file(GLOB proftrace_llvm_omp_dirs /usr/lib/llvm-*/lib/clang/*/include /usr/lib/llvm-*/include)
+  find_path(PROFTRACE_OMP_TOOLS_INCLUDE_DIR omp-tools.h HINTS ${proftrace_llvm_omp_dirs}
+            DOC "Directory of OMPT's omp-tools.h")
+  if(PROFTRACE_OMP_TOOLS_INCLUDE_DIR)
+    set(PROFTRACE_WITH_OPENMP_01 1)
+    message(STATUS "proftrace: omp-tools.h found in ${PROFTRACE_OMP_TOOLS_INCLUDE_DIR}; the OpenMP collector is built")
+  elseif(PROFTRACE_WITH_OPENMP STREQUAL "ON")
+    message(FATAL_ERROR "proftrace: PROFTRACE_WITH_OPENMP=ON but no omp-tools.h was found (Debian: apt-get install libomp-dev)")
+  endif()
+endif()
+
 if(PROFTRACE_OVERFLOW_POLICY STREQUAL "drop")
   set(PROFTRACE_OVERFLOW_POLICY_01 0)
 elseif(PROFTRACE_OVERFLOW_POLICY STREQUAL "block")
@@ -106,6 +140,8 @@ set(PROFTRACE_PUBLIC_DEFINITIONS
   PROFTRACE_WITH_CUDA=${PROFTRACE_WITH_CUDA_01}
   PROFTRACE_WITH_NVTX=${PROFTRACE_WITH_NVTX_01}
   PROFTRACE_WITH_MPI=${PROFTRACE_WITH_MPI_01}
+  PROFTRACE_WITH_COUNTERS=${PROFTRACE_WITH_COUNTERS_01}
+  PROFTRACE_WITH_OPENMP=${PROFTRACE_WITH_OPENMP_01}
   PROFTRACE_OVERFLOW_POLICY=${PROFTRACE_OVERFLOW_POLICY_01}
   PROFTRACE_RING_EVENTS=${PROFTRACE_RING_EVENTS})
 

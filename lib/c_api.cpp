@@ -154,6 +154,7 @@ constexpr std::size_t max_c_depth = 256;
 struct c_frame {
   const site* where;
   std::uint64_t begin;  // no_begin: not recorded
+  counter_marks counters;
 };
 struct c_stack {
   std::size_t depth = 0;
@@ -222,9 +223,9 @@ const site* intern_site_n(const char* name, std::size_t length, category cat) no
   }
 }
 
-void push_frame(const site* where, std::uint64_t begin) noexcept {
+void push_frame(const site* where, std::uint64_t begin, counter_marks counters) noexcept {
   c_stack& st = c_scopes;
-  if (st.depth < max_c_depth) st.frames[st.depth] = {where, begin};
+  if (st.depth < max_c_depth) st.frames[st.depth] = {where, begin, counters};
   ++st.depth;
 }
 
@@ -375,19 +376,28 @@ void proftrace_push(const char* name) {
 
 void proftrace_push_n(const char* name, size_t length) {
   std::uint64_t begin = pd::no_begin;
-  if (pd::recording() && pd::c_scopes.depth < pd::max_c_depth)
+  pd::counter_marks counters;
+  counters.open(0);
+  if (pd::recording() && pd::c_scopes.depth < pd::max_c_depth) {
+    counters.open(pd::session_state.load(std::memory_order_relaxed));
     begin = pd::record_dynamic_begin(&pd::c_push_site, std::string_view(name ? name : "", name ? length : 0));
-  pd::push_frame(&pd::c_push_site, begin);
+  }
+  pd::push_frame(&pd::c_push_site, begin, counters);
 }
 
 void proftrace_push_literal(const char* name) {
   const pd::site* s = nullptr;
   std::uint64_t begin = pd::no_begin;
+  pd::counter_marks counters;
+  counters.open(0);
   if (pd::recording() && pd::c_scopes.depth < pd::max_c_depth) {
     s = pd::intern_site(name, pd::category::user_annotation);
-    if (s) begin = pd::record_begin(s);
+    if (s) {
+      counters.open(pd::session_state.load(std::memory_order_relaxed));
+      begin = pd::record_begin(s);
+    }
   }
-  pd::push_frame(s, begin);
+  pd::push_frame(s, begin, counters);
 }
 
 void proftrace_pop(void) {
@@ -398,7 +408,8 @@ void proftrace_pop(void) {
   }
   --st.depth;
   if (st.depth >= pd::max_c_depth) return;
-  const pd::c_frame f = st.frames[st.depth];
+  pd::c_frame f = st.frames[st.depth];
+  f.counters.close(f.where != nullptr ? f.begin : pd::no_begin);
   if (f.begin != pd::no_begin && f.where != nullptr) pd::record_end(f.where, f.begin);
 }
 

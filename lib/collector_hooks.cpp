@@ -38,6 +38,12 @@ extern const collector_hooks cuda_kernels_hooks;
 #if PROFTRACE_WITH_NVTX
 extern const collector_hooks nvtx_ranges_hooks;
 #endif
+#if PROFTRACE_WITH_COUNTERS
+extern const collector_hooks counters_hooks;
+#endif
+#if PROFTRACE_WITH_OPENMP
+extern const collector_hooks openmp_hooks;
+#endif
 
 std::span<const collector_hooks* const> build_collectors() {
   static const collector_hooks* const all[] = {
@@ -50,6 +56,12 @@ std::span<const collector_hooks* const> build_collectors() {
 #endif
       &memory_hooks,
       &flops_hooks,
+#if PROFTRACE_WITH_COUNTERS
+      &counters_hooks,
+#endif
+#if PROFTRACE_WITH_OPENMP
+      &openmp_hooks,
+#endif
   };
   return all;
 }

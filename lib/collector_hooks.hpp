@@ -3,7 +3,7 @@
 // (collector_hooks.cpp) instead of knowing each of them.
 //
 //   for (const collector_hooks* c : build_collectors())
-//     if (asked.contains(c->kind) && c->start(named, forked)) collecting = collecting | activity_set{c->kind};
+//     if (asked.contains(c->kind) && c->start(opts, named, forked)) collecting = collecting | activity_set{c->kind};
 //
 // A collector defines its hooks beside its code (cuda/cuda_hooks.cpp) and
 // adds one line to build_collectors(). Every hook may be null: nothing to do.
@@ -25,7 +25,7 @@ struct collector_hooks {
   activity kind;
   // At start(): whether it collects in this process now. `named`: the
   // program asked for it by name, so a missing one warns (once).
-  bool (*start)(bool named, bool in_forked_child);
+  bool (*start)(const profile_options& opts, bool named, bool in_forked_child);
   // At stop(): ends what start() began.
   void (*stop)();
   // The recorder's state bits while it collects (recorder.hpp state_*).

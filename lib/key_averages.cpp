@@ -198,6 +198,24 @@ std::string event_averages::table(const table_options& options) const {
     headers.push_back("Total " + flops_unit);
     layout.add(column_width);
   }
+  // Counters (profile_options::counters): a total and a self column each,
+  // in the order first seen; instructions per cycle where both are counted.
+  std::vector<std::string> counter_names;
+  for (const auto& r : rows)
+    for (const auto& c : r.counters)
+      if (std::find(counter_names.begin(), counter_names.end(), c.name) == counter_names.end()) counter_names.push_back(c.name);
+  const auto counted = [&](const char* n) { return std::find(counter_names.begin(), counter_names.end(), n) != counter_names.end(); };
+  const bool has_ipc = counted("instructions") && counted("cycles");
+  for (const auto& n : counter_names) {
+    for (const std::string& h : {n, "Self " + n}) {
+      headers.push_back(h);
+      layout.add(std::max(column_width, static_cast<int>(h.size())));
+    }
+  }
+  if (has_ipc) {
+    headers.push_back("IPC");
+    layout.add(column_width);
+  }
 
   const double self_total_us = static_cast<double>(self_cpu_time_total_ns()) / 1e3;
   const double self_cuda_total_us = static_cast<double>(self_cuda_time_total_ns()) / 1e3;
@@ -237,6 +255,18 @@ std::string event_averages::table(const table_options& options) const {
     if (has_input_shapes) cells.push_back(shapes_text(*r).substr(0, static_cast<std::size_t>(shapes_width)));
     if (has_stack) cells.push_back(r->stack.empty() ? "" : trim_path(r->stack[0], static_cast<std::size_t>(src_width)));
     if (smallest_flops > 0) cells.push_back(r->flops <= 0 ? std::string("--") : format("%8.3f", static_cast<double>(r->flops) * flops_factor));
+    for (const auto& n : counter_names) {
+      const counter_total* c = r->counter(n);
+      const bool is_time = n == "task-clock" || n == "cpu-clock";  // nanoseconds, as perf reports them
+      for (const std::int64_t v : {c ? c->total : 0, c ? c->self : 0})
+        cells.push_back(!c ? std::string("--") : is_time ? format_time(static_cast<double>(v) / 1e3) : std::to_string(v));
+    }
+    if (has_ipc) {
+      const counter_total* ins = r->counter("instructions");
+      const counter_total* cyc = r->counter("cycles");
+      cells.push_back(ins && cyc && cyc->total > 0 ? format("%.2f", static_cast<double>(ins->total) / static_cast<double>(cyc->total))
+                                                   : std::string("--"));
+    }
     line(layout.row(cells));
     // Further stack frames go on their own lines under the source column.
     for (std::size_t i = 1; has_stack && i < r->stack.size() && i < max_stack_entries; ++i) {

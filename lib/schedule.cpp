@@ -27,6 +27,8 @@ std::string_view to_string(activity a) noexcept {
     case activity::memory: return "MEMORY";
     case activity::flops: return "FLOPS";
     case activity::nvtx: return "NVTX";
+    case activity::counters: return "COUNTERS";
+    case activity::openmp: return "OPENMP";
   }
   return "?";
 }

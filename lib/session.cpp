@@ -458,7 +458,7 @@ struct session::impl {
     collecting = {};
     for (const detail::collector_hooks* c : detail::build_collectors()) {
       if (!activities.contains(c->kind)) continue;
-      if (!c->start || c->start(opts.activities.contains(c->kind), in_forked_child))
+      if (!c->start || c->start(opts, opts.activities.contains(c->kind), in_forked_child))
         collecting = collecting | activity_set{c->kind};
       else
         activities = activity_set::from_bits(activities.bits() & ~activity_set{c->kind}.bits());
@@ -498,7 +498,8 @@ session::session(profile_options options, activity_set compiled) : impl_(std::ma
     s.activities = compiled;
   } else {
     s.activities = s.opts.activities & compiled;
-    for (activity a : {activity::cpu, activity::cuda, activity::memory, activity::flops, activity::nvtx})
+    for (activity a : {activity::cpu, activity::cuda, activity::memory, activity::flops, activity::nvtx,
+                       activity::counters, activity::openmp})
       if (s.opts.activities.contains(a) && !compiled.contains(a))
         detail::warn("activity " + std::string(to_string(a)) + " is not compiled into this build; ignored");
   }
@@ -510,6 +511,9 @@ session::session(profile_options options, activity_set compiled) : impl_(std::ma
   s.fallback = compiled & activity_set{activity::cpu};
 #if !PROFTRACE_WITH_CUDA
   if (s.opts.cuda_profiler_gating) detail::warn("cuda_profiler_gating needs a build with CUDA; ignored");
+#endif
+#if !PROFTRACE_WITH_COUNTERS
+  if (!s.opts.counters.empty()) detail::warn("counters need a build with PROFTRACE_WITH_COUNTERS (Linux); ignored");
 #endif
   if (s.opts.flush_period <= std::chrono::milliseconds::zero())
     throw std::invalid_argument("proftrace: flush_period must be positive");

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  cmake g++ clang make binutils pkg-config python3 python3-venv
+  cmake g++ clang libomp-dev make binutils pkg-config python3 python3-venv
   libboost-json1.81-dev libboost-iostreams1.81-dev
   doctest-dev libbenchmark-dev
   libzstd-dev zlib1g-dev

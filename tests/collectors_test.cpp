@@ -81,26 +81,36 @@ using proftrace::collect::cuda_kernels;
 static_assert(proftrace::is_available<cuda_kernels>::value == (PROFTRACE_ENABLED && PROFTRACE_WITH_CUDA));
 using proftrace::collect::nvtx_ranges;
 static_assert(proftrace::is_available<nvtx_ranges>::value == (PROFTRACE_ENABLED && PROFTRACE_WITH_NVTX));
+// The counters and OpenMP collectors come last where compiled in.
+static_assert(proftrace::is_available<proftrace::collect::counters>::value == (PROFTRACE_ENABLED && PROFTRACE_WITH_COUNTERS));
+static_assert(proftrace::is_available<proftrace::collect::openmp>::value == (PROFTRACE_ENABLED && PROFTRACE_WITH_OPENMP));
+template <class... C>
+using with_optional = collector_list<C..., proftrace::collect::counters, proftrace::collect::openmp>;
+static_assert(with_optional<cpu_ranges>::size == 1 + (PROFTRACE_ENABLED && PROFTRACE_WITH_COUNTERS) +
+                                                   (PROFTRACE_ENABLED && PROFTRACE_WITH_OPENMP));
+constexpr activity_set optional_activities =
+    activity_set::from_bits((PROFTRACE_WITH_COUNTERS ? activity_set{activity::counters}.bits() : 0u) |
+                            (PROFTRACE_WITH_OPENMP ? activity_set{activity::openmp}.bits() : 0u));
 #if PROFTRACE_WITH_FLOPS && PROFTRACE_WITH_MEMORY && PROFTRACE_WITH_CUDA && PROFTRACE_WITH_NVTX
-static_assert(std::is_same_v<proftrace::build_collectors, type_list<cpu_ranges, cuda_kernels, nvtx_ranges,
-                                                                    proftrace::collect::memory, proftrace::collect::flops>>);
+static_assert(std::is_same_v<proftrace::build_collectors, with_optional<cpu_ranges, cuda_kernels, nvtx_ranges,
+                                                                        proftrace::collect::memory, proftrace::collect::flops>>);
 static_assert(proftrace::profile::compiled_activities ==
-              activity_set{activity::cpu, activity::cuda, activity::nvtx, activity::memory, activity::flops});
+              (activity_set{activity::cpu, activity::cuda, activity::nvtx, activity::memory, activity::flops} | optional_activities));
 #elif PROFTRACE_WITH_FLOPS && PROFTRACE_WITH_MEMORY && PROFTRACE_WITH_CUDA
 static_assert(std::is_same_v<proftrace::build_collectors,
-                             type_list<cpu_ranges, cuda_kernels, proftrace::collect::memory, proftrace::collect::flops>>);
+                             with_optional<cpu_ranges, cuda_kernels, proftrace::collect::memory, proftrace::collect::flops>>);
 static_assert(proftrace::profile::compiled_activities ==
-              activity_set{activity::cpu, activity::cuda, activity::memory, activity::flops});
+              (activity_set{activity::cpu, activity::cuda, activity::memory, activity::flops} | optional_activities));
 #elif PROFTRACE_WITH_FLOPS && PROFTRACE_WITH_MEMORY
 static_assert(std::is_same_v<proftrace::build_collectors,
-                             type_list<cpu_ranges, proftrace::collect::memory, proftrace::collect::flops>>);
-static_assert(std::is_same_v<proftrace::profile,
-                             basic_profile<cpu_ranges, proftrace::collect::memory, proftrace::collect::flops>>);
-static_assert(proftrace::profile::compiled_activities == activity_set{activity::cpu, activity::memory, activity::flops});
+                             with_optional<cpu_ranges, proftrace::collect::memory, proftrace::collect::flops>>);
+static_assert(std::is_same_v<proftrace::profile, proftrace::basic_profile_of<with_optional<
+                                                 cpu_ranges, proftrace::collect::memory, proftrace::collect::flops>>::type>);
+static_assert(proftrace::profile::compiled_activities == (activity_set{activity::cpu, activity::memory, activity::flops} | optional_activities));
 #elif !PROFTRACE_WITH_FLOPS && !PROFTRACE_WITH_MEMORY && !PROFTRACE_WITH_CUDA
-static_assert(std::is_same_v<proftrace::build_collectors, type_list<cpu_ranges>>);
-static_assert(std::is_same_v<proftrace::profile, basic_profile<cpu_ranges>>);
-static_assert(proftrace::profile::compiled_activities == activity_set{activity::cpu});
+static_assert(std::is_same_v<proftrace::build_collectors, with_optional<cpu_ranges>>);
+static_assert(std::is_same_v<proftrace::profile, proftrace::basic_profile_of<with_optional<cpu_ranges>>::type>);
+static_assert(proftrace::profile::compiled_activities == (activity_set{activity::cpu} | optional_activities));
 #endif
 
 // ---- activity_set itself ----

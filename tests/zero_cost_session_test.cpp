@@ -49,6 +49,18 @@ TEST_CASE("PROFTRACE_ENABLED=0: the README's program runs to its last line, whic
   CHECK_FALSE(std::filesystem::exists(dir));  // nothing written anywhere
 }
 
+TEST_CASE("PROFTRACE_ENABLED=0: counters and OpenMP compile to nothing: a session with counters records no row") {
+  static_assert(!proftrace::is_available<proftrace::collect::counters>::value);
+  static_assert(!proftrace::is_available<proftrace::collect::openmp>::value);
+  static_assert(!proftrace::profile::compiled_activities.contains(proftrace::activity::counters));
+  proftrace::profile p({.counters = {"task-clock", "page-faults"}});
+  p.start();
+  { PROF_SCOPE("counted"); }
+  p.stop();
+  CHECK(p.key_averages().empty());
+  CHECK(p.total_average().counters.empty());
+}
+
 TEST_CASE("PROFTRACE_ENABLED=0: the execution trace observer writes a valid empty graph, inline") {
   const auto path = std::filesystem::temp_directory_path() / "proftrace-zero-cost-et.json";
   proftrace::execution_trace_observer et;

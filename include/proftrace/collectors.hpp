@@ -18,7 +18,7 @@
 
 namespace proftrace {
 
-enum class activity : std::uint8_t { cpu = 0, cuda = 1, memory = 2, flops = 3, nvtx = 4 };
+enum class activity : std::uint8_t { cpu = 0, cuda = 1, memory = 2, flops = 3, nvtx = 4, counters = 5, openmp = 6 };
 
 std::string_view to_string(activity a) noexcept;
 

@@ -47,6 +47,16 @@
 #ifndef PROFTRACE_WITH_MPI
 #define PROFTRACE_WITH_MPI 0
 #endif
+// Counters per scope through perf_event_open (Linux): a session's
+// `counters` option names them (<proftrace/collect/counters.hpp>).
+#ifndef PROFTRACE_WITH_COUNTERS
+#define PROFTRACE_WITH_COUNTERS 0
+#endif
+// OpenMP regions, loops and waits through OMPT (<proftrace/collect/openmp.hpp>).
+// Changes no inline code.
+#ifndef PROFTRACE_WITH_OPENMP
+#define PROFTRACE_WITH_OPENMP 0
+#endif
 #if PROFTRACE_WITH_NVTX && !PROFTRACE_WITH_CUDA
 #error "PROFTRACE_WITH_NVTX=1 needs PROFTRACE_WITH_CUDA=1"
 #endif
@@ -81,7 +91,8 @@
           PROFTRACE_DETAIL_CAT(PROFTRACE_DETAIL_CAT(_f, PROFTRACE_WITH_FLOPS),    \
                                PROFTRACE_DETAIL_CAT(_k, PROFTRACE_WITH_CUDA))),   \
       PROFTRACE_DETAIL_CAT(PROFTRACE_DETAIL_CAT(_n, PROFTRACE_WITH_NVTX),         \
-                           PROFTRACE_DETAIL_CAT(_o, PROFTRACE_OVERFLOW_POLICY)))
+                           PROFTRACE_DETAIL_CAT(PROFTRACE_DETAIL_CAT(_p, PROFTRACE_WITH_COUNTERS), \
+                                                PROFTRACE_DETAIL_CAT(_o, PROFTRACE_OVERFLOW_POLICY))))
 
 // Where the session API (session, profile, reports, trace handlers, the
 // execution trace observer, signals) lives: the ABI namespace, or with

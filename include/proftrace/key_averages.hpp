@@ -23,6 +23,14 @@
 
 namespace proftrace {
 
+// A counter's deltas summed over a row's scopes (profile_options::counters):
+// over each scope (total) and over each scope less its counted children (self).
+struct counter_total {
+  std::string name;  // perf list's: "task-clock" (ns), "page-faults", ...
+  std::int64_t total = 0;
+  std::int64_t self = 0;
+};
+
 struct event_average {
   std::string key;           // the scope's name; every ProfilerStep#N is "ProfilerStep*"
   std::string input_shapes;  // "[[64, 128], [128, 256]]" when grouped by input shape
@@ -42,7 +50,19 @@ struct event_average {
   std::int64_t cuda_memory_usage = 0;
   std::int64_t self_cuda_memory_usage = 0;
   std::int64_t flops = 0;
+  std::vector<counter_total> counters;  // in the order the session named them; empty without counters
 
+  // The counter of that name, or nullptr.
+  const counter_total* counter(std::string_view name) const noexcept {
+    for (const counter_total& c : counters)
+      if (c.name == name) return &c;
+    return nullptr;
+  }
+  counter_total& counter_named(std::string_view name) {
+    for (counter_total& c : counters)
+      if (c.name == name) return c;
+    return counters.emplace_back(counter_total{std::string(name), 0, 0});
+  }
   double cpu_time_total_us() const noexcept { return static_cast<double>(cpu_time_total_ns) / 1e3; }
   double self_cpu_time_total_us() const noexcept { return static_cast<double>(self_cpu_time_total_ns) / 1e3; }
   double cpu_time_avg_us() const noexcept { return count ? cpu_time_total_us() / static_cast<double>(count) : 0.0; }
@@ -61,6 +81,11 @@ struct event_average {
     cuda_memory_usage += o.cuda_memory_usage;
     self_cuda_memory_usage += o.self_cuda_memory_usage;
     flops += o.flops;
+    for (const counter_total& c : o.counters) {
+      counter_total& mine = counter_named(c.name);
+      mine.total += c.total;
+      mine.self += c.self;
+    }
   }
 };
 

@@ -38,11 +38,13 @@
 #include <string_view>
 #include <vector>
 
+#include "collect/counters.hpp"
 #include "collect/cpu_ranges.hpp"
 #include "collect/cuda_kernels.hpp"
 #include "collect/nvtx_ranges.hpp"
 #include "collect/flops.hpp"
 #include "collect/memory.hpp"
+#include "collect/openmp.hpp"
 #include "collectors.hpp"
 #include "config.hpp"
 #include "key_averages.hpp"
@@ -86,6 +88,12 @@ struct profile_options {
   bool with_stack = false;    // "Call stack" (file(line): name, innermost first) on each event
   bool with_flops = false;    // record PROF_MATMUL, PROF_CONV, ... estimates: "flops" args, Total FLOPs column
   bool with_modules = false;  // "Module Hierarchy" from enclosing PROF_MODULE scopes
+  // Counters read at each recorded scope's begin and end, named as `perf
+  // list` spells them ("task-clock", "context-switches", "page-faults",
+  // "cycles", "instructions", "cache-misses", ...): their deltas become the
+  // scope's args and the table's columns (<proftrace/collect/counters.hpp>).
+  // Empty: none. Builds with PROFTRACE_WITH_COUNTERS (Linux).
+  std::vector<std::string> counters{};
   bool retain_events = false; // keep every complete event for events() (memory grows with the trace)
   // torch's acc_events: key_averages(), table(), events() and export_stacks()
   // accumulate every schedule cycle of the session (and of later start()s)
@@ -279,7 +287,8 @@ struct basic_profile_of<type_list<C...>> {
 
 // Every collector this build compiled in.
 using build_collectors =
-    collector_list<collect::cpu_ranges, collect::cuda_kernels, collect::nvtx_ranges, collect::memory, collect::flops>;
+    collector_list<collect::cpu_ranges, collect::cuda_kernels, collect::nvtx_ranges, collect::memory, collect::flops,
+                   collect::counters, collect::openmp>;
 using profile = typename basic_profile_of<build_collectors>::type;
 
 // Starts a session for the lifetime of a scope.

@@ -5,6 +5,9 @@
 #include <tuple>
 
 #include "json_text.hpp"
+#if PROFTRACE_WITH_COUNTERS
+#include "counters/counter_kinds.hpp"
+#endif
 #include "proftrace/detail/recorder.hpp"
 
 namespace proftrace {
@@ -67,6 +70,29 @@ event_average& aggregator::find_row(const thread_state& ts, const open_scope& s)
 void aggregator::note_launcher(const thread_state& ts, const open_scope& s, const event_average& row) {
   launchers_[s.external_id] = {static_cast<std::size_t>(&row - rows_.data()),
                                ts.stack.empty() ? 0 : ts.stack.back().external_id, s.where};
+}
+
+// A scope's counter deltas (args keyed by a counter's site) to its row:
+// total as recorded, self less what its closed children counted.
+void aggregator::add_counters([[maybe_unused]] const thread_state& ts, [[maybe_unused]] const open_scope& s,
+                              [[maybe_unused]] event_average& row) {
+#if PROFTRACE_WITH_COUNTERS
+  const std::size_t kinds = counter_kinds().size();
+  const std::size_t depth = ts.stack.size();
+  auto& levels = counter_children_[ts.tid];
+  if (levels.size() < depth + 1) levels.resize(depth + 1, std::vector<std::int64_t>(kinds, 0));
+  std::vector<std::int64_t>& children = levels[depth];
+  for (const scope_arg& a : s.args) {
+    const int kind = counter_kind_of_key(a.key);
+    if (kind < 0 || a.type != arg_type::integer) continue;
+    const auto k = static_cast<std::size_t>(kind);
+    counter_total& c = row.counter_named(a.key);
+    c.total += a.integer;
+    c.self += a.integer - children[k];
+    if (depth > 0) levels[depth - 1][k] += a.integer;
+  }
+  std::fill(children.begin(), children.end(), 0);
+#endif
 }
 
 void aggregator::retain(const thread_state& ts, const open_scope& s, std::int64_t end_ns, std::int64_t self) {

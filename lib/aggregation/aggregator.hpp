@@ -53,6 +53,7 @@ class aggregator {
     row.self_cpu_memory_usage += s.mem_self[0];
     row.cuda_memory_usage += s.mem_self[1] + s.mem_child[1];
     row.self_cuda_memory_usage += s.mem_self[1];
+    if (PROFTRACE_UNLIKELY(!s.args.empty() || !counter_children_.empty())) add_counters(ts, s, row);
     if (opts_.retain_events) retain(ts, s, end_ns, self);
   }
   void add_async(const open_async& a, std::int64_t end_ns, std::int64_t end_tid);
@@ -91,6 +92,7 @@ class aggregator {
   void note_launcher(const thread_state& ts, const open_scope& s, const event_average& row);
   event_average& keyed_row(std::string key, const char* name);
   void retain(const thread_state& ts, const open_scope& s, std::int64_t end_ns, std::int64_t self);
+  void add_counters(const thread_state& ts, const open_scope& s, event_average& row);
   template <class Fn>
   void for_each_launcher(std::uint64_t external_id, Fn&& fn) const;
 
@@ -116,6 +118,9 @@ class aggregator {
     const site* where;
   };
   std::unordered_map<std::uint64_t, launcher> launchers_;
+  // Counters' deltas of the closed children of each thread's open scopes,
+  // by depth, for their self counts: [tid][depth] -> per counter kind.
+  std::unordered_map<std::int64_t, std::vector<std::vector<std::int64_t>>> counter_children_;
 };
 
 }  // namespace detail

@@ -11,7 +11,7 @@ namespace detail {
 // CUDA cannot be used across fork(): a forked child never collects it.
 extern const collector_hooks cuda_kernels_hooks{
     .kind = activity::cuda,
-    .start = [](bool named, bool in_forked_child) { return !in_forked_child && cuda_collection_start(named); },
+    .start = [](const profile_options&, bool named, bool in_forked_child) { return !in_forked_child && cuda_collection_start(named); },
     .stop = [] { cuda_collection_stop(); },
     .state_bits = [](const profile_options&) -> std::uint32_t { return state_cuda; },
     .open_window =
@@ -27,7 +27,7 @@ extern const collector_hooks cuda_kernels_hooks{
 // none they would cost two calls per scope for nothing. They need no CUPTI.
 extern const collector_hooks nvtx_ranges_hooks{
     .kind = activity::nvtx,
-    .start = [](bool, bool) { return nvtx_tool_attached(); },
+    .start = [](const profile_options&, bool, bool) { return nvtx_tool_attached(); },
     .stop = nullptr,
     .state_bits = [](const profile_options&) -> std::uint32_t { return state_nvtx; },
     .open_window = nullptr,

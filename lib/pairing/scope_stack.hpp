@@ -22,6 +22,7 @@ namespace detail {
 constexpr const char* category_name(const site& where) noexcept {
   return where.cat == category::cpu_op      ? "cpu_op"
          : where.cat == category::proftrace ? "proftrace"
+         : where.cat == category::openmp    ? "openmp"
                                             : "user_annotation";
 }
 

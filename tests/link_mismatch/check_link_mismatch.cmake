@@ -1,7 +1,7 @@
 # Link-time detection of mixed collector selections (run with cmake -P).
 #
 # The collector selection and the overflow default name an inline namespace
-# (PROFTRACE_ABI_NAMESPACE, e.g. abi_c1_m0_f0_k0_n0_o0), so a translation unit
+# (PROFTRACE_ABI_NAMESPACE, e.g. abi_c1_m0_f0_k0_n0_p1_o0), so a translation unit
 # built with a selection other than the library's references symbols the
 # library does not define. This script compiles tests/link_mismatch/main.cpp
 # against the already-built static library:
@@ -120,9 +120,10 @@ library_value(flops PROFTRACE_WITH_FLOPS)
 library_value(cuda PROFTRACE_WITH_CUDA)
 library_value(nvtx PROFTRACE_WITH_NVTX)
 library_value(memory PROFTRACE_WITH_MEMORY)
+library_value(counters PROFTRACE_WITH_COUNTERS)
 
 foreach(case "collector;PROFTRACE_WITH_FLOPS;${other_flops};abi_c${cpu}_m${memory}_f${other_flops}"
-             "overflow;PROFTRACE_OVERFLOW_POLICY;${other_policy};abi_c${cpu}_m${memory}_f${flops}_k${cuda}_n${nvtx}_o${other_policy}")
+             "overflow;PROFTRACE_OVERFLOW_POLICY;${other_policy};abi_c${cpu}_m${memory}_f${flops}_k${cuda}_n${nvtx}_p${counters}_o${other_policy}")
   list(GET case 0 tag)
   list(GET case 1 name)
   list(GET case 2 value)

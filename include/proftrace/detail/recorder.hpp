@@ -38,6 +38,7 @@ enum state_bit : std::uint32_t {
   state_memory = 1u << 4,         // allocations are recorded (profile_memory)
   state_cuda = 1u << 5,           // CUPTI collects: scopes push their id as CUDA external correlation
   state_nvtx = 1u << 6,           // scopes also open NVTX ranges (a session with the CUDA activity)
+  state_counters = 1u << 7,       // scopes read the session's perf counters at begin and end
 };
 
 inline constinit std::atomic<std::uint32_t> session_state{0};
@@ -127,6 +128,35 @@ struct gpu_marks {
   }
 };
 
+// The session's counters around a scope (<proftrace/collect/counters.hpp>):
+// counters_enter() reads this thread's counters right before the begin's
+// clock read (opening them on the thread's first counted scope, outside
+// the measured time) and returns the level they were kept at (no_counters:
+// none); counters_leave() reads them again right before the end and, when
+// the begin was recorded, writes the deltas as args of the scope that
+// ends. Out of line: a read costs a system call or an rdpmc anyway. Only on
+// the thread that began the scope.
+inline constexpr std::uint32_t no_counters = ~std::uint32_t{0};
+#if PROFTRACE_WITH_COUNTERS
+std::uint32_t counters_enter() noexcept;
+void counters_leave(std::uint32_t level, bool recorded) noexcept;
+#endif
+struct counter_marks {
+#if PROFTRACE_WITH_COUNTERS
+  std::uint32_t level;
+  PROFTRACE_ALWAYS_INLINE void open(std::uint32_t state) noexcept {
+    level = PROFTRACE_UNLIKELY(state & state_counters) ? counters_enter() : no_counters;
+  }
+  // `begin`: the begin's index (no_begin: it was not recorded, so no args).
+  PROFTRACE_ALWAYS_INLINE void close(std::uint64_t begin) noexcept {
+    if (PROFTRACE_UNLIKELY(level != no_counters)) counters_leave(level, begin != no_begin);
+  }
+#else
+  PROFTRACE_ALWAYS_INLINE void open(std::uint32_t) noexcept {}
+  PROFTRACE_ALWAYS_INLINE void close(std::uint64_t) noexcept {}
+#endif
+};
+
 // Keeps the ring it began in and its begin's index. The end goes to the
 // ring of the thread that ends the scope: the same ring (one thread-local
 // load and a compare) on the common path; another thread's own ring, out of
@@ -142,16 +172,19 @@ class scope_guard {
       site_ = s;
       if (ring_) {
         gpu_.open(state, [s] { push_nvtx_range(s); });
+        counters_.open(state);
         begin_ = ring_->push(ring_->now(), reinterpret_cast<std::uintptr_t>(s), gpu_.correlation, event_kind::begin);
       }
     }
   }
   PROFTRACE_ALWAYS_INLINE ~scope_guard() {
     if (ring_) {
-      if (PROFTRACE_LIKELY(this_thread_ring == ring_))
+      if (PROFTRACE_LIKELY(this_thread_ring == ring_)) {
+        counters_.close(begin_);
         ring_->push(ring_->now(), reinterpret_cast<std::uintptr_t>(site_), begin_, event_kind::end);
-      else
+      } else {
         record_end_elsewhere(site_, begin_);
+      }
       gpu_.close();
     }
   }
@@ -165,6 +198,7 @@ class scope_guard {
   const site* site_;
   std::uint64_t begin_;  // the begin's index, which the end carries
   gpu_marks gpu_;
+  counter_marks counters_;
 };
 
 // One dimension of an input shape: any integer type converts without a
@@ -196,10 +230,12 @@ class shapes_scope_guard {
     if (!(state & state_recording)) return;
     site_ = s;
     gpu_.open(state, [s] { push_nvtx_range(s); });
+    counters_.open(state);
     begin_ = record_begin_with_shapes(site_, shapes, gpu_.correlation);
   }
   ~shapes_scope_guard() {
     if (!site_) return;
+    counters_.close(begin_);
     record_end(site_, begin_);
     gpu_.close();
   }
@@ -210,6 +246,7 @@ class shapes_scope_guard {
   const site* site_ = nullptr;
   std::uint64_t begin_ = no_begin;
   gpu_marks gpu_;
+  counter_marks counters_;
 };
 
 // A begin whose name is a runtime string, copied into the record's
@@ -227,10 +264,12 @@ class dynamic_scope_guard {
     if (PROFTRACE_LIKELY(!(state & state_recording))) return;
     site_ = s;
     gpu_.open(state, [s] { push_nvtx_range(s); });
+    counters_.open(state);
     begin_ = record_dynamic_begin(s, name, gpu_.correlation);
   }
   ~dynamic_scope_guard() {
     if (!site_) return;
+    counters_.close(begin_);
     if (begin_ != no_begin) record_end(site_, begin_);
     gpu_.close();
   }
@@ -241,6 +280,7 @@ class dynamic_scope_guard {
   const site* site_ = nullptr;
   std::uint64_t begin_ = no_begin;
   gpu_marks gpu_;
+  counter_marks counters_;
 };
 
 // PROF_ARG: a value for the innermost scope open on this thread. `key` is
@@ -288,19 +328,21 @@ class step_guard {
       const std::int64_t n = enter_step(drives);
       if (n >= 0) {
         site_ = drives ? &step_site : &thread_step_site;
-        gpu_.open(session_state.load(std::memory_order_relaxed), [n] { push_nvtx_step(n); });
+        const std::uint32_t state = session_state.load(std::memory_order_relaxed);
+        gpu_.open(state, [n] { push_nvtx_step(n); });
+        counters_.open(state);
 #if PROFTRACE_WITH_CUDA
         if (gpu_.correlation != 0) {
           begin_ = record_step_begin(site_, n, gpu_.correlation);
-          return;
-        }
+        } else
 #endif
-        begin_ = record_begin(site_, static_cast<std::uint64_t>(n));
+          begin_ = record_begin(site_, static_cast<std::uint64_t>(n));
       }
     }
   }
   ~step_guard() {
     if (!site_) return;
+    counters_.close(begin_);
     record_end(site_, begin_);
     gpu_.close();
   }
@@ -311,6 +353,7 @@ class step_guard {
   const site* site_ = nullptr;
   std::uint64_t begin_ = no_begin;
   gpu_marks gpu_;
+  counter_marks counters_;
 };
 
 PROFTRACE_ALWAYS_INLINE void record_instant(const site* s) noexcept {

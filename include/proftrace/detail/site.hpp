@@ -21,6 +21,7 @@ enum class category : std::uint8_t {
   instant,          // PROF_INSTANT
   counter,          // PROF_COUNTER
   proftrace,        // proftrace's own spans: a producer's wait for ring room under block
+  openmp,           // OpenMP regions, loops and waits seen through OMPT: "cat": "openmp"
 };
 
 struct site {

@@ -77,7 +77,6 @@ class json_events_scanner {
   bool in_events_ = false;  // inside the traceEvents array
   bool seen_events_ = false;
   bool capturing_ = false;  // collecting an element or a member value into piece_
-  int piece_depth_ = 0;     // the depth the piece started at
   std::string key_, piece_;
   std::uint64_t offset_ = 0, elements_ = 0;
 };

@@ -1,0 +1,266 @@
+// collect::openmp with the OpenMP runtime this test is built with: LLVM's
+// libomp (clang -fopenmp, PROFTRACE_TEST_OMPT=1) loads proftrace as its
+// OMPT tool, and regions, loops and waits become spans on each thread; GCC's
+// libgomp (PROFTRACE_TEST_OMPT=0) has no OMPT, which a session says once,
+// and the user's scopes are recorded all the same.
+#include <doctest/doctest.h>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+
+#include <proftrace/proftrace.hpp>
+
+#include "test_support.hpp"
+
+using test_support::read_trace;
+using test_support::temp_dir;
+using test_support::warning_capture;
+
+namespace {
+
+#if PROFTRACE_TEST_OMPT
+struct span {
+  std::string name, cat;
+  std::int64_t tid = 0;
+  double ts = 0, dur = 0;  // microseconds
+};
+std::vector<span> spans_of(const boost::json::object& trace) {
+  std::vector<span> out;
+  for (const auto& v : trace.at("traceEvents").as_array()) {
+    const auto& e = v.as_object();
+    if (e.at("ph").as_string() != "X") continue;
+    span s;
+    s.name = std::string(e.at("name").as_string());
+    s.cat = std::string(e.at("cat").as_string());
+    s.tid = e.at("tid").to_number<std::int64_t>();
+    s.ts = e.at("ts").to_number<double>();
+    s.dur = e.at("dur").to_number<double>();
+    out.push_back(s);
+  }
+  return out;
+}
+bool starts_with(const std::string& s, std::string_view prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
+#endif
+
+// Two threads share a loop of two iterations; iteration `slow` takes far
+// longer, so the other thread waits for it at the loop's barrier. Not
+// inlined: with line tables only (-g1), addr2line names the function it was
+// inlined into.
+__attribute__((noinline)) void imbalanced_loop(int slow) {
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp for schedule(static, 1)
+    for (int i = 0; i < 2; ++i) {
+      PROF_SCOPE("iteration");
+      std::this_thread::sleep_for(std::chrono::milliseconds(i == slow ? 60 : 5));
+    }
+  }
+}
+
+}  // namespace
+
+#if PROFTRACE_TEST_OMPT
+
+TEST_CASE("OMP_TOOL=disabled: libomp loads no tool; one warning, the user's scopes recorded" *
+          doctest::skip(std::getenv("OMP_TOOL") == nullptr || std::string_view(std::getenv("OMP_TOOL")) != "disabled")) {
+  warning_capture warnings;
+  for (int round = 0; round < 2; ++round) {
+    proftrace::profile p;
+    p.start();
+    CHECK(!p.activities().contains(proftrace::activity::openmp));
+    imbalanced_loop(1);
+    p.stop();
+    std::int64_t iterations = 0, openmp_rows = 0;
+    for (const auto& r : p.key_averages()) {
+      if (r.key == "iteration") iterations += r.count;
+      if (starts_with(r.key, "omp ")) openmp_rows += r.count;
+    }
+    CHECK(iterations == 2);
+    CHECK(openmp_rows == 0);
+  }
+  REQUIRE(warnings.seen.size() == 1);
+  CAPTURE(warnings.seen[0]);
+  CHECK(warnings.seen[0].find("OMP_TOOL=disabled") != std::string::npos);
+  CHECK(warnings.seen[0].find("libomp.so") != std::string::npos);  // the runtime, by its file
+}
+
+TEST_CASE("OMPT: regions on both threads, user scopes inside each thread's implicit task, barrier time on the faster thread") {
+  for (const int slow : {1, 0}) {  // the faster thread: the primary, then the worker
+    CAPTURE(slow);
+    temp_dir out("openmp");
+    warning_capture warnings;
+    proftrace::profile p;
+    p.start();
+    REQUIRE(p.activities().contains(proftrace::activity::openmp));
+    imbalanced_loop(slow);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));  // the workers' late ends come at the next region
+    imbalanced_loop(slow);
+    p.stop();
+    CHECK(warnings.seen.empty());
+    p.export_chrome_trace(out.path / "t.json");
+    const auto all = spans_of(read_trace(out.path / "t.json"));
+
+    std::vector<span> regions, tasks, loops, iterations;
+    std::map<std::int64_t, double> barrier_us;  // per thread
+    for (const auto& s : all) {
+      if (starts_with(s.name, "omp parallel: ")) regions.push_back(s);
+      if (starts_with(s.name, "omp implicit task: ")) tasks.push_back(s);
+      if (starts_with(s.name, "omp loop: ")) loops.push_back(s);
+      if (s.name == "iteration") iterations.push_back(s);
+      if (s.name == "omp barrier") barrier_us[s.tid] += s.dur;
+      if (starts_with(s.name, "omp ")) CHECK(s.cat == "openmp");
+    }
+    REQUIRE(regions.size() == 2);
+    CAPTURE(regions[0].name);
+    // Named after the construct's code: its function and file:line.
+    CHECK(regions[0].name.find("imbalanced_loop") != std::string::npos);
+    CHECK(regions[0].name.find("openmp_test.cpp:") != std::string::npos);
+    REQUIRE(tasks.size() == 4);
+    std::set<std::int64_t> task_threads;
+    for (const auto& t : tasks) task_threads.insert(t.tid);
+    CHECK(task_threads.size() == 2);
+    CHECK(tasks[0].name.substr(std::string("omp implicit task: ").size()) ==
+          regions[0].name.substr(std::string("omp parallel: ").size()));
+    CHECK(loops.size() == 4);
+
+    // Each user scope lies inside its own thread's implicit task, which lies inside the region.
+    REQUIRE(iterations.size() == 4);
+    for (const auto& it : iterations) {
+      const bool nested = std::any_of(tasks.begin(), tasks.end(), [&](const span& t) {
+        return t.tid == it.tid && t.ts <= it.ts && it.ts + it.dur <= t.ts + t.dur + 0.002;
+      });
+      CHECK(nested);
+    }
+    // A worker's late end is written at its region's end; that of the last
+    // region before stop() does not come (libomp reports it at the next
+    // fork), so that task is closed with the trace.
+    const std::int64_t primary = regions[0].tid;
+    std::sort(regions.begin(), regions.end(), [](const span& a, const span& b) { return a.ts < b.ts; });
+    int inside = 0, open_at_stop = 0;
+    for (const auto& t : tasks) {
+      const bool in_first = regions[0].ts <= t.ts + 0.002 && t.ts + t.dur <= regions[0].ts + regions[0].dur + 0.002;
+      const bool in_last = regions[1].ts <= t.ts + 0.002 && t.ts + t.dur <= regions[1].ts + regions[1].dur + 0.002;
+      inside += in_first || in_last;
+      open_at_stop += !in_first && !in_last && t.tid != primary && t.ts >= regions[1].ts;
+    }
+    CHECK(inside >= 3);
+    CHECK(inside + open_at_stop == 4);
+
+    // The faster thread waited ~55 ms per region for the slower one.
+    std::int64_t worker = 0;
+    for (const auto& t : task_threads)
+      if (t != primary) worker = t;
+    const std::int64_t faster = slow == 1 ? primary : worker;
+    const std::int64_t slower = slow == 1 ? worker : primary;
+    CAPTURE(barrier_us[faster]);
+    CAPTURE(barrier_us[slower]);
+    CHECK(barrier_us[faster] > barrier_us[slower]);
+    CHECK(barrier_us[faster] >= 2 * 40'000.0);
+    CHECK(barrier_us[slower] < 2 * 20'000.0);
+  }
+}
+
+TEST_CASE("OMPT: a contended critical section's wait is a span on the thread that waited") {
+  temp_dir out("openmp-critical");
+  proftrace::profile p;
+  p.start();
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp critical
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  }
+  p.stop();
+  p.export_chrome_trace(out.path / "t.json");
+  double longest = 0;
+  for (const auto& s : spans_of(read_trace(out.path / "t.json")))
+    if (s.name == "omp critical") longest = std::max(longest, s.dur);
+  CHECK(longest >= 20'000.0);  // one of the two waited for the other's 30 ms
+}
+
+TEST_CASE("OMPT: a contended lock's wait is a span; a failed test lock leaves no span open") {
+  temp_dir out("openmp-lock");
+  omp_lock_t lock;
+  omp_init_lock(&lock);
+  proftrace::profile p;
+  p.start();
+#pragma omp parallel num_threads(2)
+  {
+    omp_set_lock(&lock);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    omp_unset_lock(&lock);
+#pragma omp barrier
+#pragma omp master
+    omp_set_lock(&lock);
+#pragma omp barrier
+    if (omp_get_thread_num() == 1) (void)omp_test_lock(&lock);  // fails: the primary holds it
+    { PROF_SCOPE("after test"); }
+#pragma omp barrier
+#pragma omp master
+    omp_unset_lock(&lock);
+  }
+  p.stop();
+  omp_destroy_lock(&lock);
+  p.export_chrome_trace(out.path / "t.json");
+  const auto all = spans_of(read_trace(out.path / "t.json"));
+  double longest = 0;
+  std::vector<span> tasks, after;
+  for (const auto& s : all) {
+    if (s.name == "omp lock") longest = std::max(longest, s.dur);
+    if (starts_with(s.name, "omp implicit task: ")) tasks.push_back(s);
+    if (s.name == "after test") after.push_back(s);
+  }
+  CHECK(longest >= 20'000.0);
+  REQUIRE(after.size() == 2);
+  for (const auto& a : after) {  // each still inside its thread's implicit task, not inside a stale wait
+    const bool nested = std::any_of(tasks.begin(), tasks.end(), [&](const span& t) {
+      return t.tid == a.tid && t.ts <= a.ts && a.ts + a.dur <= t.ts + t.dur + 0.002;
+    });
+    CHECK(nested);
+    const bool inside_a_wait = std::any_of(all.begin(), all.end(), [&](const span& w) {
+      return w.name == "omp lock" && w.tid == a.tid && w.ts <= a.ts && a.ts + a.dur <= w.ts + w.dur;
+    });
+    CHECK_FALSE(inside_a_wait);  // the failed test opened no wait that stayed open
+  }
+}
+
+TEST_CASE("OMPT: regions while no session records cost nothing in a later trace") {
+  imbalanced_loop(1);  // no session
+  proftrace::profile p;
+  p.start();
+  { PROF_SCOPE("after"); }
+  p.stop();
+  std::int64_t openmp_rows = 0;
+  for (const auto& r : p.key_averages())
+    if (starts_with(r.key, "omp ")) openmp_rows += r.count;
+  CHECK(openmp_rows == 0);
+}
+
+#else
+
+TEST_CASE("a runtime without OMPT (libgomp): one warning at the first session start, the user's scopes recorded") {
+  warning_capture warnings;
+  for (int round = 0; round < 2; ++round) {
+    proftrace::profile p;
+    p.start();
+    CHECK(!p.activities().contains(proftrace::activity::openmp));
+    imbalanced_loop(1);
+    p.stop();
+    std::int64_t iterations = 0;
+    for (const auto& r : p.key_averages())
+      if (r.key == "iteration") iterations += r.count;
+    CHECK(iterations == 2);
+  }
+  REQUIRE(warnings.seen.size() == 1);
+  CAPTURE(warnings.seen[0]);
+  CHECK(warnings.seen[0].find("OMPT") != std::string::npos);
+  CHECK(warnings.seen[0].find("libgomp.so") != std::string::npos);  // the runtime, by its file
+}
+
+#endif
