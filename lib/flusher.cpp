@@ -126,12 +126,15 @@ struct flusher::impl {
     unattached_seen = unattached;
   }
 
-  // Processes one record, or parks it (and the rest of its thread's) after a split.
-  void route(thread_state& ts, const event* e, std::size_t len, bool split,
-             std::uint64_t split_ticks, bool& parking) {
-    parking = parking || (split && e->ticks > split_ticks);
-    if (parking) ts.pending.insert(ts.pending.end(), e, e + len);
-    else pairs.process(ts, e, current.get());
+  // Processes `n` slots of records, or, after a split, parks those past it
+  // (and the rest of its thread's).
+  void route(thread_state& ts, const event* e, std::size_t n, bool split, std::uint64_t split_ticks, bool& parking) {
+    if (!split) return pairs.process_all(ts, e, n, current.get());
+    for (std::size_t i = 0; i < n; i += record_length(e[i])) {
+      parking = parking || e[i].ticks > split_ticks;
+      if (parking) ts.pending.insert(ts.pending.end(), e + i, e + i + record_length(e[i]));
+      else pairs.process(ts, e + i, current.get());
+    }
   }
 
   void reap_if_done(thread_state& ts, thread_record* rec) {
@@ -157,9 +160,7 @@ struct flusher::impl {
       for (std::size_t round = 0; round <= r.capacity() / chunk.size() + 1 && !(yield && caller_waits()); ++round) {
         std::size_t first = 0;
         const std::size_t n = r.consume(chunk.data(), chunk.size(), &first);
-        const event* ev = chunk.data() + first;
-        for (std::size_t i = 0; i < n; i += record_length(ev[i]))
-          route(ts, ev + i, record_length(ev[i]), split, split_ticks, parking);
+        route(ts, chunk.data() + first, n, split, split_ticks, parking);
         if (current && current->buffered() > commit_bytes) current->commit();
         if (n == 0 && first == 0) break;
       }
@@ -180,8 +181,7 @@ struct flusher::impl {
     for (thread_record* rec : records) {
       thread_state& ts = state_of(rec);
       bool parking = false;
-      for (std::size_t i = 0; i < ts.batch.size(); i += record_length(ts.batch[i]))
-        route(ts, &ts.batch[i], record_length(ts.batch[i]), split, split_ticks, parking);
+      route(ts, ts.batch.data(), ts.batch.size(), split, split_ticks, parking);
       ts.batch.clear();
       reap_if_done(ts, rec);
     }

@@ -85,7 +85,12 @@ struct fixture {
   pt::memory_resolver resolver;
   pt::pairing<test_sink> pairs{resolver};
   test_sink sink;
+  // As the flusher does: one chunk, leaf scopes in one step.
   void feed(pt::thread_state& ts, const std::vector<pt::event>& events) {
+    pairs.process_all(ts, events.data(), events.size(), &sink);
+  }
+  // Record by record, every scope through the stack.
+  void feed_one_by_one(pt::thread_state& ts, const std::vector<pt::event>& events) {
     for (std::size_t i = 0; i < events.size(); i += pt::record_length(events[i])) pairs.process(ts, &events[i], &sink);
   }
 };
@@ -302,4 +307,55 @@ TEST_CASE("pairing: a name longer than the maximum is cut on a UTF-8 boundary an
   std::vector<pt::event> empty;
   push_text_record(empty, dynamic_begin(10, site_a), "");
   CHECK(empty.size() == 2);
+}
+
+TEST_CASE("pairing: leaf scopes closed in one step give what the stack gives, around gaps, nesting and chunk cuts") {
+  // a { b{} b{} c{ b{} } } then a gap that freezes an open a, a leaf b
+  // under it that ends after the freeze, and a's end: leaves, parents,
+  // a frozen parent and a late child all appear.
+  const pt::site site_c{"c", "", "f.cpp", 3, pt::category::cpu_op};
+  const pt::event gap{95, 1, 0, static_cast<std::uint32_t>(pt::event_kind::gap), 0};
+  const std::vector<pt::event> events = {
+      begin(10, site_a),  begin(11, site_b), end(15, site_b, index_of(1, 1)), begin(16, site_b),
+      end(20, site_b, index_of(1, 3)), begin(21, site_c), begin(22, site_b), end(30, site_b, index_of(1, 6)),
+      end(40, site_c, index_of(1, 5)), end(50, site_a, index_of(1, 0)),
+      begin(60, site_a), gap, begin(100, site_b), end(120, site_b, index_of(1, 12)), end(130, site_a, index_of(1, 10))};
+  const auto run = [&](int how) {
+    fixture f;
+    auto ts = thread_of(7, 1);
+    f.pairs.attach(ts);
+    if (how == 0) f.feed_one_by_one(ts, events);
+    if (how == 1) f.feed(ts, events);
+    if (how == 2) {  // cut between a begin and its end: that pair goes through the stack
+      f.feed(ts, {events.begin(), events.begin() + 4});
+      f.feed(ts, {events.begin() + 4, events.end()});
+    }
+    CHECK(ts.stack.empty());
+    return f;
+  };
+  const fixture by_stack = run(0);
+  REQUIRE(by_stack.sink.scopes.size() == 7);
+  CHECK(by_stack.sink.scopes[0].self == 4);  // the first b
+  CHECK(by_stack.sink.scopes[3].self == 11);  // c: 19 less its child's 8
+  CHECK(by_stack.sink.scopes[4].self == 40 - 4 - 4 - 19);  // a
+  for (int how = 1; how <= 2; ++how) {
+    CAPTURE(how);
+    const fixture f = run(how);
+    REQUIRE(f.sink.scopes.size() == by_stack.sink.scopes.size());
+    for (std::size_t i = 0; i < f.sink.scopes.size(); ++i) {
+      CAPTURE(i);
+      const finished& got = f.sink.scopes[i];
+      const finished& want = by_stack.sink.scopes[i];
+      CHECK(got.name == want.name);
+      CHECK(got.begin == want.begin);
+      CHECK(got.end == want.end);
+      CHECK(got.self == want.self);
+      CHECK(got.depth == want.depth);
+      CHECK(got.truncated == want.truncated);
+      CHECK(f.sink.closed[i].external_id == by_stack.sink.closed[i].external_id);
+      CHECK(f.sink.closed[i].index == by_stack.sink.closed[i].index);
+    }
+    CHECK(f.sink.losses.total() == by_stack.sink.losses.total());
+    CHECK(f.sink.counts.truncated_scopes == by_stack.sink.counts.truncated_scopes);
+  }
 }

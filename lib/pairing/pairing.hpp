@@ -112,6 +112,21 @@ class pairing {
     }
   }
 
+  // Every record of `n` slots from one chunk of `ts`'s ring, in order. A
+  // begin followed at once by its end (a leaf scope, the commonest record
+  // pair) closes in one step, with no trip through the stack.
+  PROFTRACE_ALWAYS_INLINE void process_all(thread_state& ts, const event* e, std::size_t n, Sink* w) {
+    std::size_t i = 0;
+    while (i < n) {
+      if (i + 1 < n && leaf(ts, e + i, w)) {
+        i += 2;
+        continue;
+      }
+      process(ts, e + i, w);
+      i += record_length(e[i]);
+    }
+  }
+
   // Drops after the last record taken have no gap record yet (it comes
   // with the next record, if any): when a decision cannot wait for it (the
   // thread exited, the trace closes), they freeze what is open.
@@ -180,6 +195,32 @@ class pairing {
   }
 
  private:
+  // A plain begin and the end that names it, adjacent, inside the window,
+  // under a parent that no loss froze: what begin_scope, end_scope and
+  // close_top would do for them, without the stack. False: nothing done.
+  PROFTRACE_ALWAYS_INLINE bool leaf(thread_state& ts, const event* e, Sink* w) {
+    const event& b = e[0];
+    const event& end = e[1];
+    if (static_cast<event_kind>(b.kind) != event_kind::begin || static_cast<event_kind>(end.kind) != event_kind::end ||
+        end.payload != ts.next_index || w == nullptr || ts.window_seen != w->id || b.ticks < w->start_ticks)
+      return false;
+    const site* where = reinterpret_cast<const site*>(b.where);
+    if (where->cat == category::step || where == &api_step_site || !early_moved_ends_.empty()) return false;
+    if (!ts.stack.empty() && ts.stack.back().frozen) return false;
+    ts.next_index += 2;
+    ts.last_ticks = end.ticks;
+    open_scope& s = ts.leaf;  // only these fields ever change in it
+    s.where = where;
+    s.begin_ns = w->to_ns(b.ticks);
+    s.payload = b.payload;
+    s.external_id = is_cuda_external_id(b.payload) ? b.payload : w->next_external_id++;
+    s.index = end.payload;
+    const std::int64_t end_ns = w->to_ns(end.ticks);
+    if (!ts.stack.empty()) ts.stack.back().child_ns += end_ns > s.begin_ns ? end_ns - s.begin_ns : 0;
+    w->scope(ts, s, end_ns);
+    return true;
+  }
+
   void begin_scope(thread_state& ts, const event& e, const site* where, std::int64_t ns, std::uint64_t index, Sink* w) {
     open_scope& s = ts.stack.push();
     s.where = where;

@@ -189,6 +189,7 @@ struct thread_state {
   std::size_t frozen = 0;        // the stack's entries below this are frozen (entries above may be too)
   std::uint64_t marked_drops = 0;  // drops its ring's gap records reported
   scope_stack stack;
+  open_scope leaf;  // a leaf scope closed in one step (pairing::leaf): never on the stack
   std::vector<event> batch;    // what the current drain took from the ring
   std::vector<event> pending;  // during a switch: events after the switch point
   std::deque<resolved_memory> resolved;  // one per memory event of batch and pending, in thread order
