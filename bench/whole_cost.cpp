@@ -137,7 +137,11 @@ void BM_whole_cost(benchmark::State& state) {
   const auto dir = scratch_dir();
   totals run;
   std::int64_t lost = 0, seen = 0;
+  const auto trace = dir / (pftrace ? "trace.pftrace" : "trace.json");
   for (auto _ : state) {
+    // Not part of the cost: replacing the last iteration's trace would make
+    // the export's rename free its pages and (ext4) flush the new file first.
+    std::filesystem::remove(trace);
     totals::interval measured(run);
     {
       proftrace::profile p({.overflow = proftrace::overflow_policy::block,
@@ -148,7 +152,7 @@ void BM_whole_cost(benchmark::State& state) {
       for (int t = 0; t < threads; ++t) workers.push_back(timed_thread(record_scopes, kScopes, run.producer_ns));
       for (auto& w : workers) w.join();
       p.stop();  // every event drained and written to the spool
-      p.export_chrome_trace(dir / (pftrace ? "trace.pftrace" : "trace.json"));  // the finished trace file
+      p.export_chrome_trace(trace);  // the finished trace file
       measured.end(state, threads * kScopes);
       // Checked after the measurement: the report is not part of the cost.
       const auto avg = p.key_averages();

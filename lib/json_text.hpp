@@ -4,9 +4,11 @@
 
 #include "proftrace/config.hpp"
 
+#include <bit>
 #include <charconv>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -98,6 +100,28 @@ inline std::uint64_t eight_digits(std::uint32_t v) noexcept {
   std::uint64_t tens = ((twos * 103) >> 10) & 0x000f000f000f000full;  // each lane / 10
   tens += (twos - 10 * tens) << 8;
   return tens | 0x3030303030303030ull;
+}
+
+// v < 10^8 in decimal, no leading zeros, at `p`, which has room for 8
+// characters; returns the end. One eight_digits and a shift.
+inline char* put_below_1e8(char* p, std::uint32_t v) noexcept {
+  const std::uint64_t d = eight_digits(v);
+  const int zeros = std::countr_zero((d - 0x3030303030303030ull) | std::uint64_t{1} << 56) / 8;  // at most 7
+  const std::uint64_t digits = d >> (8 * zeros);
+  std::memcpy(p, &digits, 8);
+  return p + 8 - zeros;
+}
+
+// put_us3 for 0 <= ns < 10^8 at `p`, which has room for 16 characters.
+inline char* put_us3_below_1e8(char* p, std::uint32_t ns) noexcept {
+  const std::uint64_t d = eight_digits(ns);  // "iiiiifff"
+  const int zeros = std::countr_zero((d - 0x3030303030303030ull) | std::uint64_t{1} << 32) / 8;  // one digit stays
+  const std::uint64_t integer = d >> (8 * zeros);
+  std::memcpy(p, &integer, 8);
+  p += 5 - zeros;
+  const std::uint64_t fraction = (d >> 40) << 8 | '.';
+  std::memcpy(p, &fraction, 8);
+  return p + 4;
 }
 
 // Nanoseconds as microseconds with exactly three decimals ("12.345") at

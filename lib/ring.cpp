@@ -123,10 +123,13 @@ bool ring::wait_for_room(std::uint64_t h, std::uint32_t need) noexcept {
 
 // Ordering: the producer announces itself, then reads the tail; the
 // consumer moves the tail, then reads the announcement (all seq_cst). One
-// of them sees the other: the consumer wakes it, or it sees the room.
+// of them sees the other: the consumer wakes it, or it sees the room. The
+// consumer wakes it only once the tail reaches where it resumes: one wake-up
+// per wait, not one per chunk consumed.
 void ring::sleep_until_consumed(std::uint64_t h, std::uint64_t resume) noexcept {
   const std::uint64_t cap = mask_ + 1;
   const std::uint32_t epoch = room_epoch_.load(std::memory_order_acquire);
+  resume_tail_.store(h + resume - cap, std::memory_order_relaxed);  // published by the store below
   producer_sleeps_.store(1, std::memory_order_seq_cst);
   if (h + resume - tail_.load(std::memory_order_seq_cst) > cap) futex_wait(room_epoch_, epoch, 1'000'000);
   producer_sleeps_.store(0, std::memory_order_relaxed);
@@ -256,7 +259,8 @@ std::size_t ring::consume(event* out, std::size_t max, std::size_t* first) noexc
     // what was copied may be torn, so copy again from the new tail.
     if (!tail_.compare_exchange_strong(t, t + end, std::memory_order_seq_cst, std::memory_order_acquire)) continue;
     consumed_ = t + end;
-    if (producer_sleeps_.load(std::memory_order_seq_cst) != 0) {
+    if (producer_sleeps_.load(std::memory_order_seq_cst) != 0 &&
+        t + end >= resume_tail_.load(std::memory_order_relaxed)) {
       room_epoch_.fetch_add(1, std::memory_order_release);
       futex_wake_all(room_epoch_);
     }

@@ -113,3 +113,20 @@ TEST_CASE("eight_digits writes the same eight digits as printf") {
     if (!check(v)) FAIL("eight_digits(" << v << ")");
   for (std::uint32_t v : {9'999'999u, 10'000'000u, 99'999'999u, 99'990'000u, 10'009'999u}) CHECK(check(v));
 }
+
+// The short forms behind the common scope's "dur" and "External id".
+TEST_CASE("put_us3_below_1e8 and put_below_1e8 write what put_us3 and printf write") {
+  using proftrace::detail::put_below_1e8;
+  using proftrace::detail::put_us3;
+  using proftrace::detail::put_us3_below_1e8;
+  char want[32], got[32];
+  const auto check = [&](std::uint32_t v) {
+    std::snprintf(want, sizeof want, "%u", static_cast<unsigned>(v));
+    if (std::string(got, put_below_1e8(got, v)) != want) return false;
+    const std::string us3(want, put_us3(want, v));
+    return std::string(got, put_us3_below_1e8(got, v)) == us3;
+  };
+  for (std::uint32_t v = 0; v < 100'000'000; v += (v < 100'000 ? 1 : 9973))
+    if (!check(v)) FAIL("v = " << v);
+  for (std::uint32_t v : {9u, 10u, 99u, 100u, 999u, 1000u, 9'999'999u, 10'000'000u, 99'999'999u}) CHECK(check(v));
+}

@@ -156,6 +156,7 @@ class ring {
   // consumes that woke it: a futex word.
   std::atomic<std::uint32_t> producer_sleeps_{0};
   std::atomic<std::uint32_t> room_epoch_{0};
+  std::atomic<std::uint64_t> resume_tail_{0};  // the tail at which the sleeping producer resumes
 
   // Read-only while a producer is attached.
   alignas(64) std::uint64_t* words_ = nullptr;

@@ -58,40 +58,40 @@ std::string kineto_json_writer::tail(const finished_trace& f, const std::string&
 }
 
 void kineto_json_writer::begin_event() {
-  if (!first_event_) buffer_ += ",\n";
+  if (!first_event_) buffer() += ",\n";
   first_event_ = false;
 }
 
 void kineto_json_writer::process_metadata() {
   const auto meta = [&](const char* what, const auto& write_args) {
     begin_event();
-    open_metadata_event(buffer_, what, head_.pid, 0, head_.start_ns - head_.base_ns);
+    open_metadata_event(buffer(), what, head_.pid, 0, head_.start_ns - head_.base_ns);
     write_args();
-    buffer_ += "}}";
+    buffer() += "}}";
   };
   meta("process_name", [&] {
-    buffer_ += "\"name\": ";
-    append_json_string(buffer_, head_.process_name);
+    buffer() += "\"name\": ";
+    append_json_string(buffer(), head_.process_name);
   });
-  meta("process_labels", [&] { buffer_ += "\"labels\": \"CPU\""; });
+  meta("process_labels", [&] { buffer() += "\"labels\": \"CPU\""; });
   meta("process_sort_index", [&] {
-    buffer_ += "\"sort_index\": ";
-    append_int(buffer_, head_.pid);
+    buffer() += "\"sort_index\": ";
+    append_int(buffer(), head_.pid);
   });
 }
 
 void kineto_json_writer::thread(std::int64_t tid, const std::string& name) {
   const std::int64_t ts = head_.start_ns - head_.base_ns;
   begin_event();
-  open_metadata_event(buffer_, "thread_name", head_.pid, tid, ts);
-  buffer_ += "\"name\": ";
-  append_json_string(buffer_, name.empty() ? "thread " + std::to_string(tid) : name);
-  buffer_ += "}}";
+  open_metadata_event(buffer(), "thread_name", head_.pid, tid, ts);
+  buffer() += "\"name\": ";
+  append_json_string(buffer(), name.empty() ? "thread " + std::to_string(tid) : name);
+  buffer() += "}}";
   begin_event();
-  open_metadata_event(buffer_, "thread_sort_index", head_.pid, tid, ts);
-  buffer_ += "\"sort_index\": ";
-  append_int(buffer_, tid);
-  buffer_ += "}}";
+  open_metadata_event(buffer(), "thread_sort_index", head_.pid, tid, ts);
+  buffer() += "\"sort_index\": ";
+  append_int(buffer(), tid);
+  buffer() += "}}";
 }
 
 // `{"ph": "X", "cat": ..., "name": ..., "pid": N, "tid": ` for a site,
@@ -114,16 +114,21 @@ const std::string& kineto_json_writer::complete_prefix(const site& where) {
   return it->second;
 }
 
-const std::string& kineto_json_writer::complete_prefix(const site& where, std::int64_t tid) {
+const kineto_json_writer::short_prefix& kineto_json_writer::complete_prefix(const site& where, std::int64_t tid) {
   const std::pair<const site*, std::int64_t> k{&where, tid};
   if (k == last_thread_key_) return *last_thread_prefix_;
   auto [it, fresh] = thread_prefixes_.try_emplace(k);
   last_thread_key_ = k;
   last_thread_prefix_ = &it->second;
   if (fresh) {
-    it->second = complete_prefix(where);
-    append_int(it->second, tid);
-    it->second += ", \"ts\": ";
+    std::string text = complete_prefix(where);
+    append_int(text, tid);
+    text += ", \"ts\": ";
+    short_prefix& p = it->second;
+    if (text.size() <= sizeof p.bytes) {
+      std::memcpy(p.bytes, text.data(), text.size());
+      p.size = text.size();
+    }
   }
   return it->second;
 }
@@ -148,34 +153,34 @@ char* kineto_json_writer::put_ts(char* p, std::int64_t ns) noexcept {
   return p + 9;
 }
 
-// The common scope's fixed part in one append: its site and thread's
-// prefix, then ts, dur and External id formatted into a stack buffer.
+// The common scope, built in place in the staging block: its site and
+// thread's prefix in one fixed-size copy, then ts, dur and External id.
 bool kineto_json_writer::short_scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns) {
-  const std::string& prefix = complete_prefix(*s.where, ts.tid);
-  char buf[320];
-  if (prefix.size() > sizeof buf - 160) return false;
-  char* p = buf;
-  if (!first_event_) {
-    *p++ = ',';
-    *p++ = '\n';
-  }
+  const short_prefix& prefix = complete_prefix(*s.where, ts.tid);
+  if (prefix.size == 0) return false;
+  if (PROFTRACE_UNLIKELY(stage_ + stage_size - stage_end_ < static_cast<std::ptrdiff_t>(max_short_event))) sync();
+  char* p = stage_end_;
+  std::memcpy(p, ",\n", 2);
+  p += first_event_ ? 0 : 2;
   first_event_ = false;
-  const auto put = [&p](std::string_view text) {
-    std::memcpy(p, text.data(), text.size());
-    p += text.size();
-  };
-  put(prefix);
+  std::memcpy(p, prefix.bytes, sizeof prefix.bytes);  // fixed size: a few moves; prefix.size bytes count
+  p += prefix.size;
   p = put_ts(p, s.begin_ns - head_.base_ns);
-  put(", \"dur\": ");
-  p = put_us3(p, end_ns > s.begin_ns ? end_ns - s.begin_ns : 0);
-  put(", \"args\": {\"External id\": ");
-  p = std::to_chars(p, p + 24, s.external_id).ptr;
+  static constexpr std::string_view dur_key = ", \"dur\": ", id_key = ", \"args\": {\"External id\": ";
+  std::memcpy(p, dur_key.data(), dur_key.size());
+  p += dur_key.size();
+  const std::int64_t dur = end_ns > s.begin_ns ? end_ns - s.begin_ns : 0;
+  p = dur < 100'000'000 ? put_us3_below_1e8(p, static_cast<std::uint32_t>(dur)) : put_us3(p, dur);
+  std::memcpy(p, id_key.data(), id_key.size());
+  p += id_key.size();
+  p = s.external_id < 100'000'000 ? put_below_1e8(p, static_cast<std::uint32_t>(s.external_id))
+                                  : std::to_chars(p, p + 24, s.external_id).ptr;
   const bool closed = only_external_id(s, head_);
-  if (closed) put("}}");
-  buffer_.append(buf, p);
+  std::memcpy(p, "}}", 2);
+  stage_end_ = p + (closed ? 2 : 0);
   if (!closed) {
     scope_args(ts, s);
-    buffer_ += "}}";
+    buffer() += "}}";
   }
   return true;
 }
@@ -187,75 +192,75 @@ void kineto_json_writer::scope(const thread_state& ts, const open_scope& s, std:
   if (&where == &thread_step_site) {
     // Another thread's span of step N: named so that no reader takes it
     // for a step (HTA and TensorBoard match "ProfilerStep#"), its number in args.
-    buffer_ += "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"thread step\", \"pid\": ";
-    append_int(buffer_, head_.pid);
-    buffer_ += ", \"tid\": ";
+    buffer() += "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"thread step\", \"pid\": ";
+    append_int(buffer(), head_.pid);
+    buffer() += ", \"tid\": ";
   } else if (where.cat == category::step) {
-    buffer_ += "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#";
-    append_int(buffer_, s.payload);
-    buffer_ += "\", \"pid\": ";
-    append_int(buffer_, head_.pid);
-    buffer_ += ", \"tid\": ";
+    buffer() += "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#";
+    append_int(buffer(), s.payload);
+    buffer() += "\", \"pid\": ";
+    append_int(buffer(), head_.pid);
+    buffer() += ", \"tid\": ";
   } else if (!s.dynamic_name.empty()) {
-    buffer_ += "{\"ph\": \"X\", \"cat\": \"";
-    buffer_ += category_name(where);
-    buffer_ += "\", \"name\": ";
-    append_json_string(buffer_, s.dynamic_name);
-    buffer_ += ", \"pid\": ";
-    append_int(buffer_, head_.pid);
-    buffer_ += ", \"tid\": ";
+    buffer() += "{\"ph\": \"X\", \"cat\": \"";
+    buffer() += category_name(where);
+    buffer() += "\", \"name\": ";
+    append_json_string(buffer(), s.dynamic_name);
+    buffer() += ", \"pid\": ";
+    append_int(buffer(), head_.pid);
+    buffer() += ", \"tid\": ";
   } else {
-    buffer_ += complete_prefix(where);
+    buffer() += complete_prefix(where);
   }
-  append_int(buffer_, ts.tid);
-  buffer_ += ", \"ts\": ";
-  append_us3(buffer_, s.begin_ns - head_.base_ns);
-  buffer_ += ", \"dur\": ";
-  append_us3(buffer_, end_ns > s.begin_ns ? end_ns - s.begin_ns : 0);
-  buffer_ += ", \"args\": {\"External id\": ";
-  append_int(buffer_, s.external_id);
+  append_int(buffer(), ts.tid);
+  buffer() += ", \"ts\": ";
+  append_us3(buffer(), s.begin_ns - head_.base_ns);
+  buffer() += ", \"dur\": ";
+  append_us3(buffer(), end_ns > s.begin_ns ? end_ns - s.begin_ns : 0);
+  buffer() += ", \"args\": {\"External id\": ";
+  append_int(buffer(), s.external_id);
   scope_args(ts, s);
-  buffer_ += "}}";
+  buffer() += "}}";
 }
 
 void kineto_json_writer::scope_args(const thread_state& ts, const open_scope& s) {
-  if (s.truncated) buffer_ += ", \"truncated\": true";
+  if (s.truncated) buffer() += ", \"truncated\": true";
   if (s.where == &thread_step_site) {
-    buffer_ += ", \"step\": ";
-    append_int(buffer_, s.payload);
+    buffer() += ", \"step\": ";
+    append_int(buffer(), s.payload);
   }
   if (!s.shapes.empty()) {
-    buffer_ += ", \"Input Dims\": ";
-    buffer_ += s.shapes;
+    buffer() += ", \"Input Dims\": ";
+    buffer() += s.shapes;
   }
   if (s.flops > 0) {
-    buffer_ += ", \"flops\": ";
-    append_int(buffer_, s.flops);
+    buffer() += ", \"flops\": ";
+    append_int(buffer(), s.flops);
   }
   if (s.comm_bytes >= 0) {
-    buffer_ += ", \"bytes\": ";
-    append_int(buffer_, s.comm_bytes);
+    buffer() += ", \"bytes\": ";
+    append_int(buffer(), s.comm_bytes);
     if (s.comm_peer >= 0) {
-      buffer_ += ", \"peer\": ";
-      append_int(buffer_, s.comm_peer);
+      buffer() += ", \"peer\": ";
+      append_int(buffer(), s.comm_peer);
     }
   }
   for (const scope_arg& a : s.args) {
-    buffer_ += ", ";
-    append_json_string(buffer_, a.key);
-    buffer_ += ": ";
-    if (a.type == arg_type::integer) append_int(buffer_, a.integer);
-    else if (a.type == arg_type::floating) append_double(buffer_, a.floating);
-    else append_json_string(buffer_, a.text);
+    buffer() += ", ";
+    append_json_string(buffer(), a.key);
+    buffer() += ": ";
+    if (a.type == arg_type::integer) append_int(buffer(), a.integer);
+    else if (a.type == arg_type::floating) append_double(buffer(), a.floating);
+    else append_json_string(buffer(), a.text);
   }
   if (head_.with_stack) {
-    buffer_ += ", \"Call stack\": ";
-    append_json_string(buffer_, call_stack(ts, s));
+    buffer() += ", \"Call stack\": ";
+    append_json_string(buffer(), call_stack(ts, s));
   }
   if (head_.with_modules) {
     if (const std::string path = module_path(ts); !path.empty()) {
-      buffer_ += ", \"Module Hierarchy\": ";
-      append_json_string(buffer_, path);
+      buffer() += ", \"Module Hierarchy\": ";
+      append_json_string(buffer(), path);
     }
   }
 }
@@ -265,19 +270,19 @@ void kineto_json_writer::scope_args(const thread_state& ts, const open_scope& s)
 void kineto_json_writer::async(const open_async& a, std::uint64_t id, std::int64_t end_ns, std::int64_t end_tid) {
   const auto open = [&](std::string_view ph_and_cat, std::int64_t tid, std::int64_t ns) {
     open_event(ph_and_cat, a.where->name, tid, ns);
-    buffer_ += ", \"id\": ";
-    append_int(buffer_, id);
+    buffer() += ", \"id\": ";
+    append_int(buffer(), id);
   };
   open("\"ph\": \"b\", \"cat\": \"async\"", a.tid, a.begin_ns);
-  buffer_ += ", \"args\": {\"External id\": ";
-  append_int(buffer_, a.external_id);
-  buffer_ += ", \"begin thread\": ";
-  append_int(buffer_, a.tid);
-  buffer_ += ", \"end thread\": ";
-  append_int(buffer_, end_tid);
-  buffer_ += "}}";
+  buffer() += ", \"args\": {\"External id\": ";
+  append_int(buffer(), a.external_id);
+  buffer() += ", \"begin thread\": ";
+  append_int(buffer(), a.tid);
+  buffer() += ", \"end thread\": ";
+  append_int(buffer(), end_tid);
+  buffer() += "}}";
   open("\"ph\": \"e\", \"cat\": \"async\"", end_tid, end_ns);
-  buffer_ += "}";
+  buffer() += "}";
 }
 
 // The fields every point or async event starts with, the object left open:
@@ -285,16 +290,16 @@ void kineto_json_writer::async(const open_async& a, std::uint64_t id, std::int64
 void kineto_json_writer::open_event(std::string_view ph_and_cat, std::string_view name, std::int64_t tid,
                                     std::int64_t ns) {
   begin_event();
-  buffer_ += "{";
-  buffer_ += ph_and_cat;
-  buffer_ += ", \"name\": ";
-  append_json_string(buffer_, name);
-  buffer_ += ", \"pid\": ";
-  append_int(buffer_, head_.pid);
-  buffer_ += ", \"tid\": ";
-  append_int(buffer_, tid);
-  buffer_ += ", \"ts\": ";
-  append_us3(buffer_, ns - head_.base_ns);
+  buffer() += "{";
+  buffer() += ph_and_cat;
+  buffer() += ", \"name\": ";
+  append_json_string(buffer(), name);
+  buffer() += ", \"pid\": ";
+  append_int(buffer(), head_.pid);
+  buffer() += ", \"tid\": ";
+  append_int(buffer(), tid);
+  buffer() += ", \"ts\": ";
+  append_us3(buffer(), ns - head_.base_ns);
 }
 
 // Kineto's "[memory]" instant event.
@@ -302,54 +307,54 @@ void kineto_json_writer::memory(const memory_event& m) {
   if (m.kind == event_kind::reserved) return;
   const resolved_memory& r = *m.resolved;
   open_event(instant_head, "[memory]", m.tid, m.ns);
-  buffer_ += ", \"args\": {\"Device Type\": ";
-  buffer_ += m.device < 0 ? "0" : "1";
-  buffer_ += ", \"Device Id\": ";
-  append_int(buffer_, m.device);
-  buffer_ += ", \"Addr\": ";
-  append_int(buffer_, m.address);
-  buffer_ += ", \"Bytes\": ";
-  append_int(buffer_, r.bytes);
-  buffer_ += ", \"Total Allocated\": ";
-  append_int(buffer_, r.total_allocated);
-  buffer_ += ", \"Total Reserved\": ";
-  append_int(buffer_, r.total_reserved);
-  buffer_ += "}}";
+  buffer() += ", \"args\": {\"Device Type\": ";
+  buffer() += m.device < 0 ? "0" : "1";
+  buffer() += ", \"Device Id\": ";
+  append_int(buffer(), m.device);
+  buffer() += ", \"Addr\": ";
+  append_int(buffer(), m.address);
+  buffer() += ", \"Bytes\": ";
+  append_int(buffer(), r.bytes);
+  buffer() += ", \"Total Allocated\": ";
+  append_int(buffer(), r.total_allocated);
+  buffer() += ", \"Total Reserved\": ";
+  append_int(buffer(), r.total_reserved);
+  buffer() += "}}";
 }
 
 void kineto_json_writer::instant(std::int64_t tid, const site& where, std::int64_t ns) {
   open_event(instant_head, where.name, tid, ns);
-  buffer_ += ", \"args\": {}}";
+  buffer() += ", \"args\": {}}";
 }
 
 void kineto_json_writer::counter(std::int64_t tid, const site& where, std::int64_t ns, double value) {
   open_event("\"ph\": \"C\", \"cat\": \"counter\"", where.name, tid, ns);
-  buffer_ += ", \"args\": {";
-  append_json_string(buffer_, where.name);
-  buffer_ += ": ";
-  append_double(buffer_, value);
-  buffer_ += "}}";
+  buffer() += ", \"args\": {";
+  append_json_string(buffer(), where.name);
+  buffer() += ": ";
+  append_double(buffer(), value);
+  buffer() += "}}";
 }
 
 // GPU work in Kineto's layout, and each user scope projected onto the
 // streams its GPU work ran on (gpu_user_annotation).
 void kineto_json_writer::gpu(const std::vector<gpu_activity>& activities, const std::vector<gpu_span>& spans) {
-  gpu_trace_writer(head_.pid, head_.base_ns, head_.devices).write(activities, buffer_, first_event_);
+  gpu_trace_writer(head_.pid, head_.base_ns, head_.devices).write(activities, buffer(), first_event_);
   for (const gpu_span& s : spans) {
     begin_event();
-    buffer_ += "{\"ph\": \"X\", \"cat\": \"gpu_user_annotation\", \"name\": ";
-    append_json_string(buffer_, s.where->name);
-    buffer_ += ", \"pid\": ";
-    append_int(buffer_, s.device);
-    buffer_ += ", \"tid\": ";
-    append_int(buffer_, s.stream);
-    buffer_ += ", \"ts\": ";
-    append_us3(buffer_, s.begin_ns - head_.base_ns);
-    buffer_ += ", \"dur\": ";
-    append_us3(buffer_, s.end_ns - s.begin_ns);
-    buffer_ += ", \"args\": {\"External id\": ";
-    append_int(buffer_, s.external_id);
-    buffer_ += "}}";
+    buffer() += "{\"ph\": \"X\", \"cat\": \"gpu_user_annotation\", \"name\": ";
+    append_json_string(buffer(), s.where->name);
+    buffer() += ", \"pid\": ";
+    append_int(buffer(), s.device);
+    buffer() += ", \"tid\": ";
+    append_int(buffer(), s.stream);
+    buffer() += ", \"ts\": ";
+    append_us3(buffer(), s.begin_ns - head_.base_ns);
+    buffer() += ", \"dur\": ";
+    append_us3(buffer(), s.end_ns - s.begin_ns);
+    buffer() += ", \"args\": {\"External id\": ";
+    append_int(buffer(), s.external_id);
+    buffer() += "}}";
   }
 }
 

@@ -45,21 +45,40 @@ class kineto_json_writer {
   void counter(std::int64_t tid, const site& where, std::int64_t ns, double value);
   void gpu(const std::vector<gpu_activity>& activities, const std::vector<gpu_span>& spans);
 
-  std::string& buffer() noexcept { return buffer_; }
+  // The text so far, all of it (the short path's staged events appended
+  // first). Everything but that path writes through this.
+  std::string& buffer() {
+    sync();
+    return buffer_;
+  }
 
  private:
   void begin_event();
   void process_metadata();
   const std::string& complete_prefix(const site& where);
   // The same with the tid and the "ts" key after it: a thread's scopes of one
-  // site start with the same bytes.
-  const std::string& complete_prefix(const site& where, std::int64_t tid);
+  // site start with the same bytes, copied as one fixed-size block.
+  static constexpr std::size_t short_prefix_max = 128;
+  struct short_prefix {
+    char bytes[short_prefix_max];
+    std::size_t size = 0;  // 0: too long for the short path
+  };
+  const short_prefix& complete_prefix(const site& where, std::int64_t tid);
   bool short_scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns);
+  void sync() {
+    if (stage_end_ != stage_) buffer_.append(stage_, static_cast<std::size_t>(stage_end_ - stage_));
+    stage_end_ = stage_;
+  }
   void scope_args(const thread_state& ts, const open_scope& s);
   void open_event(std::string_view ph_and_cat, std::string_view name, std::int64_t tid, std::int64_t ns);
 
   const trace_head& head_;
   std::string buffer_;
+  // short_scope() builds its events in place here, with one bounds check per
+  // event, and they reach buffer_ in blocks.
+  static constexpr std::size_t stage_size = 16384, max_short_event = short_prefix_max + 160;
+  char stage_[stage_size];
+  char* stage_end_ = stage_;
   bool first_event_ = true;
   // put_ts(): the digits of the last timestamp above its last eight, which
   // successive events nearly always share.
@@ -75,9 +94,9 @@ class kineto_json_writer {
       return std::hash<const void*>{}(k.first) * 31 + static_cast<std::size_t>(k.second);
     }
   };
-  std::unordered_map<std::pair<const site*, std::int64_t>, std::string, site_thread_hash> thread_prefixes_;
+  std::unordered_map<std::pair<const site*, std::int64_t>, short_prefix, site_thread_hash> thread_prefixes_;
   std::pair<const site*, std::int64_t> last_thread_key_{nullptr, 0};
-  const std::string* last_thread_prefix_ = nullptr;
+  const short_prefix* last_thread_prefix_ = nullptr;
 };
 
 }  // namespace detail
