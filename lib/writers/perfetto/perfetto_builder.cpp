@@ -409,64 +409,98 @@ constexpr std::size_t varint_size(std::uint64_t v) noexcept {
 }
 
 // The same bytes write_short_event produces for such an event, built from
-// constant runs: the TrackEvent's fields before its arg (type, track, name,
-// category) are kept from the last call that had the same ones, so the
-// common event is a few copies of fixed size, the timestamp and the arg.
-// Every key here is one byte but timestamp_clock_id's two; every nested
-// length is under 128 (at most 60 bytes): one byte. arg_name_iid 0: no arg.
+// a constant run: everything after the timestamp but the arg's value (the
+// clock, the flags, the TrackEvent's key and its fields, the annotation's
+// keys and name) is kept from the last call with the same type, track,
+// name, category and arg name, so the common event is the packet's head,
+// the timestamp, one fixed-size copy and the arg. Every key here is one byte
+// but timestamp_clock_id's two; every length is under 128 (a packet is at
+// most 86 bytes): one byte. arg_name_iid 0: no arg.
+const perfetto_builder::slice_fields& perfetto_builder::fields_for(int type, std::uint64_t track,
+                                                                   std::uint64_t name_iid, std::uint64_t category_iid,
+                                                                   std::uint64_t arg_name_iid) {
+  slice_fields& f = type == type_slice_begin ? begin_fields_ : end_fields_;
+  if (f.track == track && f.name_iid == name_iid && f.category_iid == category_iid && f.arg_name_iid == arg_name_iid &&
+      f.size != 0)
+    return f;
+  char* q = f.bytes;
+  static constexpr char after_timestamp[] = {static_cast<char>(0xd0), 0x03,  // timestamp_clock_id (58): two key bytes
+                                             static_cast<char>(clock_realtime),
+                                             key(field::sequence_flags, proto::varint),
+                                             static_cast<char>(seq_needs_incremental_state),
+                                             key(field::track_event, proto::length_delimited)};
+  static_assert(field::timestamp_clock_id << 3 == 0x1d0 && sizeof after_timestamp == slice_fields::event_length_at);
+  std::memcpy(q, after_timestamp, sizeof after_timestamp);
+  q += sizeof after_timestamp + 1;  // and the event's length, written per event
+  *q++ = key(field::type, proto::varint);
+  *q++ = static_cast<char>(type);
+  *q++ = key(field::track_uuid, proto::varint);
+  q = put_varint(q, track);
+  if (name_iid) {
+    *q++ = key(field::name_iid, proto::varint);
+    q = put_varint(q, name_iid);
+  }
+  if (category_iid) {
+    *q++ = key(field::category_iids, proto::varint);
+    q = put_varint(q, category_iid);
+  }
+  f.arg_length_at = 0;
+  if (arg_name_iid) {
+    *q++ = key(field::debug_annotations, proto::length_delimited);
+    f.arg_length_at = static_cast<std::size_t>(q++ - f.bytes);
+    *q++ = key(field::annotation_name_iid, proto::varint);
+    q = put_varint(q, arg_name_iid);
+    *q++ = key(field::uint_value, proto::varint);
+  }
+  f.track = track;
+  f.name_iid = name_iid;
+  f.category_iid = category_iid;
+  f.arg_name_iid = arg_name_iid;
+  f.size = static_cast<std::size_t>(q - f.bytes);
+  return f;
+}
+
+// One packet of `f` at `packet` (at least max_fast_packet bytes of room);
+// returns its end.
+char* perfetto_builder::put_slice(char* packet, const slice_fields& f, std::int64_t unix_ns,
+                                  std::uint64_t arg_value) const noexcept {
+  char* p = packet + 2;  // the packet's key and length go first, once its length is known
+  std::memcpy(p, packet_head_, sizeof packet_head_);
+  p += packet_head_size_;
+  const auto ts = static_cast<std::uint64_t>(unix_ns);
+  p = ts >> 56 != 0 && ts >> 63 == 0 ? put_varint9(p, ts) : put_varint(p, ts);
+  char* const fields = p;
+  std::memcpy(p, f.bytes, sizeof f.bytes);  // fixed size: a few moves; only f.size bytes count
+  p += f.size;
+  if (f.arg_length_at != 0) {
+    p = put_varint(p, arg_value);
+    fields[f.arg_length_at] = static_cast<char>(p - (fields + f.arg_length_at) - 1);
+  }
+  fields[slice_fields::event_length_at] = static_cast<char>(p - (fields + slice_fields::event_length_at) - 1);
+  packet[0] = key(field::packet, proto::length_delimited);
+  packet[1] = static_cast<char>(p - packet - 2);
+  return p;
+}
+
 void perfetto_builder::write_slice_with_id(int type, std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
                                            std::uint64_t category_iid, std::uint64_t arg_name_iid,
                                            std::uint64_t arg_value) {
-  slice_fields& f = type == type_slice_begin ? begin_fields_ : end_fields_;
-  if (f.track != track || f.name_iid != name_iid || f.category_iid != category_iid || f.size == 0) {
-    char* q = f.bytes;
-    *q++ = key(field::type, proto::varint);
-    *q++ = static_cast<char>(type);
-    *q++ = key(field::track_uuid, proto::varint);
-    q = put_varint(q, track);
-    if (name_iid) {
-      *q++ = key(field::name_iid, proto::varint);
-      q = put_varint(q, name_iid);
-    }
-    if (category_iid) {
-      *q++ = key(field::category_iids, proto::varint);
-      q = put_varint(q, category_iid);
-    }
-    f.track = track;
-    f.name_iid = name_iid;
-    f.category_iid = category_iid;
-    f.size = static_cast<std::size_t>(q - f.bytes);
-  }
+  const slice_fields& f = fields_for(type, track, name_iid, category_iid, arg_name_iid);
   if (PROFTRACE_UNLIKELY(stage_ + stage_size - stage_end_ < static_cast<std::ptrdiff_t>(max_fast_packet))) sync();
-  char* const packet = stage_end_;
-  char* p = packet + 2;  // the packet's key and length go first, once its length is known
-  std::memcpy(p, packet_head_, sizeof packet_head_);
-  const auto ts = static_cast<std::uint64_t>(unix_ns);
-  p = ts >> 56 != 0 && ts >> 63 == 0 ? put_varint9(p + packet_head_size_, ts) : put_varint(p + packet_head_size_, ts);
-  static constexpr char after_timestamp[8] = {static_cast<char>(0xd0), 0x03,  // timestamp_clock_id (58): two key bytes
-                                              static_cast<char>(clock_realtime),
-                                              key(field::sequence_flags, proto::varint),
-                                              static_cast<char>(seq_needs_incremental_state),
-                                              key(field::track_event, proto::length_delimited)};
-  static_assert(field::timestamp_clock_id << 3 == 0x1d0);
-  std::memcpy(p, after_timestamp, sizeof after_timestamp);  // fixed size: one move; six bytes count
-  p += 6;
-  char* const event_length = p++;
-  std::memcpy(p, f.bytes, sizeof f.bytes);  // fixed size: a few moves; only f.size bytes count
-  p += f.size;
-  if (arg_name_iid) {
-    *p++ = key(field::debug_annotations, proto::length_delimited);
-    char* const length = p++;
-    *p++ = key(field::annotation_name_iid, proto::varint);
-    p = put_varint(p, arg_name_iid);
-    *p++ = key(field::uint_value, proto::varint);
-    p = put_varint(p, arg_value);
-    *length = static_cast<char>(p - length - 1);
+  stage_end_ = put_slice(stage_end_, f, unix_ns, arg_value);
+}
+
+void perfetto_builder::slice_pair(std::uint64_t track, std::int64_t begin_ns, std::int64_t end_ns,
+                                  std::uint64_t name_iid, std::uint64_t category_iid, std::uint64_t arg_name_iid,
+                                  std::uint64_t arg_value) {
+  if (PROFTRACE_UNLIKELY(!pending_.empty())) {
+    slice_with_pending(type_slice_begin, track, begin_ns, name_iid, category_iid, arg_name_iid, arg_value);
+    return write_slice_with_id(type_slice_end, track, end_ns, 0, 0, 0, 0);
   }
-  *event_length = static_cast<char>(p - event_length - 1);
-  packet[0] = key(field::packet, proto::length_delimited);
-  packet[1] = static_cast<char>(p - packet - 2);
-  stage_end_ = p;
+  const slice_fields& b = fields_for(type_slice_begin, track, name_iid, category_iid, arg_name_iid);
+  const slice_fields& e = fields_for(type_slice_end, track, 0, 0, 0);
+  if (PROFTRACE_UNLIKELY(stage_ + stage_size - stage_end_ < static_cast<std::ptrdiff_t>(2 * max_fast_packet))) sync();
+  stage_end_ = put_slice(put_slice(stage_end_, b, begin_ns, arg_value), e, end_ns, 0);
 }
 
 void perfetto_builder::slice_with_pending(int type, std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,

@@ -102,6 +102,9 @@ class perfetto_builder {
     if (PROFTRACE_UNLIKELY(!pending_.empty())) return slice_with_pending(2, track, unix_ns, 0, 0, arg_name_iid, arg_value);
     write_slice_with_id(2, track, unix_ns, 0, 0, arg_name_iid, arg_value);
   }
+  // A slice with no children: its begin (with the arg) and its end at once.
+  void slice_pair(std::uint64_t track, std::int64_t begin_ns, std::int64_t end_ns, std::uint64_t name_iid,
+                  std::uint64_t category_iid, std::uint64_t arg_name_iid, std::uint64_t arg_value);
 
   // The packets written so far, all of them (the fast path's staged ones
   // appended first). Read the output only through this.
@@ -167,13 +170,18 @@ class perfetto_builder {
   // The sequence id and the timestamp's key, the same in every event packet.
   char packet_head_[8];
   std::size_t packet_head_size_ = 0;
-  // write_slice_with_id's TrackEvent fields before the arg, as last encoded
-  // (one for begins, one for ends: they alternate).
+  // write_slice_with_id's packet bytes after the timestamp but the arg's
+  // value, as last encoded (one for begins, one for ends: they alternate).
   struct slice_fields {
-    std::uint64_t track = 0, name_iid = 0, category_iid = 0;
+    static constexpr std::size_t event_length_at = 6;  // the TrackEvent's length byte
+    std::uint64_t track = 0, name_iid = 0, category_iid = 0, arg_name_iid = 0;
     std::size_t size = 0;
-    char bytes[32];
+    std::size_t arg_length_at = 0;  // the annotation's length byte; 0: no arg
+    char bytes[64];  // at most 56 count
   };
+  const slice_fields& fields_for(int type, std::uint64_t track, std::uint64_t name_iid, std::uint64_t category_iid,
+                                 std::uint64_t arg_name_iid);
+  char* put_slice(char* packet, const slice_fields& f, std::int64_t unix_ns, std::uint64_t arg_value) const noexcept;
   slice_fields begin_fields_, end_fields_;
   intern_map names_, categories_, annotation_names_;
   std::vector<pending_entry> pending_;  // interned since the last event packet

@@ -128,8 +128,7 @@ void perfetto_writer::scope(thread_state& ts, const open_scope& s, std::int64_t 
   if (!s.announced) {
     if (only_external_id(s, head_) && s.where->cat != category::step) {  // the common scope: two short packets
       const site_ids& ids = ids_of(*s.where);
-      builder_.slice_begin(track, s.begin_ns, ids.name, ids.category, external_id_iid_, s.external_id);
-      return builder_.slice_end(track, end_ns, 0, 0);
+      return builder_.slice_pair(track, s.begin_ns, end_ns, ids.name, ids.category, external_id_iid_, s.external_id);
     }
     begin(track, ts, s, true);
     builder_.slice_end(track, end_ns);
