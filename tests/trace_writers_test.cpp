@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "json_text.hpp"
 #include "pairing/pairing.hpp"
 #include "protobuf_wire.hpp"
 #include "record_layout.hpp"
@@ -303,4 +304,57 @@ TEST_CASE("a scope whose begin the Perfetto writer wrote early and that ends on 
   CHECK(slices[1].depth == 1);
   CHECK(slices[2].name == "MPI_Send");
   CHECK(slices[2].depth == 0);  // not nested in a slice left open
+}
+
+// The JSON writer's short path reuses a timestamp's digits above its last
+// eight and formats small durations and ids on its own: every value it
+// writes must read back exact, across those digits' changes in both
+// directions and past the short forms' ranges.
+TEST_CASE("the JSON writer's common scopes read back with exact ts, dur and External id") {
+  pt::trace_head head;
+  head.pid = 7;
+  head.start_ns = 1'700'000'000'000'000'000;
+  head.base_ns = head.start_ns - head.start_ns % (std::int64_t{1} << 51);
+  pt::kineto_json_writer json(head);
+  pt::thread_state ts;
+  ts.tid = 3;
+  struct one {
+    std::int64_t ts_ns, dur_ns;
+    std::uint64_t id;
+  };
+  const std::int64_t t0 = 123'456'789'012'345;  // from the base: 15 digits
+  const one scopes[] = {{t0, 0, 1},
+                        {t0 + 1, 999, 9},
+                        {t0 + 54'321'000, 1'000, 10},                // up to the next 10^8 ...
+                        {t0 + 87'654'654, 99'999'999, 99'999'999},  // ... across it
+                        {t0 + 87'654'656, 100'000'000, 100'000'000},
+                        {t0 + 12, 123'456'789'012, 18'446'744'073'709'551'615ull},  // back below it
+                        {50'000, 5, 2},                                              // ts below 10^8
+                        {t0 + 900'000'000, 42, 3}};
+  for (const one& o : scopes) {
+    pt::open_scope s;
+    s.where = &op_site;
+    s.begin_ns = head.base_ns + o.ts_ns;
+    s.external_id = o.id;
+    json.scope(ts, s, s.begin_ns + o.dur_ns);
+  }
+  // The numbers' text, as written (a parsed double would lose digits).
+  const std::string text = json.buffer();
+  boost::json::parse("[" + text + "]");  // valid JSON
+  const auto number_after = [&](std::string_view key, std::size_t from) {
+    const std::size_t at = text.find(key, from) + key.size();
+    return text.substr(at, text.find_first_of(",}", at) - at);
+  };
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < std::size(scopes); ++i) {
+    CAPTURE(i);
+    at = text.find("\"ph\": \"X\"", at);
+    REQUIRE(at != std::string::npos);
+    const one& o = scopes[i];
+    char want[32];
+    CHECK(number_after("\"ts\": ", at) == std::string(want, pt::put_us3(want, o.ts_ns)));
+    CHECK(number_after("\"dur\": ", at) == std::string(want, pt::put_us3(want, o.dur_ns)));
+    CHECK(number_after("\"External id\": ", at) == std::to_string(o.id));
+    ++at;
+  }
 }

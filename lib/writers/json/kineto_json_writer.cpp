@@ -139,14 +139,14 @@ const kineto_json_writer::short_prefix& kineto_json_writer::complete_prefix(cons
 char* kineto_json_writer::put_ts(char* p, std::int64_t ns) noexcept {
   if (ns < 100'000'000 || ns >= 10'000'000'000'000'000) return put_us3(p, ns);
   const auto u = static_cast<std::uint64_t>(ns);
-  const std::uint64_t high = u / 100'000'000;
-  if (high != ts_high_) {
-    ts_high_ = high;
+  if (u - ts_high_base_ >= 100'000'000) {  // (also below the base: unsigned)
+    const std::uint64_t high = u / 100'000'000;
+    ts_high_base_ = high * 100'000'000;
     ts_high_size_ = static_cast<std::size_t>(std::to_chars(ts_high_text_, ts_high_text_ + 8, high).ptr - ts_high_text_);
   }
   std::memcpy(p, ts_high_text_, 8);  // fixed size: one move; high < 10^8 has at most eight digits
   p += ts_high_size_;
-  const std::uint64_t low = eight_digits(static_cast<std::uint32_t>(u % 100'000'000));
+  const std::uint64_t low = eight_digits(static_cast<std::uint32_t>(u - ts_high_base_));
   std::memcpy(p, &low, 8);  // "iiiiifff": the point goes after the fifth
   const std::uint64_t frac = (low >> 40) << 8 | '.';
   std::memcpy(p + 5, &frac, 8);

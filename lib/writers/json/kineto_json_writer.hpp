@@ -83,7 +83,7 @@ class kineto_json_writer {
   // put_ts(): the digits of the last timestamp above its last eight, which
   // successive events nearly always share.
   char* put_ts(char* p, std::int64_t ns) noexcept;
-  std::uint64_t ts_high_ = ~std::uint64_t{0};
+  std::uint64_t ts_high_base_ = 0;  // those digits times 10^8 (0: none yet; every ts here is above 10^8)
   char ts_high_text_[16] = {};
   std::size_t ts_high_size_ = 0;
   std::unordered_map<const site*, std::string> prefixes_;  // node-based: last_prefix_ stays valid
