@@ -26,6 +26,9 @@ namespace detail {
 
 namespace {
 constexpr std::size_t consume_chunk = 4096;
+// A periodic drain takes what a producer adds while it runs in batches of
+// at least this many slots.
+constexpr std::uint64_t min_batch = 1024;
 // A drain writes what it formatted once this much accumulated: bounded
 // memory, and the text never regrows (and is copied) past it.
 constexpr std::size_t commit_bytes = std::size_t{1} << 20;
@@ -157,9 +160,15 @@ struct flusher::impl {
       ts.exited = rec->exited.load(std::memory_order_acquire);
       ring& r = *rec->events;
       bool parking = false;
+      // What was there when the drain came is taken; what a running producer
+      // adds meanwhile only in batches: consuming right behind it would make
+      // it take back every cache line of the ring from this core.
+      std::uint64_t owed = r.unread();
       for (std::size_t round = 0; round <= r.capacity() / chunk.size() + 1 && !(yield && caller_waits()); ++round) {
+        if (owed == 0 && yield && r.unread() < min_batch) break;
         std::size_t first = 0;
         const std::size_t n = r.consume(chunk.data(), chunk.size(), &first);
+        owed -= std::min<std::uint64_t>(owed, n);
         route(ts, chunk.data() + first, n, split, split_ticks, parking);
         if (current && current->buffered() > commit_bytes) current->commit();
         if (n == 0 && first == 0) break;

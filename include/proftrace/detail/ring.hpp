@@ -101,6 +101,10 @@ class ring {
   bool empty() const noexcept {
     return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_relaxed);
   }
+  // Slots published and not yet consumed (or overwritten).
+  std::uint64_t unread() const noexcept {
+    return head_.load(std::memory_order_acquire) - tail_.load(std::memory_order_relaxed);
+  }
 
  private:
   PROFTRACE_ALWAYS_INLINE void store_slot(std::uint64_t index, std::uint64_t w0, std::uint64_t w1,
