@@ -86,7 +86,7 @@ template <class Int>
 inline void append_int(std::string& out, Int v) {
   char buf[24];
   auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, r.ptr);
+  out.append(buf, static_cast<std::size_t>(r.ptr - buf));  // (pointer, count): GCC 12's -Wrestrict misfires on (first, last)
 }
 
 // The eight decimal digits of v < 10^8, leading zeros included, as eight
@@ -143,7 +143,7 @@ inline char* put_us3(char* p, std::int64_t ns) noexcept {
 // The same appended to `out`, formatted on the stack and appended once.
 inline void append_us3(std::string& out, std::int64_t ns) {
   char buf[32];
-  out.append(buf, put_us3(buf, ns));
+  out.append(buf, static_cast<std::size_t>(put_us3(buf, ns) - buf));
 }
 
 // A metadata ("ph": "M") event at ts 0 up to the opening of its args:
@@ -193,7 +193,7 @@ inline void append_double(std::string& out, double v) {
   }
   char buf[32];
   auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, r.ptr);
+  out.append(buf, static_cast<std::size_t>(r.ptr - buf));  // (pointer, count): GCC 12's -Wrestrict misfires on (first, last)
 }
 
 }  // namespace detail

@@ -42,10 +42,13 @@ std::string env_dirs() {
 shared_library open_cuda_library(std::string_view stem, std::string_view fallback_dirs) {
   const std::string env = env_dirs();
   const std::string_view major = PROFTRACE_CUDA_MAJOR;
-  const std::string soname = std::string(stem) + ".so" + (major.empty() ? "" : "." + std::string(major));
+  // Appended piece by piece: GCC 12's -Wrestrict misfires at -O3 on "text" + std::string.
+  std::string soname(stem);
+  soname += ".so";
+  if (!major.empty()) soname.append(".").append(major);
   std::string searched = "searched ";
-  if (!env.empty()) searched += "PROFTRACE_CUDA_LIBRARY_DIRS=" + env;
-  else searched += "the dynamic loader's path" + (fallback_dirs.empty() ? "" : " and " + std::string(fallback_dirs));
+  if (!env.empty()) searched.append("PROFTRACE_CUDA_LIBRARY_DIRS=").append(env);
+  else if (searched.append("the dynamic loader's path"); !fallback_dirs.empty()) searched.append(" and ").append(fallback_dirs);
   return shared_library::open(soname, cuda_library_candidates(stem, major, env, fallback_dirs), searched);
 }
 
