@@ -192,6 +192,19 @@ pt::thread_state thread_of(std::int64_t tid, std::uint64_t uid) {
 pt::event rec(std::uint64_t t, const pt::site* s, std::uint64_t payload, pt::event_kind k, std::uint32_t extra = 0) {
   return {t, reinterpret_cast<std::uintptr_t>(s), payload, static_cast<std::uint32_t>(k), extra};
 }
+std::uint64_t idx(std::uint64_t uid, std::uint64_t n) { return uid << pt::ring_uid_shift | n; }
+
+// Both writers behind pairing, with threads 11 (ring uid 1) and 12 (uid 2).
+struct two_threads {
+  dual_sink sink;
+  pt::memory_resolver resolver;
+  pt::pairing<dual_sink> pairs{resolver};
+  pt::thread_state t1 = thread_of(11, 1), t2 = thread_of(12, 2);
+  explicit two_threads(const pt::trace_head& head) : sink(head) {
+    pairs.attach(t1);
+    pairs.attach(t2);
+  }
+};
 
 }  // namespace
 
@@ -202,14 +215,10 @@ TEST_CASE("the JSON and Perfetto writers give the same slices for the same recor
   head.start_ns = 1'700'000'000'000'000'000;
   head.base_ns = head.start_ns - head.start_ns % (std::int64_t{1} << 51);
   head.with_stack = true;
-  dual_sink sink(head);
-  pt::memory_resolver resolver;
-  pt::pairing<dual_sink> pairs(resolver);
-  auto t1 = thread_of(11, 1);
-  auto t2 = thread_of(12, 2);
-  pairs.attach(t1);
-  pairs.attach(t2);
-  const auto idx = [](std::uint64_t uid, std::uint64_t n) { return uid << pt::ring_uid_shift | n; };
+  two_threads f(head);
+  auto& sink = f.sink;
+  auto& pairs = f.pairs;
+  auto &t1 = f.t1, &t2 = f.t2;
   // Thread 11: outer { matmul [[2, 3], [3, 4]] with 48 FLOPs; MPI_Send 4096 bytes to rank 3 } — begins tie
   // with their parent's at 100 ns: the Perfetto writer must still nest them.
   // Shapes as the recorder packs them: [count, ndim, dims..., ndim, dims...] in extension slots.
@@ -276,14 +285,10 @@ TEST_CASE("a scope whose begin the Perfetto writer wrote early and that ends on 
   head.pid = 4242;
   head.start_ns = 1'700'000'000'000'000'000;
   head.base_ns = head.start_ns;
-  dual_sink sink(head);
-  pt::memory_resolver resolver;
-  pt::pairing<dual_sink> pairs(resolver);
-  auto t1 = thread_of(11, 1);
-  auto t2 = thread_of(12, 2);
-  pairs.attach(t1);
-  pairs.attach(t2);
-  const auto idx = [](std::uint64_t uid, std::uint64_t n) { return uid << pt::ring_uid_shift | n; };
+  two_threads f(head);
+  auto& sink = f.sink;
+  auto& pairs = f.pairs;
+  auto &t1 = f.t1, &t2 = f.t2;
   // outer begins on 11, a child closes inside it (so outer's begin is written), then outer ends on 12,
   // and 11 records one more scope.
   const std::vector<pt::event> on_1 = {rec(100, &outer_site, 0, pt::event_kind::begin),
