@@ -30,6 +30,8 @@ struct finished_trace;
 class kineto_json_writer {
  public:
   explicit kineto_json_writer(const trace_head& head);
+  kineto_json_writer(const kineto_json_writer&) = delete;  // stage_end_ points into stage_
+  kineto_json_writer& operator=(const kineto_json_writer&) = delete;
 
   // The text before the first event: the object's members and "traceEvents": [
   std::string head() const;
