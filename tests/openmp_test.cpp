@@ -64,31 +64,44 @@ __attribute__((noinline)) void imbalanced_loop(int slow) {
   }
 }
 
-}  // namespace
-
-#if PROFTRACE_TEST_OMPT
-
-TEST_CASE("OMP_TOOL=disabled: libomp loads no tool; one warning, the user's scopes recorded" *
-          doctest::skip(std::getenv("OMP_TOOL") == nullptr || std::string_view(std::getenv("OMP_TOOL")) != "disabled")) {
+// Two sessions in a row where the runtime gives no OpenMP events (no OMPT,
+// or OMP_TOOL=disabled): each still counts the user's two iterations.
+struct sessions_without_openmp {
+  std::vector<std::string> warnings;
+  std::int64_t openmp_rows = 0;  // "omp ..." rows' counts over both sessions
+};
+sessions_without_openmp two_sessions_without_openmp() {
   warning_capture warnings;
+  sessions_without_openmp run;
   for (int round = 0; round < 2; ++round) {
     proftrace::profile p;
     p.start();
     CHECK(!p.activities().contains(proftrace::activity::openmp));
     imbalanced_loop(1);
     p.stop();
-    std::int64_t iterations = 0, openmp_rows = 0;
+    std::int64_t iterations = 0;
     for (const auto& r : p.key_averages()) {
       if (r.key == "iteration") iterations += r.count;
-      if (starts_with(r.key, "omp ")) openmp_rows += r.count;
+      if (r.key.starts_with("omp ")) run.openmp_rows += r.count;
     }
     CHECK(iterations == 2);
-    CHECK(openmp_rows == 0);
   }
-  REQUIRE(warnings.seen.size() == 1);
-  CAPTURE(warnings.seen[0]);
-  CHECK(warnings.seen[0].find("OMP_TOOL=disabled") != std::string::npos);
-  CHECK(warnings.seen[0].find("libomp.so") != std::string::npos);  // the runtime, by its file
+  run.warnings = warnings.seen;
+  return run;
+}
+
+}  // namespace
+
+#if PROFTRACE_TEST_OMPT
+
+TEST_CASE("OMP_TOOL=disabled: libomp loads no tool; one warning, the user's scopes recorded" *
+          doctest::skip(std::getenv("OMP_TOOL") == nullptr || std::string_view(std::getenv("OMP_TOOL")) != "disabled")) {
+  const sessions_without_openmp run = two_sessions_without_openmp();
+  CHECK(run.openmp_rows == 0);
+  REQUIRE(run.warnings.size() == 1);
+  CAPTURE(run.warnings[0]);
+  CHECK(run.warnings[0].find("OMP_TOOL=disabled") != std::string::npos);
+  CHECK(run.warnings[0].find("libomp.so") != std::string::npos);  // the runtime, by its file
 }
 
 TEST_CASE("OMPT: regions on both threads, user scopes inside each thread's implicit task, barrier time on the faster thread") {
@@ -245,22 +258,11 @@ TEST_CASE("OMPT: regions while no session records cost nothing in a later trace"
 #else
 
 TEST_CASE("a runtime without OMPT (libgomp): one warning at the first session start, the user's scopes recorded") {
-  warning_capture warnings;
-  for (int round = 0; round < 2; ++round) {
-    proftrace::profile p;
-    p.start();
-    CHECK(!p.activities().contains(proftrace::activity::openmp));
-    imbalanced_loop(1);
-    p.stop();
-    std::int64_t iterations = 0;
-    for (const auto& r : p.key_averages())
-      if (r.key == "iteration") iterations += r.count;
-    CHECK(iterations == 2);
-  }
-  REQUIRE(warnings.seen.size() == 1);
-  CAPTURE(warnings.seen[0]);
-  CHECK(warnings.seen[0].find("OMPT") != std::string::npos);
-  CHECK(warnings.seen[0].find("libgomp.so") != std::string::npos);  // the runtime, by its file
+  const sessions_without_openmp run = two_sessions_without_openmp();
+  REQUIRE(run.warnings.size() == 1);
+  CAPTURE(run.warnings[0]);
+  CHECK(run.warnings[0].find("OMPT") != std::string::npos);
+  CHECK(run.warnings[0].find("libgomp.so") != std::string::npos);  // the runtime, by its file
 }
 
 #endif
