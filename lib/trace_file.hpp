@@ -51,6 +51,9 @@ class trace_file {
   // with nothing renamed, where that cannot be done (the caller copies).
   bool move_to(std::string_view tail, const std::filesystem::path& dest) noexcept;
 
+  // The file is complete: the space reserved past its end goes back.
+  void release_reserve() noexcept;
+
   // True once the file has no name left (removed while open).
   bool removed() const noexcept;
   void close() noexcept;
@@ -61,6 +64,8 @@ class trace_file {
 
  private:
   bool write_at(std::uint64_t offset, std::string_view data) noexcept;
+  void reserve(std::uint64_t end) noexcept;
+  void give_back_reserve() noexcept;
 
   std::filesystem::path path_;
   int fd_ = -1;
@@ -69,6 +74,9 @@ class trace_file {
   std::uint64_t closing_size_ = 0;  // the tail and its trailer, as last written (see trace_file.cpp)
   std::string error_;
   bool closes_with_tail_ = true;
+  bool reserving_ = false;  // on a file system that allocates blocks as the writes come (see reserve)
+  std::uint64_t reserved_end_ = 0;  // 0: nothing reserved
+  static constexpr std::uint64_t reserve_step = std::uint64_t{16} << 20;
 };
 
 // A new, empty file named like `dest` (hidden, random part, ending in

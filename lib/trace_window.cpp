@@ -147,6 +147,7 @@ void trace_window::commit() {
 
 std::shared_ptr<finished_trace> trace_window::finish(std::int64_t stop_ns, std::vector<std::string>& warnings) {
   commit();
+  file_->release_reserve();
   if (!pending_warning.empty()) warnings.push_back(std::move(pending_warning));
   auto f = std::make_shared<finished_trace>(counters());
   f->averages = aggregator_.rows();

@@ -1,0 +1,93 @@
+// The spool file (lib/trace_file.cpp): its bytes after each commit, and the
+// space it reserves past its end on ext4 and XFS, which never shows in its
+// size or content and goes back once the trace is finished.
+#include <doctest/doctest.h>
+
+#include <proftrace/proftrace.hpp>
+
+#include <sys/stat.h>
+#include <sys/vfs.h>
+
+#include <filesystem>
+#include <string>
+
+#include "test_support.hpp"
+#include "trace_file.hpp"
+
+using test_support::read_text;
+using test_support::temp_dir;
+
+namespace {
+
+struct file_space {
+  std::uint64_t size = 0;
+  std::uint64_t allocated = 0;  // bytes of blocks the file holds
+};
+
+file_space space_of(const std::filesystem::path& p) {
+  struct stat st {};
+  REQUIRE(::stat(p.c_str(), &st) == 0);
+  return {static_cast<std::uint64_t>(st.st_size), static_cast<std::uint64_t>(st.st_blocks) * 512};
+}
+
+bool allocates_lazily(const std::filesystem::path& dir) {
+  struct statfs fs {};
+  REQUIRE(::statfs(dir.c_str(), &fs) == 0);
+  return fs.f_type == 0xEF53 || fs.f_type == 0x58465342;  // ext4, XFS
+}
+
+constexpr std::uint64_t mib = std::uint64_t{1} << 20;
+
+}  // namespace
+
+TEST_CASE("a spool holds exactly its head, events and closing part, with space reserved past them until finished") {
+  temp_dir dir("trace-file-reserve");
+  const auto path = dir.path / "spool.json";
+  proftrace::detail::trace_file file(path, "[head", "]tail");
+  const std::string events(300'000, 'e');
+  std::string expected_events;
+  for (int i = 0; i < 4; ++i) {
+    REQUIRE(file.commit(events, "]tail"));
+    expected_events += events;
+    const std::string text = read_text(path);
+    // The closing part ends with a trailer of tabs and spaces (the offset of the tail).
+    REQUIRE(text.starts_with("[head" + expected_events + "]tail\t"));
+    CHECK(text.find_first_not_of(" \t\n", 5 + expected_events.size() + 5) == std::string::npos);
+    CHECK(space_of(path).size == text.size());
+  }
+  const file_space recording = space_of(path);
+  const bool reserves = allocates_lazily(dir.path);
+  if (reserves) {
+    CHECK(recording.allocated >= recording.size + 8 * mib);  // the reserve, past the end
+  } else {
+    MESSAGE("the temporary directory is neither ext4 nor XFS: no reserve expected there");
+  }
+  file.release_reserve();
+  const file_space finished = space_of(path);
+  CHECK(finished.size == recording.size);
+  CHECK(finished.allocated <= finished.size + 64 * 1024);  // the last blocks only
+  CHECK(read_text(path).starts_with("[head" + expected_events + "]tail\t"));
+  // Commits after the release write on without a reserve.
+  REQUIRE(file.commit(events, "]tail"));
+  CHECK(space_of(path).allocated <= space_of(path).size + 64 * 1024);
+}
+
+TEST_CASE("a finished session's trace keeps no reserved space, in either format") {
+  temp_dir dir("trace-file-session");
+  using proftrace::trace_format;
+  for (const auto& [format, name] : {std::pair{trace_format::json, "t.pt.trace.json"}, std::pair{trace_format::pftrace, "t.pftrace"}}) {
+    CAPTURE(name);
+    proftrace::profile p({.stream_format = format, .spool_dir = dir.path});
+    p.start();
+    for (int i = 0; i < 20'000; ++i) {
+      PROF_SCOPE("reserved");
+    }
+    p.stop();
+    const file_space spool = space_of(p.trace_path());
+    CHECK(spool.allocated <= spool.size + 64 * 1024);
+    p.export_chrome_trace(dir.path / name);  // the spool itself, renamed
+    const file_space s = space_of(dir.path / name);
+    CHECK(s.size > 0);
+    CHECK(s.allocated <= s.size + 64 * 1024);
+  }
+}
