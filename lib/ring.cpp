@@ -244,8 +244,10 @@ std::size_t ring::consume(event* out, std::size_t max, std::size_t* first) noexc
       o.extra = static_cast<std::uint32_t>(w3 >> 32);
     }
     // Keep records whole: a record cut by `max` stays for the next call.
+    // (The head and the tail only ever stop at record boundaries: with no
+    // cut, everything copied is whole records.)
     std::size_t end = n;
-    for (std::size_t i = 0; i < n;) {
+    for (std::size_t i = 0; n != h - t && i < n;) {
       const auto kind = static_cast<event_kind>(out[at + i].kind);
       const std::size_t len = kind == event_kind::extension ? 1 : 1 + out[at + i].extra;
       if (i + len > n) {
