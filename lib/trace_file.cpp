@@ -208,14 +208,15 @@ void write_through_compressor(output_file& out, const std::filesystem::path& des
   if (!error.empty()) throw std::runtime_error(error);
 }
 
-// Whether the file system allocates blocks lazily, one page at a time, as
-// buffered writes fill them (ext4's and XFS's delayed allocation): there a
-// reserve past the end saves that work (statfs(2) magic numbers).
+// Whether the file system is ext4, which allocates blocks lazily, one page
+// at a time, as buffered writes fill them (delayed allocation): there a
+// reserve past the end saves that work, and setting the size again frees
+// what is left of it (checked; XFS delays allocation too, but how it frees
+// a reserve past the end was not checked, so it gets none).
 bool allocates_lazily(int fd) {
   struct statfs fs {};
-  if (::fstatfs(fd, &fs) != 0) return false;
-  constexpr long ext4 = 0xEF53, xfs = 0x58465342;
-  return static_cast<long>(fs.f_type) == ext4 || static_cast<long>(fs.f_type) == xfs;
+  constexpr long ext4_magic = 0xEF53;  // statfs(2)
+  return ::fstatfs(fd, &fs) == 0 && static_cast<long>(fs.f_type) == ext4_magic;
 }
 
 // What follows every closing part in the spool (never in an export): JSON
@@ -340,9 +341,9 @@ void trace_file::release_reserve() noexcept {
   reserving_ = false;
 }
 
-// ext4 and XFS free the blocks past the end when the size is set again
-// (also what a refused fallocate may have left there). A failure only keeps
-// the space longer.
+// ext4 frees the blocks past the end when the size is set again (also what
+// a refused fallocate may have left there). A failure only keeps the space
+// longer.
 void trace_file::give_back_reserve() noexcept {
   reserved_end_ = 0;
   if (fd_ < 0) return;
