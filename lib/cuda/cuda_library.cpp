@@ -47,8 +47,12 @@ shared_library open_cuda_library(std::string_view stem, std::string_view fallbac
   soname += ".so";
   if (!major.empty()) soname.append(".").append(major);
   std::string searched = "searched ";
-  if (!env.empty()) searched.append("PROFTRACE_CUDA_LIBRARY_DIRS=").append(env);
-  else if (searched.append("the dynamic loader's path"); !fallback_dirs.empty()) searched.append(" and ").append(fallback_dirs);
+  if (!env.empty()) {
+    searched.append("PROFTRACE_CUDA_LIBRARY_DIRS=").append(env);
+  } else {
+    searched.append("the dynamic loader's path");
+    if (!fallback_dirs.empty()) searched.append(" and ").append(fallback_dirs);
+  }
   return shared_library::open(soname, cuda_library_candidates(stem, major, env, fallback_dirs), searched);
 }
 

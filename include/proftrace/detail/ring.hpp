@@ -98,13 +98,11 @@ class ring {
   // records, in overwritten().
   std::size_t consume(event* out, std::size_t max, std::size_t* first) noexcept;
   std::uint64_t overwritten() const noexcept { return overwritten_.load(std::memory_order_relaxed); }
-  bool empty() const noexcept {
-    return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_relaxed);
-  }
   // Slots published and not yet consumed (or overwritten).
   std::uint64_t unread() const noexcept {
     return head_.load(std::memory_order_acquire) - tail_.load(std::memory_order_relaxed);
   }
+  bool empty() const noexcept { return unread() == 0; }
 
  private:
   PROFTRACE_ALWAYS_INLINE void store_slot(std::uint64_t index, std::uint64_t w0, std::uint64_t w1,
