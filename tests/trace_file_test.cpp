@@ -5,9 +5,13 @@
 
 #include <proftrace/proftrace.hpp>
 
+#include <dlfcn.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 
+#include <atomic>
+#include <cerrno>
 #include <filesystem>
 #include <string>
 
@@ -16,6 +20,24 @@
 
 using test_support::read_text;
 using test_support::temp_dir;
+
+namespace {
+std::atomic<int> fallocate_calls{0};
+std::atomic<bool> refuse_fallocate{false};
+}  // namespace
+
+// The library's fallocate: counted, and, when asked, refused with ENOSPC
+// after doing the work, as a file system that runs out partway may leave
+// blocks allocated.
+extern "C" int fallocate(int fd, int mode, off_t offset, off_t len) {
+  using fallocate_fn = int (*)(int, int, off_t, off_t);
+  static const auto real = reinterpret_cast<fallocate_fn>(::dlsym(RTLD_NEXT, "fallocate"));
+  ++fallocate_calls;
+  const int rc = real(fd, mode, offset, len);
+  if (rc != 0 || !refuse_fallocate) return rc;
+  errno = ENOSPC;
+  return -1;
+}
 
 namespace {
 
@@ -89,4 +111,24 @@ TEST_CASE("a finished session's trace keeps no reserved space, in either format"
     CHECK(s.size > 0);
     CHECK(s.allocated <= s.size + 64 * 1024);
   }
+}
+
+TEST_CASE("a reserve the disk refuses is given back, once, and the spool writes on without one") {
+  temp_dir dir("trace-file-refused");
+  if (!on_ext4(dir.path)) {
+    MESSAGE("the temporary directory is not on ext4: no reserve is tried there");
+    return;
+  }
+  const auto path = dir.path / "spool.json";
+  refuse_fallocate = true;
+  fallocate_calls = 0;
+  proftrace::detail::trace_file file(path, "[head", "]tail");
+  const std::string events(300'000, 'e');
+  for (int i = 0; i < 3; ++i) REQUIRE(file.commit(events, "]tail"));
+  refuse_fallocate = false;
+  CHECK(fallocate_calls == 1);  // refused once, never asked again
+  CHECK(file.error().empty());
+  CHECK(read_text(path).starts_with("[head" + events + events + events + "]tail\t"));
+  const file_space s = space_of(path);
+  CHECK(s.allocated <= s.size + 64 * 1024);  // what the refused call left is freed
 }
