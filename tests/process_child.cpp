@@ -150,6 +150,9 @@ int on_signal(const std::filesystem::path& out, bool with_program_handler) {
   p.start();
   record_work(work_scopes);
   p.flush();
+  {
+    PROF_SCOPE("spin");  // recorded after the last flush, before the test can signal
+  }
   say("ready");
   record_until_killed();
 }
