@@ -5,6 +5,8 @@
 // and the user's scopes are recorded all the same.
 #include <doctest/doctest.h>
 
+#include <atomic>
+
 #include <omp.h>
 
 #include <algorithm>
@@ -49,19 +51,34 @@ std::vector<span> spans_of(const boost::json::object& trace) {
 bool starts_with(const std::string& s, std::string_view prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 #endif
 
-// Two threads share a loop of two iterations; iteration `slow` takes far
-// longer, so the other thread waits for it at the loop's barrier. Not
-// inlined: with line tables only (-g1), addr2line names the function it was
-// inlined into.
+// Two threads share a loop of two iterations; iteration `slow` ends 60 ms
+// after the other one has, so the other thread waits for it at the loop's
+// barrier however late either thread starts. Not inlined: with line tables
+// only (-g1), addr2line names the function it was inlined into.
 __attribute__((noinline)) void imbalanced_loop(int slow) {
+  std::atomic<bool> fast_done{false};
 #pragma omp parallel num_threads(2)
   {
 #pragma omp for schedule(static, 1)
     for (int i = 0; i < 2; ++i) {
       PROF_SCOPE("iteration");
-      std::this_thread::sleep_for(std::chrono::milliseconds(i == slow ? 60 : 5));
+      if (i != slow) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        fast_done = true;
+      } else {
+        while (omp_get_num_threads() > 1 && !fast_done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        std::this_thread::sleep_for(std::chrono::milliseconds(60));
+      }
     }
   }
+}
+
+// Holds a contended section: waits inside until both threads of the team
+// have arrived at it, so the other one waits the whole `hold`.
+std::atomic<int> arrived{0};
+[[maybe_unused]] void hold_until_both_arrived(std::chrono::milliseconds hold) {
+  while (omp_get_num_threads() > 1 && arrived.load() < 2) std::this_thread::yield();
+  std::this_thread::sleep_for(hold);
 }
 
 // Two sessions in a row where the runtime gives no OpenMP events (no OMPT,
@@ -184,10 +201,12 @@ TEST_CASE("OMPT: a contended critical section's wait is a span on the thread tha
   temp_dir out("openmp-critical");
   proftrace::profile p;
   p.start();
+  arrived = 0;
 #pragma omp parallel num_threads(2)
   {
+    arrived.fetch_add(1);
 #pragma omp critical
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    hold_until_both_arrived(std::chrono::milliseconds(30));
   }
   p.stop();
   p.export_chrome_trace(out.path / "t.json");
@@ -203,10 +222,12 @@ TEST_CASE("OMPT: a contended lock's wait is a span; a failed test lock leaves no
   omp_init_lock(&lock);
   proftrace::profile p;
   p.start();
+  arrived = 0;
 #pragma omp parallel num_threads(2)
   {
+    arrived.fetch_add(1);
     omp_set_lock(&lock);
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    hold_until_both_arrived(std::chrono::milliseconds(30));
     omp_unset_lock(&lock);
 #pragma omp barrier
 #pragma omp master

@@ -37,6 +37,11 @@ constexpr bool under_tsan = true;
 #else
 constexpr bool under_tsan = false;
 #endif
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool under_asan = true;
+#else
+constexpr bool under_asan = false;
+#endif
 
 using test_support::read_trace;
 using test_support::temp_dir;
@@ -89,7 +94,7 @@ void run_with_deadline(const char* what, Fn&& scenario) {
     scenario();
     finished = true;
   });
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(under_tsan ? 180 : 60);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(under_tsan || under_asan ? 180 : 60);
   while (!finished && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   if (!finished) {

@@ -145,7 +145,8 @@ int on_signal(const std::filesystem::path& out, bool with_program_handler) {
     // The program's own handler, installed first: it must still run.
     std::signal(SIGTERM, [](int) { ::_exit(42); });
   }
-  proftrace::finish_trace_on_signals();
+  // A generous limit: a loaded sanitizer build may take seconds to finish it.
+  proftrace::finish_trace_on_signals({SIGINT, SIGTERM}, std::chrono::seconds(120));
   proftrace::profile p(to(out));
   p.start();
   record_work(work_scopes);

@@ -248,7 +248,7 @@ TEST_CASE("fork() does not wait for a whole flush while another thread records f
   double median = 0, longest = 0;
   REQUIRE(std::sscanf(child.stdout_text().c_str(), "fork ms median %lf max %lf", &median, &longest) == 2);
   MESSAGE("fork() took " << median << " ms (median), " << longest << " ms at most");
-  CHECK(median < 80.0);
+  CHECK(median < 150.0);  // against 290 ms before; room for a loaded machine's scheduling
 }
 
 TEST_CASE("fork(): children inherit no held lock and no flusher; by default they record nothing" *

@@ -428,7 +428,7 @@ TEST_CASE("a trace write that fails mid-run (file size limit) warns once and the
 
   // The flusher thread may be the one that met the failure: its warning can
   // arrive just after stop() returns.
-  for (int i = 0; i < 200 && !warnings.contains("the trace file stops here"); ++i)
+  for (int i = 0; i < 3000 && !warnings.contains("the trace file stops here"); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   CHECK(warnings.contains("cannot write trace"));
   std::size_t write_warnings = 0;
