@@ -5,20 +5,24 @@ Converts a Kineto JSON trace with `proftrace convert`, then loads the file
 with perfetto.protos.perfetto.trace.perfetto_trace_pb2.Trace.FromString (the
 `perfetto` package from PyPI), which checks every field's number and wire
 type against Perfetto's definitions, and checks: no field unknown to
-Perfetto anywhere, one sequence, state cleared and a REALTIME/BOOTTIME clock
-snapshot first, every event on the REALTIME clock with interned names that
-resolve, tracks declared before use, as many BEGINs as ENDs as "X" events.
+Perfetto anywhere; every sequence's first packet clears its state and has a
+REALTIME/BOOTTIME clock snapshot or (a thread's sequence) one that declares
+its incremental clock 64 beside REALTIME; every event on REALTIME or on its
+sequence's clock (deltas), with interned names that resolve, on tracks
+(its own or its sequence's default) declared before use; as many BEGINs as
+ENDs as "X" events.
 
 usage: check_perfetto_proto.py PROFTRACE_CLI TRACE_JSON VENV_DIR [STREAM_WRITER]
 
 STREAM_WRITER, a program that writes a trace a session streamed in
 Perfetto's format (tests/write_streamed_pftrace.cpp), is run and its file
-checked the same way (its slices then pair BEGIN with END, with no "X"
-events to compare to).
+checked the same way; its threads' slices, their times decoded from the
+deltas, must equal the "X" events of the same session's JSON export.
 
 The virtualenv is created once in VENV_DIR (the build tree) and reused; where
 PyPI cannot be reached the test is skipped (exit 77) with a message.
 """
+import decimal
 import json
 import os
 import shutil
@@ -77,39 +81,86 @@ def unknown(msg, path, out):
 
 trace = Trace.FromString(open(sys.argv[1], "rb").read())
 problems, unknowns, tracks = [], [], set()
-names, annotation_names = {}, {}  # per sequence: interning is scoped to one
-out = {"packets": len(trace.packet), "begin": 0, "end": 0, "slice_names": [], "json_args": 0, "sequences": 0}
+# Per sequence, as trace_processor keeps it: interned names, the defaults
+# (clock, track) and the sequence's own clocks (ids 64..127).
+seqs = {}
+out = {"packets": len(trace.packet), "begin": 0, "end": 0, "slice_names": [], "json_args": 0, "sequences": 0,
+       "slices": []}
+open_slices = {}  # track -> [(name, begin ns)]
+
+def fresh_state():
+    return {"names": {}, "annotation_names": {}, "clock": 0, "track": 0, "clocks": {}}
+
+def event_ns(i, p, st):  # the packet's timestamp on REALTIME, or None (a problem noted)
+    clock = p.timestamp_clock_id or st["clock"] or 6
+    if clock == 1:
+        return p.timestamp
+    c = st["clocks"].get(clock)
+    if c is None:
+        problems.append("packet %d: clock %d, neither REALTIME nor one of its sequence's" % (i, clock))
+        return None
+    delta = p.timestamp - (1 << 64) if p.timestamp >= 1 << 63 else p.timestamp
+    c["value"] = c["value"] + delta if c["incremental"] else p.timestamp
+    return c["value"] + c["to_realtime"]
+
 for i, p in enumerate(trace.packet):
     unknown(p, "packet[%d]" % i, unknowns)
     seq = p.trusted_packet_sequence_id
     if seq == 0:
         problems.append("packet %d: no sequence" % i)
-    if seq not in names:  # a sequence's first packet clears its state and places the clocks
-        names[seq], annotation_names[seq] = {}, {}
+    if seq not in seqs:  # a sequence's first packet clears its state and places its clocks
+        seqs[seq] = fresh_state()
         out["sequences"] += 1
         clocks = sorted(c.clock_id for c in p.clock_snapshot.clocks)
-        if p.sequence_flags != 1 or clocks != [1, 6]:
+        if p.sequence_flags != 1 or clocks not in ([1, 6], [1, 64]):
             problems.append("first packet of sequence %d: flags %d, clocks %s" % (seq, p.sequence_flags, clocks))
+    st = seqs[seq]
+    if p.sequence_flags & 1:
+        st["names"], st["annotation_names"], st["clock"], st["track"] = {}, {}, 0, 0
+    if p.HasField("trace_packet_defaults"):
+        d = p.trace_packet_defaults
+        st["clock"] = d.timestamp_clock_id
+        st["track"] = d.track_event_defaults.track_uuid
+    if p.HasField("clock_snapshot"):
+        clocks = {c.clock_id: c for c in p.clock_snapshot.clocks}
+        for c in clocks.values():
+            if 64 <= c.clock_id < 128:
+                if 1 not in clocks or c.unit_multiplier_ns > 1:
+                    problems.append("packet %d: sequence clock %d not placed on REALTIME in ns" % (i, c.clock_id))
+                    continue
+                st["clocks"][c.clock_id] = {"value": c.timestamp, "incremental": c.is_incremental,
+                                            "to_realtime": clocks[1].timestamp - c.timestamp}
+        continue  # as trace_processor: nothing else of a snapshot's packet is read
     for n in p.interned_data.event_names:
-        names[seq][n.iid] = n.name
+        st["names"][n.iid] = n.name
     for n in p.interned_data.debug_annotation_names:
-        annotation_names[seq][n.iid] = n.name
+        st["annotation_names"][n.iid] = n.name
     if p.HasField("track_descriptor"):
         tracks.add(p.track_descriptor.uuid)
+    if not p.HasField("timestamp"):
+        continue
+    ns = event_ns(i, p, st)
     if not p.HasField("track_event"):
         continue
     e = p.track_event
-    if p.timestamp_clock_id != 1 or not (p.sequence_flags & 2):
-        problems.append("packet %d: clock %d flags %d" % (i, p.timestamp_clock_id, p.sequence_flags))
-    if e.track_uuid not in tracks:
-        problems.append("packet %d: track %d used before its descriptor" % (i, e.track_uuid))
+    if not (p.sequence_flags & 2):
+        problems.append("packet %d: flags %d" % (i, p.sequence_flags))
+    track = e.track_uuid if e.HasField("track_uuid") else st["track"]
+    if track not in tracks:
+        problems.append("packet %d: track %d used before its descriptor" % (i, track))
     if e.type == TrackEvent.TYPE_SLICE_BEGIN:
         out["begin"] += 1
-        out["slice_names"].append(names[seq].get(e.name_iid, "?"))
+        name = st["names"].get(e.name_iid, "?")
+        out["slice_names"].append(name)
+        open_slices.setdefault(track, []).append((name, ns))
     if e.type == TrackEvent.TYPE_SLICE_END:
         out["end"] += 1
+        if open_slices.get(track):
+            name, begin = open_slices[track].pop()
+            if ns is not None and begin is not None:
+                out["slices"].append([name, begin, ns - begin])
     for a in e.debug_annotations:
-        if a.name_iid not in annotation_names[seq]:
+        if a.name_iid not in st["annotation_names"]:
             problems.append("packet %d: annotation name %d not interned" % (i, a.name_iid))
         if a.HasField("legacy_json_value"):
             json.loads(a.legacy_json_value)
@@ -127,7 +178,7 @@ def probe_file(venv: str, pf: str) -> dict | None:
         return None
     seen = json.loads(probe.stdout.strip().splitlines()[-1])
     print("perfetto_trace_pb2 read", os.path.basename(pf), ":",
-          json.dumps({k: v for k, v in seen.items() if k != "slice_names"}))
+          json.dumps({k: v for k, v in seen.items() if k not in ("slice_names", "slices")}))
     if seen["problems"] or seen["unknown_fields"]:
         print("problems:", seen["problems"][:10], "fields unknown to Perfetto:", seen["unknown_fields"])
         return None
@@ -158,23 +209,41 @@ def check_converted(cli: str, trace_json: str, venv: str, tmp: str) -> bool:
     return ok
 
 
+def json_slices(path: str, names: tuple) -> list:
+    """The JSON trace's "X" events named in `names` as [name, begin ns, dur ns]."""
+    with open(path) as f:
+        t = json.load(f, parse_float=decimal.Decimal)
+    base = int(t["baseTimeNanoseconds"])
+    return sorted([e["name"], base + int(e["ts"] * 1000), int(e["dur"] * 1000)]
+                  for e in t["traceEvents"] if e.get("ph") == "X" and e["name"] in names)
+
+
 def check_streamed(writer: str, venv: str, tmp: str) -> bool:
-    pf = os.path.join(tmp, "streamed.pftrace")
-    run = subprocess.run([writer, pf], capture_output=True, text=True, timeout=120)
+    pf, js = os.path.join(tmp, "streamed.pftrace"), os.path.join(tmp, "streamed.json")
+    run = subprocess.run([writer, pf, js], capture_output=True, text=True, timeout=120)
     if run.returncode != 0:
         print("the stream writer failed:", run.stdout, run.stderr)
         return False
     seen = probe_file(venv, pf)
     if seen is None:
         return False
-    ok = seen["begin"] == seen["end"] and seen["begin"] > 0 and seen["json_args"] > 0 and seen["sequences"] == 2
+    # the events', the closing counters' and each of the two threads' own
+    ok = seen["begin"] == seen["end"] and seen["begin"] > 0 and seen["json_args"] > 0 and seen["sequences"] == 4
     for name in ("outer", "matmul", "ProfilerStep#1", "transfer"):
         if name not in seen["slice_names"]:
             print("no slice named", name)
             ok = False
     if not ok:
         print("streamed trace:", seen["begin"], "BEGINs,", seen["end"], "ENDs,", seen["json_args"], "JSON args,",
-              seen["sequences"], "sequences (events and the closing counters)")
+              seen["sequences"], "sequences (events, the closing counters and one per thread)")
+    # The threads' scopes, their times decoded from deltas on each thread's
+    # incremental clock, against the JSON export of the same session.
+    names = ("outer", "matmul")
+    want = json_slices(js, names)
+    got = sorted(s for s in seen["slices"] if s[0] in names)
+    if len(want) != 20 or got != want:
+        print("the threads' slices differ from the JSON export's:", got[:4], "against", want[:4])
+        ok = False
     return ok
 
 

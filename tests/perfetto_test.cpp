@@ -256,6 +256,66 @@ TEST_CASE("read_perfetto gives back slices (in END order), instants, counters, t
   CHECK(c.tracks.size() == 4);
 }
 
+TEST_CASE("a thread's sequence: its track and clock by default, timestamps as deltas (one negative), read back exactly") {
+  std::string out;
+  std::uint64_t thread = 0, other = 0;
+  {
+    perfetto_builder main(out, 1);
+    thread = main.thread_track(100, 101, "main");
+    other = main.named_track("elsewhere", 0, 1);
+    perfetto_builder t(out, 3, {.default_track = thread, .origin_unix_ns = 5'000});
+    const std::uint64_t id = t.intern_annotation_name("External id");
+    t.slice_pair(thread, 6'000, 6'500, t.intern_name("leaf"), t.intern_category("cpu_op"), id, 9);  // interned: general path
+    t.slice_pair(thread, 7'000, 7'040, t.intern_name("leaf"), t.intern_category("cpu_op"), id, 10);  // the fast path
+    t.slice_begin(thread, 8'000, "outer", "user_annotation");
+    t.instant(thread, 7'500, "late", "cpu_instant_event");  // before the last: a negative delta
+    t.slice_begin(other, 8'050, "away", "c");  // another track: named, still a delta
+    t.slice_end(other, 8'100);
+    t.slice_end(thread, 9'000);
+  }
+  // By hand: the thread's first packet sets the defaults and clock 64; its
+  // events name neither track nor clock, but the one on the other track.
+  std::vector<std::int64_t> deltas;
+  int omitted_tracks = 0;
+  bool defaults_seen = false;
+  for (const auto& packet : decode(out)) {
+    const auto p = decode(packet.bytes);
+    if (one(p, 10)->value != 3) continue;
+    if (const pb_field* d = one(p, 59)) {
+      const auto defaults = decode(d->bytes);
+      CHECK(one(defaults, 58)->value == 64);
+      CHECK(one(decode(one(defaults, 11)->bytes), 11)->value == thread);
+      CHECK(one(p, 13)->value == 1);
+      std::map<std::uint64_t, std::pair<std::uint64_t, bool>> clocks;
+      for (const auto& c : all(decode(one(p, 6)->bytes), 1)) {
+        const auto clock = decode(c.bytes);
+        clocks[one(clock, 1)->value] = {one(clock, 2)->value, one(clock, 3) && one(clock, 3)->value == 1};
+      }
+      CHECK(clocks == std::map<std::uint64_t, std::pair<std::uint64_t, bool>>{{1, {5'000, false}}, {64, {5'000, true}}});
+      defaults_seen = true;
+    }
+    if (!one(p, 11)) continue;
+    CHECK(one(p, 58) == nullptr);
+    deltas.push_back(static_cast<std::int64_t>(one(p, 8)->value));
+    const auto ev = decode(one(p, 11)->bytes);
+    if (!one(ev, 11)) ++omitted_tracks;
+    else CHECK(one(ev, 11)->value == other);
+  }
+  CHECK(defaults_seen);
+  CHECK(deltas == std::vector<std::int64_t>{1'000, 500, 500, 40, 960, -500, 550, 50, 900});
+  CHECK(omitted_tracks == 7);
+  // And the library's reader.
+  const collected c = read_bytes(out);
+  CHECK(c.result.open_slices == 0);
+  CHECK(c.result.unmatched_ends == 0);
+  std::vector<std::string> got;
+  for (const decoded_event& e : c.events)
+    got.push_back(e.name + " " + std::to_string(e.start_ns) + "+" + std::to_string(e.dur_ns) + " on " + e.track->name +
+                  std::to_string(e.track->tid));
+  CHECK(got == std::vector<std::string>{"leaf 6000+500 on 101", "leaf 7000+40 on 101", "late 7500+0 on 101",
+                                        "away 8050+50 on elsewhere0", "outer 8000+1000 on 101"});
+}
+
 TEST_CASE("a file cut anywhere: everything before the cut, `truncated` unless the cut is between packets") {
   const sample s;
   std::set<std::size_t> boundaries = {0};

@@ -122,30 +122,68 @@ std::string annotation_json(const std::vector<pb_field>& a) {
 }
 
 // Thread slices from the packets: BEGIN/END per track with a stack,
-// interned names and annotation names, thread tracks by uuid.
-std::vector<slice> perfetto_slices(const std::string& bytes) {
+// interned names and annotation names per sequence, thread tracks by uuid;
+// a sequence's default track and its incremental clock 64 (deltas from
+// the value its clock snapshot gives, beside REALTIME) as Perfetto reads them.
+struct sequence_state {
   std::map<std::uint64_t, std::string> names, categories, arg_names;
+  std::uint64_t default_track = 0, default_clock = 0;
+  std::int64_t clock64 = 0, clock64_to_realtime = 0;
+};
+std::int64_t realtime_of(const std::vector<pb_field>& packet, sequence_state& q) {
+  const auto* clock = one(packet, 58);
+  const std::uint64_t id = clock ? clock->value : q.default_clock;
+  const auto raw = static_cast<std::int64_t>(one(packet, 8)->value);
+  if (id == 1) return raw;
+  REQUIRE(id == 64);
+  q.clock64 += raw;  // a delta, negative as a two's complement varint
+  return q.clock64 + q.clock64_to_realtime;
+}
+void read_sequence_setup(const std::vector<pb_field>& p, sequence_state& q) {
+  if (const auto* defaults = one(p, 59)) {
+    const auto d = decode(defaults->bytes);
+    if (const auto* c = one(d, 58)) q.default_clock = c->value;
+    if (const auto* te = one(d, 11)) q.default_track = one(decode(te->bytes), 11)->value;
+  }
+  if (const auto* snapshot = one(p, 6)) {
+    std::map<std::uint64_t, std::pair<std::int64_t, bool>> clocks;  // id -> (timestamp, incremental)
+    for (const auto& c : all(decode(snapshot->bytes), 1)) {
+      const auto clock = decode(c.bytes);
+      clocks[one(clock, 1)->value] = {static_cast<std::int64_t>(one(clock, 2)->value), one(clock, 3) != nullptr};
+    }
+    if (clocks.count(64)) {
+      REQUIRE(clocks.count(1));
+      CHECK(clocks[64].second);
+      q.clock64 = clocks[64].first;
+      q.clock64_to_realtime = clocks[1].first - clocks[64].first;
+    }
+  }
+  if (const auto* interned = one(p, 12)) {
+    const auto in = decode(interned->bytes);
+    for (auto [field, table] : {std::pair{2u, &q.names}, {1u, &q.categories}, {3u, &q.arg_names}})
+      for (const auto& e : all(in, field)) {
+        const auto entry = decode(e.bytes);
+        (*table)[one(entry, 1)->value] = std::string(one(entry, 2)->bytes);
+      }
+  }
+}
+std::vector<slice> perfetto_slices(const std::string& bytes) {
+  std::map<std::uint64_t, sequence_state> sequences;
   std::map<std::uint64_t, std::int64_t> thread_of_track;
   std::map<std::uint64_t, std::vector<slice>> open;
   std::vector<slice> out;
-  const auto read_args = [&](const std::vector<pb_field>& ev, slice& s) {
+  const auto read_args = [&](const std::vector<pb_field>& ev, const sequence_state& q, slice& s) {
     for (const auto& f : all(ev, 4)) {
       const auto a = decode(f.bytes);
       const auto* n = one(a, 1);
       REQUIRE(n != nullptr);
-      s.args[arg_names.at(n->value)] = annotation_json(a);
+      s.args[q.arg_names.at(n->value)] = annotation_json(a);
     }
   };
   for (const auto& packet : decode(bytes)) {
     const auto p = decode(packet.bytes);
-    if (const auto* interned = one(p, 12)) {
-      const auto in = decode(interned->bytes);
-      for (auto [field, table] : {std::pair{2u, &names}, {1u, &categories}, {3u, &arg_names}})
-        for (const auto& e : all(in, field)) {
-          const auto entry = decode(e.bytes);
-          (*table)[one(entry, 1)->value] = std::string(one(entry, 2)->bytes);
-        }
-    }
+    sequence_state& q = sequences[one(p, 10)->value];
+    read_sequence_setup(p, q);
     if (const auto* td = one(p, 60)) {
       const auto d = decode(td->bytes);
       if (const auto* thread = one(d, 4)) thread_of_track[one(d, 1)->value] = static_cast<std::int64_t>(one(decode(thread->bytes), 2)->value);
@@ -153,25 +191,25 @@ std::vector<slice> perfetto_slices(const std::string& bytes) {
     const auto* te = one(p, 11);
     if (te == nullptr) continue;
     const auto ev = decode(te->bytes);
-    const std::uint64_t track = one(ev, 11)->value;
+    const std::uint64_t track = one(ev, 11) ? one(ev, 11)->value : q.default_track;
     const auto type = one(ev, 9)->value;
+    const std::int64_t ts = realtime_of(p, q);
     if (!thread_of_track.count(track) || (type != 1 && type != 2)) continue;
-    const auto ts = static_cast<std::int64_t>(one(p, 8)->value);
     if (type == 1) {
       slice s;
-      s.name = one(ev, 23) ? std::string(one(ev, 23)->bytes) : names.at(one(ev, 10)->value);
-      s.category = categories.at(one(ev, 3)->value);
+      s.name = one(ev, 23) ? std::string(one(ev, 23)->bytes) : q.names.at(one(ev, 10)->value);
+      s.category = q.categories.at(one(ev, 3)->value);
       s.tid = thread_of_track.at(track);
       s.begin_ns = ts;
       s.depth = open[track].size();
-      read_args(ev, s);
+      read_args(ev, q, s);
       open[track].push_back(std::move(s));
     } else {
       REQUIRE_FALSE(open[track].empty());
       slice s = std::move(open[track].back());
       open[track].pop_back();
       s.dur_ns = ts - s.begin_ns;
-      read_args(ev, s);
+      read_args(ev, q, s);
       out.push_back(std::move(s));
     }
   }

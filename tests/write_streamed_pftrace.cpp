@@ -2,7 +2,9 @@
 // converted from JSON) to argv[1], with every kind of record the writer
 // has: nested scopes (parents announced early), shapes, FLOPs, instants,
 // counters, memory, an async range across threads, steps, a thread's name.
-// tests/check_perfetto_proto.py parses it with Perfetto's own classes.
+// tests/check_perfetto_proto.py parses it with Perfetto's own classes; the
+// same session exported as JSON to argv[2], when given, is what its slices
+// must equal.
 #include <proftrace/proftrace.hpp>
 
 #include <cstdio>
@@ -26,8 +28,8 @@ void work(int steps) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: write_streamed_pftrace OUT.pftrace\n");
+  if (argc != 2 && argc != 3) {
+    std::fprintf(stderr, "usage: write_streamed_pftrace OUT.pftrace [OUT.json]\n");
     return 2;
   }
   proftrace::profile p({.record_shapes = true,
@@ -45,5 +47,6 @@ int main(int argc, char** argv) {
   t.join();
   p.stop();
   p.export_chrome_trace(argv[1]);
+  if (argc == 3) p.export_chrome_trace(argv[2]);
   return 0;
 }

@@ -21,9 +21,12 @@ namespace field {
 constexpr std::uint32_t packet = 1;
 // TracePacket
 constexpr std::uint32_t clock_snapshot = 6, timestamp = 8, trusted_packet_sequence_id = 10, track_event = 11,
-                        interned_data = 12, sequence_flags = 13, timestamp_clock_id = 58, track_descriptor = 60;
+                        interned_data = 12, sequence_flags = 13, timestamp_clock_id = 58, trace_packet_defaults = 59,
+                        track_descriptor = 60;
+// TracePacketDefaults (timestamp_clock_id as in TracePacket) and TrackEventDefaults
+constexpr std::uint32_t track_event_defaults = 11, default_track_uuid = 11;
 // ClockSnapshot and its Clock
-constexpr std::uint32_t clocks = 1, clock_id = 1, clock_timestamp = 2;
+constexpr std::uint32_t clocks = 1, clock_id = 1, clock_timestamp = 2, clock_is_incremental = 3;
 // TrackDescriptor, ProcessDescriptor, ThreadDescriptor
 constexpr std::uint32_t uuid = 1, track_name = 2, process = 3, thread = 4, parent_uuid = 5, counter = 8;
 constexpr std::uint32_t pid = 1, process_name = 6, tid = 2, thread_name = 5;
@@ -38,6 +41,7 @@ constexpr std::uint32_t annotation_name_iid = 1, bool_value = 2, uint_value = 3,
 }  // namespace field
 
 constexpr std::uint32_t clock_realtime = 1, clock_boottime = 6;
+constexpr std::uint32_t clock_thread_sequence = 64;  // 64 to 127: a clock of one sequence's own
 constexpr std::uint64_t seq_incremental_state_cleared = 1, seq_needs_incremental_state = 2;
 constexpr int type_slice_begin = 1, type_slice_end = 2, type_instant = 3, type_counter = 4;
 
@@ -159,6 +163,16 @@ perfetto_builder::perfetto_builder(std::string& out, std::uint32_t sequence_id) 
   write_clock_snapshot();
 }
 
+perfetto_builder::perfetto_builder(std::string& out, std::uint32_t sequence_id, thread_defaults defaults)
+    : out_(out), sequence_id_(sequence_id), default_track_(defaults.default_track), incremental_(true) {
+  char* p = packet_head_;
+  *p++ = static_cast<char>(field::trusted_packet_sequence_id << 3);
+  p = put_varint(p, sequence_id);
+  *p++ = static_cast<char>(field::timestamp << 3);
+  packet_head_size_ = static_cast<std::size_t>(p - packet_head_);
+  write_thread_defaults(defaults.origin_unix_ns);
+}
+
 std::size_t perfetto_builder::open_packet() {
   sync();
   const std::size_t at = proto::open(out_, field::packet);
@@ -177,6 +191,31 @@ void perfetto_builder::write_clock_snapshot() {
     const std::size_t clock = proto::open(out_, field::clocks);
     proto::put_uint(out_, field::clock_id, id);
     proto::put_uint(out_, field::clock_timestamp, ns);
+    proto::close(out_, clock);
+  }
+  proto::close(out_, snapshot);
+  proto::close(out_, packet);
+}
+
+// As Perfetto's SDK starts a thread's sequence: state cleared, the defaults,
+// and a snapshot that makes clock 64 an incremental copy of REALTIME (the
+// main sequence's snapshot relates REALTIME to BOOTTIME).
+void perfetto_builder::write_thread_defaults(std::int64_t origin_unix_ns) {
+  last_ns_ = origin_unix_ns;
+  const std::size_t packet = open_packet();
+  proto::put_uint(out_, field::sequence_flags, seq_incremental_state_cleared);
+  const std::size_t defaults = proto::open(out_, field::trace_packet_defaults);
+  proto::put_uint(out_, field::timestamp_clock_id, clock_thread_sequence);
+  const std::size_t track_defaults = proto::open(out_, field::track_event_defaults);
+  proto::put_uint(out_, field::default_track_uuid, default_track_);
+  proto::close(out_, track_defaults);
+  proto::close(out_, defaults);
+  const std::size_t snapshot = proto::open(out_, field::clock_snapshot);
+  for (const std::uint32_t id : {clock_realtime, clock_thread_sequence}) {
+    const std::size_t clock = proto::open(out_, field::clocks);
+    proto::put_uint(out_, field::clock_id, id);
+    proto::put_uint(out_, field::clock_timestamp, static_cast<std::uint64_t>(origin_unix_ns));
+    if (id == clock_thread_sequence) proto::put_uint(out_, field::clock_is_incremental, 1);
     proto::close(out_, clock);
   }
   proto::close(out_, snapshot);
@@ -286,12 +325,12 @@ void perfetto_builder::write_annotation(const annotation& a, std::uint64_t name_
   proto::close(out_, at);
 }
 
-bool perfetto_builder::write_short_event(const event_fields& e) {
+bool perfetto_builder::write_short_event(const event_fields& e, std::uint64_t timestamp) {
   short_packet m;
   char* const packet = m.open(field::packet);
   m.uint(field::trusted_packet_sequence_id, sequence_id_);
-  m.uint(field::timestamp, static_cast<std::uint64_t>(e.unix_ns));
-  m.uint(field::timestamp_clock_id, clock_realtime);
+  m.uint(field::timestamp, timestamp);
+  if (!incremental_) m.uint(field::timestamp_clock_id, clock_realtime);
   m.uint(field::sequence_flags, seq_needs_incremental_state);
   if (!pending_.empty()) {
     char* const interned = m.open(field::interned_data);
@@ -305,7 +344,7 @@ bool perfetto_builder::write_short_event(const event_fields& e) {
   }
   char* const event = m.open(field::track_event);
   m.uint(field::type, static_cast<std::uint64_t>(e.type));
-  m.uint(field::track_uuid, e.track);
+  if (e.track != default_track_) m.uint(field::track_uuid, e.track);
   if (e.name_iid) m.uint(field::name_iid, e.name_iid);
   if (e.category_iid) m.uint(field::category_iids, e.category_iid);
   for (std::size_t i = 0; i < e.args.size(); ++i) {
@@ -339,10 +378,11 @@ bool perfetto_builder::write_short_event(const event_fields& e) {
 void perfetto_builder::write_event(const event_fields& e) {
   arg_iids_.clear();
   for (const annotation& a : e.args) arg_iids_.push_back(a.name_iid ? a.name_iid : intern_annotation_name(a.name));
-  if (write_short_event(e)) return;
+  const std::uint64_t timestamp = timestamp_value(e.unix_ns);
+  if (write_short_event(e, timestamp)) return;
   const std::size_t packet = open_packet();
-  proto::put_uint(out_, field::timestamp, static_cast<std::uint64_t>(e.unix_ns));
-  proto::put_uint(out_, field::timestamp_clock_id, clock_realtime);
+  proto::put_uint(out_, field::timestamp, timestamp);
+  if (!incremental_) proto::put_uint(out_, field::timestamp_clock_id, clock_realtime);
   proto::put_uint(out_, field::sequence_flags, seq_needs_incremental_state);
   if (!pending_.empty()) {
     const std::size_t interned = proto::open(out_, field::interned_data);
@@ -357,7 +397,7 @@ void perfetto_builder::write_event(const event_fields& e) {
   }
   const std::size_t event = proto::open(out_, field::track_event);
   proto::put_uint(out_, field::type, static_cast<std::uint64_t>(e.type));
-  proto::put_uint(out_, field::track_uuid, e.track);
+  if (e.track != default_track_) proto::put_uint(out_, field::track_uuid, e.track);
   if (e.name_iid) proto::put_uint(out_, field::name_iid, e.name_iid);
   if (e.category_iid) proto::put_uint(out_, field::category_iids, e.category_iid);
   for (std::size_t i = 0; i < e.args.size(); ++i) write_annotation(e.args[i], arg_iids_[i]);
@@ -415,7 +455,8 @@ constexpr std::size_t varint_size(std::uint64_t v) noexcept {
 // name, category and arg name, so the common event is the packet's head,
 // the timestamp, one fixed-size copy and the arg. Every key here is one byte
 // but timestamp_clock_id's two; every length is under 128 (a packet is at
-// most 86 bytes): one byte. arg_name_iid 0: no arg.
+// most 93 bytes): one byte. arg_name_iid 0: no arg. On a thread's sequence
+// the clock and the thread's track are left to the defaults.
 const perfetto_builder::slice_fields& perfetto_builder::fields_for(int type, std::uint64_t track,
                                                                    std::uint64_t name_iid, std::uint64_t category_iid,
                                                                    std::uint64_t arg_name_iid) {
@@ -424,18 +465,23 @@ const perfetto_builder::slice_fields& perfetto_builder::fields_for(int type, std
       f.size != 0)
     return f;
   char* q = f.bytes;
-  static constexpr char after_timestamp[] = {static_cast<char>(0xd0), 0x03,  // timestamp_clock_id (58): two key bytes
-                                             static_cast<char>(clock_realtime),
-                                             key(field::sequence_flags, proto::varint),
-                                             static_cast<char>(seq_needs_incremental_state),
-                                             key(field::track_event, proto::length_delimited)};
-  static_assert(field::timestamp_clock_id << 3 == 0x1d0 && sizeof after_timestamp == slice_fields::event_length_at);
-  std::memcpy(q, after_timestamp, sizeof after_timestamp);
-  q += sizeof after_timestamp + 1;  // and the event's length, written per event
+  if (!incremental_) {  // the clock: a thread's sequence has it by default
+    static constexpr char clock[] = {static_cast<char>(0xd0), 0x03,  // timestamp_clock_id (58): two key bytes
+                                     static_cast<char>(clock_realtime)};
+    static_assert(field::timestamp_clock_id << 3 == 0x1d0);
+    std::memcpy(q, clock, sizeof clock);
+    q += sizeof clock;
+  }
+  *q++ = key(field::sequence_flags, proto::varint);
+  *q++ = static_cast<char>(seq_needs_incremental_state);
+  *q++ = key(field::track_event, proto::length_delimited);
+  f.event_length_at = static_cast<std::size_t>(q++ - f.bytes);  // written per event
   *q++ = key(field::type, proto::varint);
   *q++ = static_cast<char>(type);
-  *q++ = key(field::track_uuid, proto::varint);
-  q = put_varint(q, track);
+  if (track != default_track_) {
+    *q++ = key(field::track_uuid, proto::varint);
+    q = put_varint(q, track);
+  }
   if (name_iid) {
     *q++ = key(field::name_iid, proto::varint);
     q = put_varint(q, name_iid);
@@ -463,11 +509,11 @@ const perfetto_builder::slice_fields& perfetto_builder::fields_for(int type, std
 // One packet of `f` at `packet` (at least max_fast_packet bytes of room);
 // returns its end.
 char* perfetto_builder::put_slice(char* packet, const slice_fields& f, std::int64_t unix_ns,
-                                  std::uint64_t arg_value) const noexcept {
+                                  std::uint64_t arg_value) noexcept {
   char* p = packet + 2;  // the packet's key and length go first, once its length is known
   std::memcpy(p, packet_head_, sizeof packet_head_);
   p += packet_head_size_;
-  const auto ts = static_cast<std::uint64_t>(unix_ns);
+  const std::uint64_t ts = timestamp_value(unix_ns);
   p = ts >> 56 != 0 && ts >> 63 == 0 ? put_varint9(p, ts) : put_varint(p, ts);
   char* const fields = p;
   std::memcpy(p, f.bytes, sizeof f.bytes);  // fixed size: a few moves; only f.size bytes count
@@ -476,7 +522,7 @@ char* perfetto_builder::put_slice(char* packet, const slice_fields& f, std::int6
     p = put_varint(p, arg_value);
     fields[f.arg_length_at] = static_cast<char>(p - (fields + f.arg_length_at) - 1);
   }
-  fields[slice_fields::event_length_at] = static_cast<char>(p - (fields + slice_fields::event_length_at) - 1);
+  fields[f.event_length_at] = static_cast<char>(p - (fields + f.event_length_at) - 1);
   packet[0] = key(field::packet, proto::length_delimited);
   packet[1] = static_cast<char>(p - packet - 2);
   return p;

@@ -8,6 +8,13 @@
 // nanoseconds (REALTIME, clock id 1), placed by a clock snapshot in the
 // first packet. ../shared/reference/perfetto-trace-format.md has the fields.
 //
+// A thread's sequence (the second constructor) is what Perfetto's own SDK
+// writes per thread: its first packet sets TracePacketDefaults (the thread's
+// track, and clock 64, which its clock snapshot declares incremental and
+// equal to REALTIME), so an event on that track names no track and its
+// timestamp is the difference to the sequence's previous one: a few bytes
+// instead of nine, and no clock id.
+//
 //   std::string out;
 //   perfetto_builder b(out, /*sequence_id=*/1);
 //   const auto t = b.thread_track(pid, tid, "main");
@@ -53,6 +60,14 @@ class perfetto_builder {
   // packet (incremental state cleared, the REALTIME/BOOTTIME clock snapshot,
   // both clocks read now) at once.
   perfetto_builder(std::string& out, std::uint32_t sequence_id);
+  // A thread's sequence: events on `default_track` omit it, and every
+  // timestamp is a delta on the sequence's incremental clock, which starts
+  // at `origin_unix_ns` (any time: an earlier event is a negative delta).
+  struct thread_defaults {
+    std::uint64_t default_track = 0;
+    std::int64_t origin_unix_ns = 0;
+  };
+  perfetto_builder(std::string& out, std::uint32_t sequence_id, thread_defaults defaults);
   ~perfetto_builder() { sync(); }  // out holds every packet once the builder is gone
   perfetto_builder(const perfetto_builder&) = delete;
   perfetto_builder& operator=(const perfetto_builder&) = delete;
@@ -138,8 +153,17 @@ class perfetto_builder {
 
   std::uint64_t intern(intern_map& map, table in, std::string_view text);
   void write_clock_snapshot();
+  void write_thread_defaults(std::int64_t origin_unix_ns);
+  // TracePacket.timestamp's value for an event at `unix_ns`: the time itself,
+  // or on a thread's sequence the delta to the last (which it advances).
+  std::uint64_t timestamp_value(std::int64_t unix_ns) noexcept {
+    if (!incremental_) return static_cast<std::uint64_t>(unix_ns);
+    const auto delta = static_cast<std::uint64_t>(unix_ns - last_ns_);
+    last_ns_ = unix_ns;
+    return delta;
+  }
   void write_event(const event_fields& e);
-  bool write_short_event(const event_fields& e);
+  bool write_short_event(const event_fields& e, std::uint64_t timestamp);
   // The short forms' way when interned entries are pending (they go into
   // the packet): the general path. type: TrackEvent.Type (1 begin, 2 end).
   void slice_with_pending(int type, std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
@@ -162,6 +186,9 @@ class perfetto_builder {
 
   std::string& out_;
   std::uint32_t sequence_id_;
+  std::uint64_t default_track_ = 0;  // a thread's sequence: its track, which events omit
+  bool incremental_ = false;         // timestamps as deltas (a thread's sequence)
+  std::int64_t last_ns_ = 0;         // the incremental clock's value
   // write_slice_with_id's packets are built in place here, with no bounds
   // check but one per packet, and reach out_ in blocks.
   static constexpr std::size_t stage_size = 16384, max_fast_packet = 128;
@@ -173,15 +200,15 @@ class perfetto_builder {
   // write_slice_with_id's packet bytes after the timestamp but the arg's
   // value, as last encoded (one for begins, one for ends: they alternate).
   struct slice_fields {
-    static constexpr std::size_t event_length_at = 6;  // the TrackEvent's length byte
     std::uint64_t track = 0, name_iid = 0, category_iid = 0, arg_name_iid = 0;
     std::size_t size = 0;
+    std::size_t event_length_at = 0;  // the TrackEvent's length byte
     std::size_t arg_length_at = 0;  // the annotation's length byte; 0: no arg
     char bytes[64];  // at most 56 count
   };
   const slice_fields& fields_for(int type, std::uint64_t track, std::uint64_t name_iid, std::uint64_t category_iid,
                                  std::uint64_t arg_name_iid);
-  char* put_slice(char* packet, const slice_fields& f, std::int64_t unix_ns, std::uint64_t arg_value) const noexcept;
+  char* put_slice(char* packet, const slice_fields& f, std::int64_t unix_ns, std::uint64_t arg_value) noexcept;
   slice_fields begin_fields_, end_fields_;
   intern_map names_, categories_, annotation_names_;
   std::vector<pending_entry> pending_;  // interned since the last event packet

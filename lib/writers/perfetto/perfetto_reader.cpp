@@ -25,7 +25,8 @@ namespace {
 
 // A packet larger than this is taken as garbage (Perfetto's own are < 1 MiB).
 constexpr std::uint64_t max_packet_bytes = std::uint64_t{64} << 20;
-constexpr std::uint32_t clock_realtime = 1;
+constexpr std::uint32_t clock_realtime = 1, clock_boottime = 6;
+constexpr bool is_sequence_clock(std::uint32_t id) noexcept { return id >= 64 && id < 128; }
 
 // One kind of interned string by iid. Writers hand out small dense iids,
 // so those index a vector; a larger one (garbage, or a huge table) goes to a map.
@@ -50,6 +51,24 @@ class string_table {
 
 struct interning {
   string_table names, categories, annotation_names, strings;
+};
+
+// A clock of one sequence's own (ids 64 to 127): its unit, whether its
+// timestamps are deltas, its value (the last one, in ns) and where it
+// puts REALTIME.
+struct sequence_clock {
+  std::int64_t unit_ns = 1, value_ns = 0, to_unix_ns = 0;
+  bool incremental = false;
+};
+
+// What a packet sequence carries from packet to packet: its interned
+// strings and TracePacketDefaults (both reset when its state is cleared)
+// and its own clocks.
+struct sequence_state {
+  interning tables;
+  std::uint32_t default_clock = 0;  // 0: none
+  std::uint64_t default_track = 0;  // 0: none
+  std::unordered_map<std::uint32_t, sequence_clock> clocks;
 };
 
 // The interned string `iid` into `out` (reusing its capacity), "iid N" when missing.
@@ -91,9 +110,9 @@ class decoder {
  private:
   struct packet_fields {
     std::uint64_t timestamp = 0, flags = 0;
-    std::uint32_t clock = 6, sequence = 0;
+    std::uint32_t clock = 0, sequence = 0;  // clock 0: not given
     bool has_timestamp = false;
-    std::string_view interned, event, descriptor, snapshot;
+    std::string_view interned, event, descriptor, snapshot, defaults;
   };
   // A track and its open slices: open[0, depth) is the stack; the slots
   // above are kept for reuse, so a BEGIN allocates nothing once warm (and
@@ -103,41 +122,56 @@ class decoder {
     std::vector<std::unique_ptr<decoded_event>> open;
     std::size_t depth = 0;
   };
-  void clock_snapshot(std::string_view bytes);
+  void clock_snapshot(std::string_view bytes, sequence_state& seq);
+  void packet_defaults(std::string_view bytes, sequence_state& seq);
   void interned_data(std::string_view bytes, interning& tables);
   void track_descriptor(std::string_view bytes);
-  void track_event(std::string_view bytes, std::int64_t unix_ns, const interning& tables);
+  void track_event(std::string_view bytes, std::int64_t unix_ns, const sequence_state& seq);
   std::uint64_t event_fields(std::string_view bytes, const interning& tables, decoded_event& e, std::uint64_t& uuid);
   void slice_end(track_state& t, decoded_event& end);
   void annotation(std::string_view bytes, const interning& tables, decoded_arg& a);
   track_state& track(std::uint64_t uuid);
-  interning& sequence(std::uint32_t id) {
-    if (!last_tables_ || last_sequence_ != id) last_tables_ = &sequences_[id], last_sequence_ = id;
-    return *last_tables_;
+  sequence_state& sequence(std::uint32_t id) {
+    if (!last_state_ || last_sequence_ != id) last_state_ = &sequences_[id], last_sequence_ = id;
+    return *last_state_;
   }
   void deliver(const decoded_event& e) {
     ++result_.events;
     if (cb_.on_event && !cb_.on_event(e)) result_.stopped = true;
   }
-  std::int64_t to_unix(const packet_fields& p) {
-    if (!offset_valid_ || offset_clock_ != p.clock) {
-      const auto real = snapshot_.find(clock_realtime), own = snapshot_.find(p.clock);
+  // The packet's timestamp on its clock (its own, else its sequence's
+  // default, else BOOTTIME) as Unix ns.
+  std::int64_t to_unix(const packet_fields& p, sequence_state& seq) {
+    const std::uint32_t clock = p.clock ? p.clock : seq.default_clock ? seq.default_clock : clock_boottime;
+    if (is_sequence_clock(clock)) return on_sequence_clock(p, seq, clock);
+    if (!offset_valid_ || offset_clock_ != clock) {
+      const auto real = snapshot_.find(clock_realtime), own = snapshot_.find(clock);
       offset_ = 0;
-      if (p.clock != clock_realtime && real != snapshot_.end() && own != snapshot_.end()) offset_ = real->second - own->second;
-      offset_clock_ = p.clock, offset_valid_ = true;
+      if (clock != clock_realtime && real != snapshot_.end() && own != snapshot_.end()) offset_ = real->second - own->second;
+      offset_clock_ = clock, offset_valid_ = true;
     }
     return static_cast<std::int64_t>(p.timestamp + offset_);
+  }
+  std::int64_t on_sequence_clock(const packet_fields& p, sequence_state& seq, std::uint32_t clock) {
+    const auto it = seq.clocks.find(clock);
+    if (it == seq.clocks.end())
+      throw perfetto_error("an event on clock " + std::to_string(clock) + ", which no clock snapshot of sequence " +
+                           std::to_string(p.sequence) + " declared");
+    sequence_clock& c = it->second;
+    const std::int64_t ns = static_cast<std::int64_t>(p.timestamp) * c.unit_ns;  // a delta may be negative
+    c.value_ns = c.incremental ? c.value_ns + ns : ns;
+    return c.value_ns + c.to_unix_ns;
   }
 
   const perfetto_callbacks& cb_;
   perfetto_read_result& result_;
-  std::unordered_map<std::uint32_t, interning> sequences_;
+  std::unordered_map<std::uint32_t, sequence_state> sequences_;
   std::unordered_map<std::uint64_t, track_state> tracks_;
   std::unordered_map<std::uint32_t, std::uint64_t> snapshot_;  // clock id -> ns, the latest snapshot
   // Caches: consecutive packets mostly share a sequence and clock, and use
   // a few tracks in turn (unordered_map's elements stay put, so the pointers
   // stay valid).
-  interning* last_tables_ = nullptr;
+  sequence_state* last_state_ = nullptr;
   std::uint32_t last_sequence_ = 0;
   struct cached_track {
     std::uint64_t uuid = 0;
@@ -163,30 +197,72 @@ void decoder::packet(std::string_view bytes) {
       case 11: p.event = f.bytes; break;
       case 60: p.descriptor = f.bytes; break;
       case 6: p.snapshot = f.bytes; break;
+      case 59: p.defaults = f.bytes; break;
       default: break;
     }
   });
-  interning& tables = sequence(p.sequence);
-  if (p.flags & 1) tables = interning{};  // SEQ_INCREMENTAL_STATE_CLEARED
-  if (!p.snapshot.empty()) clock_snapshot(p.snapshot);
-  if (!p.interned.empty()) interned_data(p.interned, tables);
+  sequence_state& seq = sequence(p.sequence);
+  if (p.flags & 1) {  // SEQ_INCREMENTAL_STATE_CLEARED: interning and defaults start over
+    seq.tables = interning{};
+    seq.default_clock = 0, seq.default_track = 0;
+  }
+  if (!p.defaults.empty()) packet_defaults(p.defaults, seq);
+  if (!p.snapshot.empty()) clock_snapshot(p.snapshot, seq);
+  if (!p.interned.empty()) interned_data(p.interned, seq.tables);
   if (!p.descriptor.empty()) track_descriptor(p.descriptor);
-  if (!p.event.empty()) track_event(p.event, to_unix(p), tables);
+  // As trace_processor: every timestamp but a snapshot's advances an incremental clock.
+  const std::int64_t unix_ns = p.has_timestamp && p.snapshot.empty() ? to_unix(p, seq) : 0;
+  if (!p.event.empty()) track_event(p.event, unix_ns, seq);
 }
 
-void decoder::clock_snapshot(std::string_view bytes) {
-  snapshot_.clear();
-  offset_valid_ = false;
+void decoder::packet_defaults(std::string_view bytes, sequence_state& seq) {
+  each_field(bytes, "TracePacketDefaults", [&](const proto::field& f) {
+    if (f.number == 58) seq.default_clock = static_cast<std::uint32_t>(f.value);
+    if (f.number == 11 && f.type == proto::length_delimited)
+      each_field(f.bytes, "TrackEventDefaults", [&](const proto::field& d) {
+        if (d.number == 11) seq.default_track = d.value;
+      });
+  });
+}
+
+// A snapshot of global clocks replaces the last one; a sequence's own clocks
+// are placed on REALTIME by a global clock beside them (REALTIME, or
+// BOOTTIME through the last global snapshot) and leave it alone.
+void decoder::clock_snapshot(std::string_view bytes, sequence_state& seq) {
+  std::unordered_map<std::uint32_t, std::uint64_t> global;
+  std::vector<std::pair<std::uint32_t, sequence_clock>> own;
   each_field(bytes, "ClockSnapshot", [&](const proto::field& f) {
     if (f.number != 1 || f.type != proto::length_delimited) return;
     std::uint32_t id = 0;
-    std::uint64_t ns = 0;
-    each_field(f.bytes, "ClockSnapshot.Clock", [&](const proto::field& c) {
-      if (c.number == 1) id = static_cast<std::uint32_t>(c.value);
-      if (c.number == 2) ns = c.value;
+    std::uint64_t ts = 0;
+    sequence_clock c;
+    each_field(f.bytes, "ClockSnapshot.Clock", [&](const proto::field& k) {
+      if (k.number == 1) id = static_cast<std::uint32_t>(k.value);
+      if (k.number == 2) ts = k.value;
+      if (k.number == 3) c.incremental = k.value != 0;
+      if (k.number == 4 && k.value != 0) c.unit_ns = static_cast<std::int64_t>(k.value);
     });
-    snapshot_[id] = ns;
+    if (!is_sequence_clock(id)) return void(global[id] = ts);
+    c.value_ns = static_cast<std::int64_t>(ts) * c.unit_ns;
+    own.emplace_back(id, c);
   });
+  if (own.empty()) {
+    snapshot_ = std::move(global);
+    offset_valid_ = false;
+    return;
+  }
+  const auto real = global.find(clock_realtime), boot = global.find(clock_boottime);
+  const auto last_real = snapshot_.find(clock_realtime), last_boot = snapshot_.find(clock_boottime);
+  std::int64_t unix_at_snapshot = 0;
+  bool placed = true;
+  if (real != global.end()) unix_at_snapshot = static_cast<std::int64_t>(real->second);
+  else if (boot != global.end() && last_real != snapshot_.end() && last_boot != snapshot_.end())
+    unix_at_snapshot = static_cast<std::int64_t>(boot->second + (last_real->second - last_boot->second));
+  else placed = false;  // taken as REALTIME itself
+  for (auto& [id, c] : own) {
+    c.to_unix_ns = placed ? unix_at_snapshot - c.value_ns : 0;
+    seq.clocks[id] = c;
+  }
 }
 
 void decoder::interned_data(std::string_view bytes, interning& tables) {
@@ -309,10 +385,11 @@ std::uint64_t decoder::event_fields(std::string_view bytes, const interning& tab
   return type;
 }
 
-void decoder::track_event(std::string_view bytes, std::int64_t unix_ns, const interning& tables) {
+void decoder::track_event(std::string_view bytes, std::int64_t unix_ns, const sequence_state& seq) {
   decoded_event& e = *scratch_;
   std::uint64_t uuid = 0;
-  const std::uint64_t type = event_fields(bytes, tables, e, uuid);
+  const std::uint64_t type = event_fields(bytes, seq.tables, e, uuid);
+  if (uuid == 0) uuid = seq.default_track;
   e.start_ns = unix_ns;
   track_state& t = track(uuid);
   if (e.track != t.track) e.track = t.track;

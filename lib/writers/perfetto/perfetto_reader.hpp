@@ -2,10 +2,12 @@
 // back into slices, instants and counters, streaming: one packet in memory
 // at a time, plus each track's stack of open slices and the interning
 // tables. Events are delivered in the order their END (or the instant or
-// counter) appears in the file. Not decoded: nested (dict/array) debug
-// annotations (given as JSON null), TracePacketDefaults, incremental
-// timestamps and legacy (pre-TYPE) events; timestamps on another clock than
-// REALTIME are moved onto it by the latest clock snapshot when it has both.
+// counter) appears in the file. Timestamps on another clock than REALTIME
+// are moved onto it by the latest clock snapshot that has both; a sequence's
+// own clocks (ids 64 to 127, deltas where incremental) by the snapshot that
+// declared them. TracePacketDefaults give a sequence's clock and track.
+// Not decoded: nested (dict/array) debug annotations (given as JSON null)
+// and legacy (pre-TYPE) events.
 //
 //   perfetto_callbacks cb;
 //   cb.on_track = [](const decoded_track& t) { ... };       // once per descriptor

@@ -13,14 +13,15 @@ namespace detail {
 namespace {
 constexpr std::uint32_t events_sequence = 1;
 constexpr std::uint32_t tail_sequence = 2;
+constexpr std::uint32_t first_thread_sequence = 3;
 constexpr std::uint64_t steps_track_key = 1;  // a thread's profile::step() annotations (they need not nest)
 constexpr std::uint64_t cuda_api_track_key = 2;
 
 }  // namespace
 
-perfetto_writer::perfetto_writer(const trace_head& head) : head_(head), builder_(buffer_, events_sequence) {
-  process_track_ = builder_.process_track(head_.pid, head_.process_name);
-  external_id_iid_ = builder_.intern_annotation_name("External id");
+perfetto_writer::perfetto_writer(const trace_head& head)
+    : head_(head), main_(buffer_, events_sequence), next_sequence_(first_thread_sequence) {
+  process_track_ = main_.builder.process_track(head_.pid, head_.process_name);
 }
 
 std::string perfetto_writer::tail(const finished_trace& f, const std::string& trace_name) {
@@ -37,33 +38,45 @@ std::string perfetto_writer::tail(const finished_trace& f, const std::string& tr
   return b.out();
 }
 
-std::uint64_t perfetto_writer::new_thread_track(std::int64_t tid) {
-  auto [it, fresh] = threads_.try_emplace(tid, 0);
-  if (fresh) it->second = builder_.thread_track(head_.pid, tid, "thread " + std::to_string(tid));
+perfetto_writer::thread_entry& perfetto_writer::new_thread(std::int64_t tid) {
+  auto [it, fresh] = threads_.try_emplace(tid);
+  if (fresh) it->second.track = main_.builder.thread_track(head_.pid, tid, "thread " + std::to_string(tid));
   last_tid_ = tid;
-  last_track_ = it->second;
+  last_thread_ = &it->second;
   return it->second;
 }
 
 void perfetto_writer::thread(std::int64_t tid, const std::string& name) {
-  auto [it, fresh] = threads_.try_emplace(tid, 0);
-  if (fresh) it->second = builder_.thread_track(head_.pid, tid, name.empty() ? "thread " + std::to_string(tid) : name);
+  auto [it, fresh] = threads_.try_emplace(tid);
+  if (fresh)
+    it->second.track = main_.builder.thread_track(head_.pid, tid, name.empty() ? "thread " + std::to_string(tid) : name);
 }
 
-const perfetto_writer::site_ids& perfetto_writer::ids_of(const site& where) {
-  if (&where == last_site_) return *last_ids_;
-  auto [it, fresh] = sites_.try_emplace(&where);
-  last_site_ = &where;
-  last_ids_ = &it->second;
-  if (fresh) it->second = {builder_.intern_name(where.name), builder_.intern_category(category_name(where))};
+perfetto_writer::packet_sequence& perfetto_writer::sequence_of(std::int64_t tid) {
+  thread_entry& t = thread_of(tid);
+  if (PROFTRACE_UNLIKELY(!t.events)) {
+    t.events = std::make_unique<packet_sequence>(
+        buffer_, next_sequence_++,
+        perfetto_builder::thread_defaults{.default_track = t.track, .origin_unix_ns = head_.start_ns});
+    t.events->track = t.track;
+  }
+  return *t.events;
+}
+
+const perfetto_writer::site_ids& perfetto_writer::packet_sequence::ids_of(const site& where) {
+  if (&where == last_site) return *last_ids;
+  auto [it, fresh] = sites.try_emplace(&where);
+  last_site = &where;
+  last_ids = &it->second;
+  if (fresh) it->second = {builder.intern_name(where.name), builder.intern_category(category_name(where))};
   return it->second;
 }
 
 // The args a scope shows; `text` keeps the strings they point into.
-std::size_t perfetto_writer::scope_args(const thread_state& ts, const open_scope& s, annotation (&out)[max_annotations],
-                                        std::string (&text)[2]) {
+std::size_t perfetto_writer::scope_args(const packet_sequence& q, const thread_state& ts, const open_scope& s,
+                                        annotation (&out)[max_annotations], std::string (&text)[2]) {
   std::size_t n = 0;
-  out[n++] = {.name = {}, .name_iid = external_id_iid_, .value = s.external_id};
+  out[n++] = {.name = {}, .name_iid = q.external_id_iid, .value = s.external_id};
   if (s.truncated) out[n++] = {.name = "truncated", .value = true};
   if (s.where == &thread_step_site) out[n++] = {.name = "step", .value = s.payload};
   if (!s.shapes.empty()) out[n++] = {.name = "Input Dims", .value = json_value{s.shapes}};
@@ -84,38 +97,40 @@ std::size_t perfetto_writer::scope_args(const thread_state& ts, const open_scope
   return n;
 }
 
-void perfetto_writer::begin(std::uint64_t track, const thread_state& ts, const open_scope& s, bool with_args) {
+void perfetto_writer::begin(packet_sequence& q, std::uint64_t track, const thread_state& ts, const open_scope& s,
+                            bool with_args) {
   const bool step = s.where->cat == category::step && s.where != &thread_step_site;
   const auto write = [&](annotations args) {
     if (step) {
-      builder_.slice_begin(track, s.begin_ns, "ProfilerStep#" + std::to_string(s.payload), "user_annotation", args);
+      q.builder.slice_begin(track, s.begin_ns, "ProfilerStep#" + std::to_string(s.payload), "user_annotation", args);
       return;
     }
     if (!s.dynamic_name.empty()) {
-      builder_.slice_begin(track, s.begin_ns, s.dynamic_name, category_name(*s.where), args);
+      q.builder.slice_begin(track, s.begin_ns, s.dynamic_name, category_name(*s.where), args);
       return;
     }
-    const site_ids& ids = ids_of(*s.where);
-    builder_.slice_begin(track, s.begin_ns, ids.name, ids.category, args);
+    const site_ids& ids = q.ids_of(*s.where);
+    q.builder.slice_begin(track, s.begin_ns, ids.name, ids.category, args);
   };
   if (!with_args) return write({});
   if (only_external_id(s, head_) && !step) {
-    const site_ids& ids = ids_of(*s.where);
-    return builder_.slice_begin(track, s.begin_ns, ids.name, ids.category, external_id_iid_, s.external_id);
+    const site_ids& ids = q.ids_of(*s.where);
+    return q.builder.slice_begin(track, s.begin_ns, ids.name, ids.category, q.external_id_iid, s.external_id);
   }
   annotation args[max_annotations];
   std::string text[2];
-  write(annotations(args, scope_args(ts, s, args, text)));
+  write(annotations(args, scope_args(q, ts, s, args, text)));
 }
 
 void perfetto_writer::scope(thread_state& ts, const open_scope& s, std::int64_t end_ns) {
-  const std::uint64_t track = thread_track(ts.tid);
   if (s.where == &api_step_site) {  // on a track of its own: profile::step()'s spans need not nest with scopes
-    const std::uint64_t steps = builder_.named_track("ProfilerStep", track, steps_track_key);
-    begin(steps, ts, s, true);
-    builder_.slice_end(steps, end_ns);
+    const std::uint64_t steps = main_.builder.named_track("ProfilerStep", thread_track(ts.tid), steps_track_key);
+    begin(main_, steps, ts, s, true);
+    main_.builder.slice_end(steps, end_ns);
     return;
   }
+  packet_sequence& q = sequence_of(ts.tid);
+  const std::uint64_t track = q.track;
   // Scopes around it whose begin is not written yet: outermost first.
   std::size_t first = ts.stack.size();
   while (first > 0 && !ts.stack[first - 1].announced) --first;
@@ -123,37 +138,38 @@ void perfetto_writer::scope(thread_state& ts, const open_scope& s, std::int64_t 
     open_scope& outer = ts.stack[i];
     if (outer.where == &api_step_site) continue;
     outer.announced = true;
-    begin(track, ts, outer, false);
+    begin(q, track, ts, outer, false);
   }
   if (!s.announced) {
     if (only_external_id(s, head_) && s.where->cat != category::step) {  // the common scope: two short packets
-      const site_ids& ids = ids_of(*s.where);
-      return builder_.slice_pair(track, s.begin_ns, end_ns, ids.name, ids.category, external_id_iid_, s.external_id);
+      const site_ids& ids = q.ids_of(*s.where);
+      return q.builder.slice_pair(track, s.begin_ns, end_ns, ids.name, ids.category, q.external_id_iid, s.external_id);
     }
-    begin(track, ts, s, true);
-    builder_.slice_end(track, end_ns);
+    begin(q, track, ts, s, true);
+    q.builder.slice_end(track, end_ns);
     return;
   }
-  if (only_external_id(s, head_)) return builder_.slice_end(track, end_ns, external_id_iid_, s.external_id);
+  if (only_external_id(s, head_)) return q.builder.slice_end(track, end_ns, q.external_id_iid, s.external_id);
   annotation args[max_annotations];
   std::string text[2];
-  builder_.slice_end(track, end_ns, annotations(args, scope_args(ts, s, args, text)));
+  q.builder.slice_end(track, end_ns, annotations(args, scope_args(q, ts, s, args, text)));
 }
 
 // An async range (or a scope that ended on another thread): a slice on a
 // track of its own, named after it, under the process.
 void perfetto_writer::async(const open_async& a, std::uint64_t id, std::int64_t end_ns, std::int64_t end_tid) {
-  const std::uint64_t track = builder_.named_track(a.where->name, process_track_, id);
-  const annotation args[] = {{.name = {}, .name_iid = external_id_iid_, .value = a.external_id},
+  const std::uint64_t track = main_.builder.named_track(a.where->name, process_track_, id);
+  const annotation args[] = {{.name = {}, .name_iid = main_.external_id_iid, .value = a.external_id},
                              {.name = "begin thread", .value = a.tid},
                              {.name = "end thread", .value = end_tid}};
-  builder_.slice_begin(track, a.begin_ns, a.where->name, "async", args);
-  builder_.slice_end(track, std::max(end_ns, a.begin_ns));
+  main_.builder.slice_begin(track, a.begin_ns, a.where->name, "async", args);
+  main_.builder.slice_end(track, std::max(end_ns, a.begin_ns));
 }
 
 void perfetto_writer::withdrawn(std::int64_t tid, const open_scope&, std::int64_t ns) {
   const annotation moved[] = {{.name = "ended on another thread", .value = true}};
-  builder_.slice_end(thread_track(tid), ns, moved);
+  packet_sequence& q = sequence_of(tid);
+  q.builder.slice_end(q.track, ns, moved);
 }
 
 void perfetto_writer::memory(const memory_event& m) {
@@ -165,30 +181,32 @@ void perfetto_writer::memory(const memory_event& m) {
                              {.name = "Bytes", .value = r.bytes},
                              {.name = "Total Allocated", .value = r.total_allocated},
                              {.name = "Total Reserved", .value = r.total_reserved}};
-  builder_.instant(thread_track(m.tid), m.ns, "[memory]", "cpu_instant_event", args);
+  packet_sequence& q = sequence_of(m.tid);
+  q.builder.instant(q.track, m.ns, "[memory]", "cpu_instant_event", args);
   const std::string name = m.device < 0 ? std::string("Total Allocated (CPU)")
                                         : "Total Allocated (cuda:" + std::to_string(m.device) + ")";
-  builder_.counter(builder_.counter_track(name, process_track_), m.ns, static_cast<double>(r.total_allocated));
+  main_.builder.counter(main_.builder.counter_track(name, process_track_), m.ns, static_cast<double>(r.total_allocated));
 }
 
 void perfetto_writer::instant(std::int64_t tid, const site& where, std::int64_t ns) {
-  builder_.instant(thread_track(tid), ns, ids_of(where).name, builder_.intern_category("cpu_instant_event"));
+  packet_sequence& q = sequence_of(tid);
+  q.builder.instant(q.track, ns, q.ids_of(where).name, q.builder.intern_category("cpu_instant_event"));
 }
 
 void perfetto_writer::counter(std::int64_t, const site& where, std::int64_t ns, double value) {
-  builder_.counter(builder_.counter_track(where.name, process_track_), ns, value);
+  main_.builder.counter(main_.builder.counter_track(where.name, process_track_), ns, value);
 }
 
 std::uint64_t perfetto_writer::stream_track(std::uint32_t device, std::uint32_t stream) {
-  const std::uint64_t gpu = builder_.named_track("GPU " + std::to_string(device), 0, device);
-  return builder_.named_track("stream " + std::to_string(stream), gpu, stream);
+  const std::uint64_t gpu = main_.builder.named_track("GPU " + std::to_string(device), 0, device);
+  return main_.builder.named_track("stream " + std::to_string(stream), gpu, stream);
 }
 
 // A device op on its stream's track, ending the flow its launch began; a
 // host-side CUDA call on a track under its thread's, beginning that flow.
 void perfetto_writer::gpu_activity_slice(const gpu_activity& a) {
   const std::uint64_t flow[] = {a.correlation};
-  const annotation args[] = {{.name = {}, .name_iid = external_id_iid_, .value = a.external_id},
+  const annotation args[] = {{.name = {}, .name_iid = main_.external_id_iid, .value = a.external_id},
                              {.name = "correlation", .value = std::uint64_t{a.correlation}},
                              {.name = "device", .value = std::uint64_t{a.device}},
                              {.name = "stream", .value = std::uint64_t{a.stream}},
@@ -198,15 +216,15 @@ void perfetto_writer::gpu_activity_slice(const gpu_activity& a) {
   const std::int64_t end = std::max(a.end_ns, a.start_ns);
   if (device_op) {
     const std::uint64_t track = stream_track(a.device, a.stream);
-    builder_.slice_begin(track, a.start_ns, a.name, gpu_category_name(a.kind), annotations(args, 5));
-    builder_.slice_end(track, end, {}, flow);
+    main_.builder.slice_begin(track, a.start_ns, a.name, gpu_category_name(a.kind), annotations(args, 5));
+    main_.builder.slice_end(track, end, {}, flow);
     return;
   }
-  const std::uint64_t track = builder_.named_track("CUDA API", thread_track(a.thread), cuda_api_track_key);
+  const std::uint64_t track = main_.builder.named_track("CUDA API", thread_track(a.thread), cuda_api_track_key);
   const bool launches = a.kind == gpu_activity_kind::runtime || a.kind == gpu_activity_kind::driver;
-  builder_.slice_begin(track, a.start_ns, a.name, gpu_category_name(a.kind), annotations(args, 2),
+  main_.builder.slice_begin(track, a.start_ns, a.name, gpu_category_name(a.kind), annotations(args, 2),
                        launches && a.correlation != 0 ? std::span<const std::uint64_t>(flow) : std::span<const std::uint64_t>{});
-  builder_.slice_end(track, end);
+  main_.builder.slice_end(track, end);
 }
 
 void perfetto_writer::gpu(const std::vector<gpu_activity>& activities, const std::vector<gpu_span>& spans) {
@@ -223,14 +241,14 @@ void perfetto_writer::gpu(const std::vector<gpu_activity>& activities, const std
     while (!open.empty() && (!next || open.back()->device != next->device || open.back()->stream != next->stream ||
                              open.back()->end_ns <= next->begin_ns)) {
       const gpu_span& s = *open.back();
-      builder_.slice_end(builder_.named_track("annotations", stream_track(s.device, s.stream), 0), s.end_ns);
+      main_.builder.slice_end(main_.builder.named_track("annotations", stream_track(s.device, s.stream), 0), s.end_ns);
       open.pop_back();
     }
   };
   for (const gpu_span& s : sorted) {
     close_until(&s);
-    const annotation args[] = {{.name = {}, .name_iid = external_id_iid_, .value = s.external_id}};
-    builder_.slice_begin(builder_.named_track("annotations", stream_track(s.device, s.stream), 0), s.begin_ns,
+    const annotation args[] = {{.name = {}, .name_iid = main_.external_id_iid, .value = s.external_id}};
+    main_.builder.slice_begin(main_.builder.named_track("annotations", stream_track(s.device, s.stream), 0), s.begin_ns,
                          s.where->name, "gpu_user_annotation", args);
     open.push_back(&s);
   }

@@ -11,12 +11,20 @@
 // timestamps tie), the first child to close writes the begins of the open
 // scopes around it (open_scope::announced) and their ends come later.
 //
+// Everything on a thread's track (its scopes, instants and memory events)
+// goes on that thread's own packet sequence, as Perfetto's SDK writes it:
+// the track and the clock are the sequence's defaults and timestamps are
+// deltas, in order but for rare cases (a negative delta is still exact).
+// Everything else (tracks, counters, async ranges, steps, GPU activity)
+// goes on one main sequence with absolute timestamps.
+//
 //   perfetto_writer w(head);
 //   w.scope(ts, s, end_ns);
 //   file.commit(w.buffer(), ""); w.buffer().clear();
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -54,34 +62,56 @@ class perfetto_writer {
   void counter(std::int64_t tid, const site& where, std::int64_t ns, double value);
   void gpu(const std::vector<gpu_activity>& activities, const std::vector<gpu_span>& spans);
 
-  std::string& buffer() { return builder_.out(); }
+  // Every sequence's packets so far.
+  std::string& buffer() {
+    for (auto& [tid, t] : threads_)
+      if (t.events) t.events->builder.out();  // their staged packets
+    return main_.builder.out();
+  }
 
  private:
   struct site_ids {
     std::uint64_t name, category;
   };
-  std::uint64_t thread_track(std::int64_t tid) { return tid == last_tid_ ? last_track_ : new_thread_track(tid); }
-  std::uint64_t new_thread_track(std::int64_t tid);
-  const site_ids& ids_of(const site& where);
-  void begin(std::uint64_t track, const thread_state& ts, const open_scope& s, bool with_args);
+  // A packet sequence: its builder and the ids it interned (per sequence).
+  struct packet_sequence {
+    template <class... Defaults>
+    explicit packet_sequence(std::string& out, std::uint32_t id, Defaults... defaults) : builder(out, id, defaults...) {
+      external_id_iid = builder.intern_annotation_name("External id");
+    }
+    const site_ids& ids_of(const site& where);
+    perfetto_builder builder;
+    std::unordered_map<const site*, site_ids> sites;  // node-based: last_ids stays valid
+    const site* last_site = nullptr;
+    const site_ids* last_ids = nullptr;
+    std::uint64_t external_id_iid = 0;
+    std::uint64_t track = 0;  // a thread's: its track, the sequence's default
+  };
+  struct thread_entry {
+    std::uint64_t track = 0;
+    std::unique_ptr<packet_sequence> events;  // made at the thread's first event
+  };
+  // The thread's track, declared on the main sequence, and its own sequence.
+  thread_entry& thread_of(std::int64_t tid) { return tid == last_tid_ ? *last_thread_ : new_thread(tid); }
+  thread_entry& new_thread(std::int64_t tid);
+  std::uint64_t thread_track(std::int64_t tid) { return thread_of(tid).track; }
+  packet_sequence& sequence_of(std::int64_t tid);
+  void begin(packet_sequence& q, std::uint64_t track, const thread_state& ts, const open_scope& s, bool with_args);
   // A scope's fixed args (at most 10) and its PROF_ARG values.
   static constexpr std::size_t max_annotations = 10 + max_scope_args;
-  std::size_t scope_args(const thread_state& ts, const open_scope& s, annotation (&out)[max_annotations],
-                         std::string (&text)[2]);
+  std::size_t scope_args(const packet_sequence& q, const thread_state& ts, const open_scope& s,
+                         annotation (&out)[max_annotations], std::string (&text)[2]);
   void gpu_activity_slice(const gpu_activity& a);
   std::uint64_t stream_track(std::uint32_t device, std::uint32_t stream);
 
   const trace_head& head_;
   std::string buffer_;
-  perfetto_builder builder_;
+  packet_sequence main_;
   std::uint64_t process_track_ = 0;
-  std::unordered_map<std::int64_t, std::uint64_t> threads_;
-  std::unordered_map<const site*, site_ids> sites_;  // node-based: last_ids_ stays valid
-  const site* last_site_ = nullptr;
-  const site_ids* last_ids_ = nullptr;
-  std::uint64_t external_id_iid_ = 0;
+  std::unordered_map<std::int64_t, thread_entry> threads_;  // node-based: last_thread_ stays valid
   std::int64_t last_tid_ = -1;
-  std::uint64_t last_track_ = 0;
+  thread_entry* last_thread_ = nullptr;
+  std::uint32_t next_sequence_;
 };
 
 }  // namespace detail
