@@ -22,6 +22,7 @@ deltas, must equal the "X" events of the same session's JSON export.
 The virtualenv is created once in VENV_DIR (the build tree) and reused; where
 PyPI cannot be reached the test is skipped (exit 77) with a message.
 """
+import collections
 import decimal
 import json
 import os
@@ -206,6 +207,12 @@ def check_converted(cli: str, trace_json: str, venv: str, tmp: str) -> bool:
     if seen["json_args"] == 0:
         print("no legacy_json_value args (the trace has Input Dims arrays)")
         ok = False
+    # Every "X" event a slice with its times (threads' from their deltas).
+    got = collections.Counter(tuple(x) for x in seen["slices"])
+    missing = collections.Counter(tuple(x) for x in json_slices(trace_json, tuple(x_names))) - got
+    if missing:
+        print("X events with no slice of the same name and times:", list(missing)[:4])
+        ok = False
     return ok
 
 
@@ -213,7 +220,7 @@ def json_slices(path: str, names: tuple) -> list:
     """The JSON trace's "X" events named in `names` as [name, begin ns, dur ns]."""
     with open(path) as f:
         t = json.load(f, parse_float=decimal.Decimal)
-    base = int(t["baseTimeNanoseconds"])
+    base = int(t.get("baseTimeNanoseconds", 0))
     return sorted([e["name"], base + int(e["ts"] * 1000), int(e["dur"] * 1000)]
                   for e in t["traceEvents"] if e.get("ph") == "X" and e["name"] in names)
 

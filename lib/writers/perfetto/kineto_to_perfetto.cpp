@@ -10,6 +10,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <unordered_map>
 #include <vector>
@@ -134,6 +135,7 @@ class converter {
   std::vector<emission> plan();
   void plan_thread(std::vector<std::uint32_t>& xs, std::vector<emission>& out);
   std::uint64_t thread_track(perfetto_builder& b, std::uint32_t thread);
+  perfetto_builder& events_of(perfetto_builder& b, std::uint32_t thread, std::int64_t ts);
   std::uint64_t process_track(perfetto_builder& b, const id_value& pid);
   void emit(perfetto_builder& b, const emission& e);
   void emit_counters(perfetto_builder& b, const record& r, std::int64_t ts);
@@ -148,6 +150,9 @@ class converter {
   std::unordered_map<std::string, std::string> thread_names_, process_names_;
   std::map<std::pair<std::uint32_t, std::int64_t>, std::vector<flow>> flows_;
   std::vector<std::uint64_t> thread_uuids_;  // 0: not declared yet
+  // A numeric thread's own packet sequence (its track and clock by default,
+  // timestamps as deltas): its slices and instants; made at its first.
+  std::vector<std::unique_ptr<perfetto_builder>> thread_events_;
   std::vector<std::uint64_t> scratch_ids_;
   args_view args_;
 };
@@ -261,6 +266,16 @@ std::uint64_t converter::thread_track(perfetto_builder& b, std::uint32_t thread)
   return thread_uuids_[thread] = uuid;
 }
 
+perfetto_builder& converter::events_of(perfetto_builder& b, std::uint32_t thread, std::int64_t ts) {
+  const std::uint64_t track = thread_track(b, thread);
+  if (thread_events_[thread]) return *thread_events_[thread];
+  if (!threads_[thread].pid.is_number || !threads_[thread].tid.is_number) return b;  // a named track
+  constexpr std::uint32_t first_thread_sequence = 3;
+  thread_events_[thread] = std::make_unique<perfetto_builder>(
+      b.out(), first_thread_sequence + thread, perfetto_builder::thread_defaults{.default_track = track, .origin_unix_ns = ts});
+  return *thread_events_[thread];
+}
+
 std::vector<std::uint64_t>& converter::flows_of(std::uint32_t thread, std::int64_t ts, bool start) {
   scratch_ids_.clear();
   const auto it = flows_.find({thread, ts});
@@ -294,9 +309,12 @@ void converter::emit(perfetto_builder& b, const emission& e) {
   };
   switch (e.what) {
     case step::x_begin:
-      return b.slice_begin(thread_track(b, r.thread), ts, name, cat, args_.of(r.event), flows_of(r.thread, r.ts, true));
-    case step::x_end: return b.slice_end(thread_track(b, r.thread), ts, {}, flows_of(r.thread, r.ts, false));
-    case step::instant: return b.instant(thread_track(b, r.thread), ts, name, cat, args_.of(r.event));
+      return events_of(b, r.thread, ts)
+          .slice_begin(thread_track(b, r.thread), ts, name, cat, args_.of(r.event), flows_of(r.thread, r.ts, true));
+    case step::x_end:
+      return events_of(b, r.thread, ts).slice_end(thread_track(b, r.thread), ts, {}, flows_of(r.thread, r.ts, false));
+    case step::instant:
+      return events_of(b, r.thread, ts).instant(thread_track(b, r.thread), ts, name, cat, args_.of(r.event));
     case step::counter: return emit_counters(b, r, ts);
     case step::async_begin: return b.slice_begin(async_track(), ts, name, cat, args_.of(r.event));
     case step::async_end: return b.slice_end(async_track(), ts);
@@ -305,11 +323,17 @@ void converter::emit(perfetto_builder& b, const emission& e) {
 
 void converter::write(perfetto_builder& b, const std::function<void()>& flush) {
   thread_uuids_.assign(threads_.size(), 0);
+  thread_events_.resize(threads_.size());
+  const auto flush_all = [&] {
+    for (const auto& t : thread_events_)
+      if (t) t->out();  // its staged packets
+    flush();
+  };
   for (const emission& e : plan()) {
     emit(b, e);
-    if (b.out().size() >= output_flush_bytes) flush();
+    if (b.out().size() >= output_flush_bytes) flush_all();
   }
-  flush();
+  flush_all();
 }
 
 void feed_input(const std::filesystem::path& input, json_events_scanner& scanner) {

@@ -10,9 +10,10 @@
 // therefore about that of the whole trace parsed (roughly 3-5 times its
 // JSON text).
 //
-// Mapping: "X" -> SLICE_BEGIN/END on the thread's track (numeric pid/tid;
-// a string pid or tid such as "stream 7" -> a named track under the
-// process); args -> debug annotations (numbers, bools, strings; arrays and
+// Mapping: "X" -> SLICE_BEGIN/END on the thread's track (numeric pid/tid,
+// written on the thread's own packet sequence with timestamps as deltas, as
+// the streaming writer does; a string pid or tid such as "stream 7" -> a
+// named track under the process); args -> debug annotations (numbers, bools, strings; arrays and
 // objects as legacy JSON); "i"/"I" -> instants; "C" -> one counter track per
 // arg ("name" for an arg named as the event, else "name.arg"); "b"/"e" ->
 // slices on a named track per (name, id) under the process; "s"/"f" flows
