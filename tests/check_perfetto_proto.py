@@ -151,7 +151,7 @@ for i, p in enumerate(trace.packet):
         problems.append("packet %d: track %d used before its descriptor" % (i, track))
     if e.type == TrackEvent.TYPE_SLICE_BEGIN:
         out["begin"] += 1
-        name = st["names"].get(e.name_iid, "?")
+        name = e.name if e.HasField("name") else st["names"].get(e.name_iid, "?")
         out["slice_names"].append(name)
         open_slices.setdefault(track, []).append((name, ns))
     if e.type == TrackEvent.TYPE_SLICE_END:

@@ -256,7 +256,8 @@ TEST_CASE("read_perfetto gives back slices (in END order), instants, counters, t
   CHECK(c.tracks.size() == 4);
 }
 
-TEST_CASE("a thread's sequence: its track and clock by default, timestamps as deltas (one negative), read back exactly") {
+TEST_CASE("a thread's sequence: its track and clock by default, timestamps as deltas (one negative), read back exactly; "
+          "a one-off name written in the event") {
   std::string out;
   std::uint64_t thread = 0, other = 0;
   {
@@ -267,7 +268,7 @@ TEST_CASE("a thread's sequence: its track and clock by default, timestamps as de
     const std::uint64_t id = t.intern_annotation_name("External id");
     t.slice_pair(thread, 6'000, 6'500, t.intern_name("leaf"), t.intern_category("cpu_op"), id, 9);  // interned: general path
     t.slice_pair(thread, 7'000, 7'040, t.intern_name("leaf"), t.intern_category("cpu_op"), id, 10);  // the fast path
-    t.slice_begin(thread, 8'000, "outer", "user_annotation");
+    t.slice_begin(thread, 8'000, perfetto_builder::one_off_name{"outer"}, "user_annotation");  // not interned
     t.instant(thread, 7'500, "late", "cpu_instant_event");  // before the last: a negative delta
     t.slice_begin(other, 8'050, "away", "c");  // another track: named, still a delta
     t.slice_end(other, 8'100);
@@ -276,6 +277,7 @@ TEST_CASE("a thread's sequence: its track and clock by default, timestamps as de
   // By hand: the thread's first packet sets the defaults and clock 64; its
   // events name neither track nor clock, but the one on the other track.
   std::vector<std::int64_t> deltas;
+  std::vector<std::string> inline_names;
   int omitted_tracks = 0;
   bool defaults_seen = false;
   for (const auto& packet : decode(out)) {
@@ -298,12 +300,20 @@ TEST_CASE("a thread's sequence: its track and clock by default, timestamps as de
     CHECK(one(p, 58) == nullptr);
     deltas.push_back(static_cast<std::int64_t>(one(p, 8)->value));
     const auto ev = decode(one(p, 11)->bytes);
+    if (const pb_field* name = one(ev, 23)) {
+      inline_names.emplace_back(name->bytes);
+      CHECK(one(ev, 10) == nullptr);
+    }
+    if (const pb_field* in = one(p, 12)) {
+      for (const auto& e : all(decode(in->bytes), 2)) CHECK(one(decode(e.bytes), 2)->bytes != "outer");
+    }
     if (!one(ev, 11)) ++omitted_tracks;
     else CHECK(one(ev, 11)->value == other);
   }
   CHECK(defaults_seen);
   CHECK(deltas == std::vector<std::int64_t>{1'000, 500, 500, 40, 960, -500, 550, 50, 900});
   CHECK(omitted_tracks == 7);
+  CHECK(inline_names == std::vector<std::string>{"outer"});
   // And the library's reader.
   const collected c = read_bytes(out);
   CHECK(c.result.open_slices == 0);

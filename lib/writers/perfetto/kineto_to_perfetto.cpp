@@ -137,7 +137,8 @@ class converter {
   std::uint64_t thread_track(perfetto_builder& b, std::uint32_t thread);
   perfetto_builder& events_of(perfetto_builder& b, std::uint32_t thread, std::int64_t ts);
   std::uint64_t process_track(perfetto_builder& b, const id_value& pid);
-  void emit(perfetto_builder& b, const emission& e);
+  // Returns the builder that wrote it (the thread's or `b`).
+  perfetto_builder& emit(perfetto_builder& b, const emission& e);
   void emit_counters(perfetto_builder& b, const record& r, std::int64_t ts);
   std::vector<std::uint64_t>& flows_of(std::uint32_t thread, std::int64_t ts, bool start);
 
@@ -297,7 +298,7 @@ void converter::emit_counters(perfetto_builder& b, const record& r, std::int64_t
   }
 }
 
-void converter::emit(perfetto_builder& b, const emission& e) {
+perfetto_builder& converter::emit(perfetto_builder& b, const emission& e) {
   const record& r = records_[e.record];
   const std::int64_t ts = base_ns_ + e.ts;
   const std::string_view name = string_of(r.event, "name"), cat = string_of(r.event, "cat");
@@ -307,33 +308,36 @@ void converter::emit(perfetto_builder& b, const emission& e) {
     const std::uint64_t parent = process_track(b, threads_[r.thread].pid);
     return b.named_track(name, parent, std::hash<std::string>{}(key));
   };
-  switch (e.what) {
-    case step::x_begin:
-      return events_of(b, r.thread, ts)
-          .slice_begin(thread_track(b, r.thread), ts, name, cat, args_.of(r.event), flows_of(r.thread, r.ts, true));
-    case step::x_end:
-      return events_of(b, r.thread, ts).slice_end(thread_track(b, r.thread), ts, {}, flows_of(r.thread, r.ts, false));
-    case step::instant:
-      return events_of(b, r.thread, ts).instant(thread_track(b, r.thread), ts, name, cat, args_.of(r.event));
-    case step::counter: return emit_counters(b, r, ts);
-    case step::async_begin: return b.slice_begin(async_track(), ts, name, cat, args_.of(r.event));
-    case step::async_end: return b.slice_end(async_track(), ts);
+  if (e.what == step::x_begin || e.what == step::x_end || e.what == step::instant) {
+    perfetto_builder& t = events_of(b, r.thread, ts);
+    const std::uint64_t track = thread_track(b, r.thread);
+    if (e.what == step::x_begin) {
+      const std::vector<std::uint64_t>& flows = flows_of(r.thread, r.ts, true);
+      if (name.starts_with("ProfilerStep#") && flows.empty())  // one name per step: not interned
+        t.slice_begin(track, ts, perfetto_builder::one_off_name{name}, cat, args_.of(r.event));
+      else
+        t.slice_begin(track, ts, name, cat, args_.of(r.event), flows);
+    } else if (e.what == step::x_end)
+      t.slice_end(track, ts, {}, flows_of(r.thread, r.ts, false));
+    else
+      t.instant(track, ts, name, cat, args_.of(r.event));
+    return t;
   }
+  if (e.what == step::counter) emit_counters(b, r, ts);
+  else if (e.what == step::async_begin) b.slice_begin(async_track(), ts, name, cat, args_.of(r.event));
+  else b.slice_end(async_track(), ts);
+  return b;
 }
 
 void converter::write(perfetto_builder& b, const std::function<void()>& flush) {
   thread_uuids_.assign(threads_.size(), 0);
   thread_events_.resize(threads_.size());
-  const auto flush_all = [&] {
-    for (const auto& t : thread_events_)
-      if (t) t->out();  // its staged packets
-    flush();
-  };
   for (const emission& e : plan()) {
-    emit(b, e);
-    if (b.out().size() >= output_flush_bytes) flush_all();
+    // Each packet appended as it is made: the file keeps the plan's
+    // order across sequences, so a reader holds little to pair them.
+    if (emit(b, e).out().size() >= output_flush_bytes) flush();
   }
-  flush_all();
+  flush();
 }
 
 void feed_input(const std::filesystem::path& input, json_events_scanner& scanner) {

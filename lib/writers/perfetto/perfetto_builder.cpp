@@ -31,7 +31,7 @@ constexpr std::uint32_t clocks = 1, clock_id = 1, clock_timestamp = 2, clock_is_
 constexpr std::uint32_t uuid = 1, track_name = 2, process = 3, thread = 4, parent_uuid = 5, counter = 8;
 constexpr std::uint32_t pid = 1, process_name = 6, tid = 2, thread_name = 5;
 // TrackEvent
-constexpr std::uint32_t category_iids = 3, debug_annotations = 4, type = 9, name_iid = 10, track_uuid = 11,
+constexpr std::uint32_t category_iids = 3, debug_annotations = 4, type = 9, name_iid = 10, track_uuid = 11, name = 23,
                         double_counter_value = 44, flow_ids = 47, terminating_flow_ids = 48;
 // interned entries (EventCategory, EventName, DebugAnnotationName)
 constexpr std::uint32_t iid = 1, entry_name = 2;
@@ -346,6 +346,7 @@ bool perfetto_builder::write_short_event(const event_fields& e, std::uint64_t ti
   m.uint(field::type, static_cast<std::uint64_t>(e.type));
   if (e.track != default_track_) m.uint(field::track_uuid, e.track);
   if (e.name_iid) m.uint(field::name_iid, e.name_iid);
+  if (!e.name.empty()) m.bytes(field::name, e.name);
   if (e.category_iid) m.uint(field::category_iids, e.category_iid);
   for (std::size_t i = 0; i < e.args.size(); ++i) {
     char* const a = m.open(field::debug_annotations);
@@ -399,6 +400,7 @@ void perfetto_builder::write_event(const event_fields& e) {
   proto::put_uint(out_, field::type, static_cast<std::uint64_t>(e.type));
   if (e.track != default_track_) proto::put_uint(out_, field::track_uuid, e.track);
   if (e.name_iid) proto::put_uint(out_, field::name_iid, e.name_iid);
+  if (!e.name.empty()) proto::put_string(out_, field::name, e.name);
   if (e.category_iid) proto::put_uint(out_, field::category_iids, e.category_iid);
   for (std::size_t i = 0; i < e.args.size(); ++i) write_annotation(e.args[i], arg_iids_[i]);
   for (const std::uint64_t id : e.flow_ids) proto::put_fixed64(out_, field::flow_ids, id);
@@ -414,6 +416,13 @@ void perfetto_builder::slice_begin(std::uint64_t track, std::int64_t unix_ns, st
   const std::uint64_t category_iid = category.empty() ? 0 : intern_category(category);
   write_event({.type = type_slice_begin, .track = track, .unix_ns = unix_ns, .name_iid = name_iid,
                .category_iid = category_iid, .args = args, .flow_ids = flow_ids});
+}
+
+void perfetto_builder::slice_begin(std::uint64_t track, std::int64_t unix_ns, one_off_name name,
+                                   std::string_view category, annotations args) {
+  const std::uint64_t category_iid = category.empty() ? 0 : intern_category(category);
+  write_event({.type = type_slice_begin, .track = track, .unix_ns = unix_ns, .name = name.text,
+               .category_iid = category_iid, .args = args});
 }
 
 void perfetto_builder::slice_begin(std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,

@@ -85,6 +85,14 @@ class perfetto_builder {
 
   void slice_begin(std::uint64_t track, std::int64_t unix_ns, std::string_view name, std::string_view category,
                    annotations args = {}, std::span<const std::uint64_t> flow_ids = {});
+  // A name used once per track, such as "ProfilerStep#7": written in the
+  // event itself (TrackEvent.name), not interned (an interned entry would
+  // cost more and stay in every reader's table).
+  struct one_off_name {
+    std::string_view text;
+  };
+  void slice_begin(std::uint64_t track, std::int64_t unix_ns, one_off_name name, std::string_view category,
+                   annotations args = {});
   void slice_end(std::uint64_t track, std::int64_t unix_ns, annotations args = {},
                  std::span<const std::uint64_t> terminating_flow_ids = {});
   void instant(std::uint64_t track, std::int64_t unix_ns, std::string_view name, std::string_view category,
@@ -139,7 +147,9 @@ class perfetto_builder {
     int type = 0;
     std::uint64_t track = 0;
     std::int64_t unix_ns = 0;
-    std::uint64_t name_iid = 0, category_iid = 0;
+    std::uint64_t name_iid = 0;
+    std::string_view name = {};  // written as it is (TrackEvent.name) when not interned
+    std::uint64_t category_iid = 0;
     annotations args = {};
     std::span<const std::uint64_t> flow_ids = {}, terminating_flow_ids = {};
     bool has_counter = false;

@@ -102,7 +102,8 @@ void perfetto_writer::begin(packet_sequence& q, std::uint64_t track, const threa
   const bool step = s.where->cat == category::step && s.where != &thread_step_site;
   const auto write = [&](annotations args) {
     if (step) {
-      q.builder.slice_begin(track, s.begin_ns, "ProfilerStep#" + std::to_string(s.payload), "user_annotation", args);
+      const std::string name = "ProfilerStep#" + std::to_string(s.payload);
+      q.builder.slice_begin(track, s.begin_ns, perfetto_builder::one_off_name{name}, "user_annotation", args);
       return;
     }
     if (!s.dynamic_name.empty()) {
