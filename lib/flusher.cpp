@@ -146,6 +146,7 @@ struct flusher::impl {
       // began, resumed elsewhere), or lost its end.
       pairs.freeze_if_unmarked_drops(ts, rec->events->dropped());
       pairs.give_up_all(ts, current.get());
+      if (current) current->thread_done(ts.tid);
       threads.erase(rec);
       registry::instance().reap(rec);
     }

@@ -51,6 +51,10 @@ class trace_window {
   bool record_shapes() const noexcept { return opts_.record_shapes; }
 
   void thread_seen(thread_state& ts);
+  // The thread exited and its records are all processed.
+  void thread_done(std::int64_t tid) {
+    each_writer([&](auto& w) { w.thread_done(tid); });
+  }
   void scope(thread_state& ts, const open_scope& s, std::int64_t end_ns) {  // inline: once per scope
     aggregator_.add_scope(ts, s, end_ns);
     each_writer([&](auto& w) { w.scope(ts, s, end_ns); });

@@ -15,6 +15,7 @@
 
 #include <proftrace/proftrace.hpp>
 
+#include "protobuf_wire.hpp"
 #include "writers/perfetto/perfetto_reader.hpp"
 
 namespace fs = std::filesystem;
@@ -163,4 +164,32 @@ TEST_CASE("the first plain export on the spool's file system takes the spool its
     CHECK(fs::is_empty(dir / "spool"));
     fs::remove_all(dir);
   }
+}
+
+TEST_CASE("threads that come and go while streaming .pftrace: each on a sequence of its own, dropped when it ends") {
+  const fs::path dir = fresh_dir("churn");
+  proftrace::profile p({.stream_format = proftrace::trace_format::pftrace});
+  p.start();
+  constexpr int threads = 40;
+  for (int i = 0; i < threads; ++i) {
+    std::thread t([] { work(5); });
+    t.join();
+    if (i % 10 == 9) p.flush();  // the flusher sees some of them end (and drops their sequences) mid-trace
+  }
+  work(5);
+  p.stop();
+  const fs::path file = dir / "t.pftrace";
+  p.export_chrome_trace(file);
+  const pftrace_counts c = read_counts(file);
+  CHECK_FALSE(c.truncated);
+  CHECK(c.by_name.at("outer") == 5 * (threads + 1));
+  CHECK(c.by_name.at("inner") == 5 * (threads + 1));
+  // The trace's own sequences: events, closing counters, one per thread
+  // (at least; a thread seen again after its sequence was dropped gets another).
+  std::ifstream in(file, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::set<std::uint64_t> sequences;
+  for (const auto& packet : test_wire::decode(bytes)) sequences.insert(test_wire::one(test_wire::decode(packet.bytes), 10)->value);
+  CHECK(sequences.size() >= threads + 3);
+  fs::remove_all(dir);
 }

@@ -349,6 +349,42 @@ TEST_CASE("a scope whose begin the Perfetto writer wrote early and that ends on 
   CHECK(slices[2].depth == 0);  // not nested in a slice left open
 }
 
+TEST_CASE("the Perfetto writer drops an ended thread's sequence; the same tid later starts another, read back the same") {
+  pt::trace_head head;
+  head.pid = 4242;
+  head.start_ns = 1'700'000'000'000'000'000;
+  head.base_ns = head.start_ns;
+  pt::perfetto_writer w(head);
+  pt::thread_state ts = thread_of(11, 1);
+  const auto scope_at = [&](std::int64_t begin, std::int64_t end, std::uint64_t id) {
+    pt::open_scope s;
+    s.where = &op_site;
+    s.begin_ns = head.start_ns + begin;
+    s.external_id = id;
+    w.scope(ts, s, head.start_ns + end);
+  };
+  scope_at(100, 150, 1);
+  w.thread_done(11);
+  w.thread_done(99);  // never seen: nothing
+  scope_at(200, 260, 2);
+  const std::string& bytes = w.buffer();
+  std::map<std::uint64_t, int> events_by_sequence;
+  for (const auto& packet : decode(bytes)) {
+    const auto p = decode(packet.bytes);
+    if (one(p, 11)) ++events_by_sequence[one(p, 10)->value];
+  }
+  CHECK(events_by_sequence.size() == 2);  // two sequences of two packets each
+  for (const auto& [sequence, n] : events_by_sequence) CHECK(n == 2);
+  const std::vector<slice> slices = perfetto_slices(bytes);
+  REQUIRE(slices.size() == 2);
+  CHECK(slices[0].begin_ns == head.start_ns + 100);
+  CHECK(slices[0].dur_ns == 50);
+  CHECK(slices[1].begin_ns == head.start_ns + 200);
+  CHECK(slices[1].dur_ns == 60);
+  CHECK(slices[1].tid == 11);
+  CHECK(slices[1].args.at("External id") == "2");
+}
+
 // The JSON writer's short path reuses a timestamp's digits above its last
 // eight and formats small durations and ids on its own: every value it
 // writes must read back exact, across those digits' changes in both

@@ -39,6 +39,7 @@ class kineto_json_writer {
   static std::string tail(const finished_trace& f, const std::string& trace_name);
 
   void thread(std::int64_t tid, const std::string& name);
+  void thread_done(std::int64_t) {}  // a thread's prefixes are kept: a few hundred bytes
   void scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns);
   void async(const open_async& a, std::uint64_t id, std::int64_t end_ns, std::int64_t end_tid);
   void withdrawn(std::int64_t, const open_scope&, std::int64_t) {}  // JSON writes a scope whole, at its end

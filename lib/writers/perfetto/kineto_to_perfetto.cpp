@@ -119,7 +119,8 @@ class converter {
   explicit converter(kineto_conversion& stats) : stats_(stats) {}
   void add(std::string_view text);
   void member(std::string_view key, std::string_view value);
-  void write(perfetto_builder& b, const std::function<void()>& flush);
+  // `b` and the threads' builders share `stage`.
+  void write(perfetto_builder& b, packet_stage& stage, const std::function<void()>& flush);
 
  private:
   struct thread_key {
@@ -137,8 +138,7 @@ class converter {
   std::uint64_t thread_track(perfetto_builder& b, std::uint32_t thread);
   perfetto_builder& events_of(perfetto_builder& b, std::uint32_t thread, std::int64_t ts);
   std::uint64_t process_track(perfetto_builder& b, const id_value& pid);
-  // Returns the builder that wrote it (the thread's or `b`).
-  perfetto_builder& emit(perfetto_builder& b, const emission& e);
+  void emit(perfetto_builder& b, const emission& e);
   void emit_counters(perfetto_builder& b, const record& r, std::int64_t ts);
   std::vector<std::uint64_t>& flows_of(std::uint32_t thread, std::int64_t ts, bool start);
 
@@ -154,6 +154,7 @@ class converter {
   // A numeric thread's own packet sequence (its track and clock by default,
   // timestamps as deltas): its slices and instants; made at its first.
   std::vector<std::unique_ptr<perfetto_builder>> thread_events_;
+  packet_stage* stage_ = nullptr;
   std::vector<std::uint64_t> scratch_ids_;
   args_view args_;
 };
@@ -273,7 +274,8 @@ perfetto_builder& converter::events_of(perfetto_builder& b, std::uint32_t thread
   if (!threads_[thread].pid.is_number || !threads_[thread].tid.is_number) return b;  // a named track
   constexpr std::uint32_t first_thread_sequence = 3;
   thread_events_[thread] = std::make_unique<perfetto_builder>(
-      b.out(), first_thread_sequence + thread, perfetto_builder::thread_defaults{.default_track = track, .origin_unix_ns = ts});
+      b.out(), first_thread_sequence + thread, perfetto_builder::thread_defaults{.default_track = track, .origin_unix_ns = ts},
+      stage_);
   return *thread_events_[thread];
 }
 
@@ -298,7 +300,7 @@ void converter::emit_counters(perfetto_builder& b, const record& r, std::int64_t
   }
 }
 
-perfetto_builder& converter::emit(perfetto_builder& b, const emission& e) {
+void converter::emit(perfetto_builder& b, const emission& e) {
   const record& r = records_[e.record];
   const std::int64_t ts = base_ns_ + e.ts;
   const std::string_view name = string_of(r.event, "name"), cat = string_of(r.event, "cat");
@@ -321,23 +323,23 @@ perfetto_builder& converter::emit(perfetto_builder& b, const emission& e) {
       t.slice_end(track, ts, {}, flows_of(r.thread, r.ts, false));
     else
       t.instant(track, ts, name, cat, args_.of(r.event));
-    return t;
+    return;
   }
   if (e.what == step::counter) emit_counters(b, r, ts);
   else if (e.what == step::async_begin) b.slice_begin(async_track(), ts, name, cat, args_.of(r.event));
   else b.slice_end(async_track(), ts);
-  return b;
 }
 
-void converter::write(perfetto_builder& b, const std::function<void()>& flush) {
+void converter::write(perfetto_builder& b, packet_stage& stage, const std::function<void()>& flush) {
   thread_uuids_.assign(threads_.size(), 0);
   thread_events_.resize(threads_.size());
+  stage_ = &stage;
   for (const emission& e : plan()) {
-    // Each packet appended as it is made: the file keeps the plan's
-    // order across sequences, so a reader holds little to pair them.
-    if (emit(b, e).out().size() >= output_flush_bytes) flush();
+    emit(b, e);
+    if (b.out().size() >= output_flush_bytes) flush();
   }
   flush();
+  thread_events_.clear();  // while the stage and the output they point to live
 }
 
 void feed_input(const std::filesystem::path& input, json_events_scanner& scanner) {
@@ -373,8 +375,9 @@ kineto_conversion kineto_to_perfetto(const std::filesystem::path& input, const s
   }
   compressed_output out(output);
   std::string packets;
-  perfetto_builder b(packets, /*sequence_id=*/1);
-  c.write(b, [&] {
+  const auto stage = std::make_unique<packet_stage>();
+  perfetto_builder b(packets, /*sequence_id=*/1, stage.get());
+  c.write(b, *stage, [&] {
     std::string& done = b.out();
     out.stream().write(done.data(), static_cast<std::streamsize>(done.size()));
     done.clear();

@@ -154,7 +154,11 @@ char* put_varint(char* p, std::uint64_t v) noexcept {
 constexpr char key(std::uint32_t f, proto::wire w) noexcept { return static_cast<char>(f << 3 | w); }
 }  // namespace
 
-perfetto_builder::perfetto_builder(std::string& out, std::uint32_t sequence_id) : out_(out), sequence_id_(sequence_id) {
+perfetto_builder::perfetto_builder(std::string& out, std::uint32_t sequence_id, packet_stage* stage)
+    : out_(out),
+      own_stage_(stage ? nullptr : std::make_unique<packet_stage>()),
+      stage_(stage ? *stage : *own_stage_),
+      sequence_id_(sequence_id) {
   char* p = packet_head_;
   *p++ = static_cast<char>(field::trusted_packet_sequence_id << 3);
   p = put_varint(p, sequence_id);
@@ -163,8 +167,14 @@ perfetto_builder::perfetto_builder(std::string& out, std::uint32_t sequence_id) 
   write_clock_snapshot();
 }
 
-perfetto_builder::perfetto_builder(std::string& out, std::uint32_t sequence_id, thread_defaults defaults)
-    : out_(out), sequence_id_(sequence_id), default_track_(defaults.default_track), incremental_(true) {
+perfetto_builder::perfetto_builder(std::string& out, std::uint32_t sequence_id, thread_defaults defaults,
+                                   packet_stage* stage)
+    : out_(out),
+      own_stage_(stage ? nullptr : std::make_unique<packet_stage>()),
+      stage_(stage ? *stage : *own_stage_),
+      sequence_id_(sequence_id),
+      default_track_(defaults.default_track),
+      incremental_(true) {
   char* p = packet_head_;
   *p++ = static_cast<char>(field::trusted_packet_sequence_id << 3);
   p = put_varint(p, sequence_id);
@@ -541,8 +551,8 @@ void perfetto_builder::write_slice_with_id(int type, std::uint64_t track, std::i
                                            std::uint64_t category_iid, std::uint64_t arg_name_iid,
                                            std::uint64_t arg_value) {
   const slice_fields& f = fields_for(type, track, name_iid, category_iid, arg_name_iid);
-  if (PROFTRACE_UNLIKELY(stage_ + stage_size - stage_end_ < static_cast<std::ptrdiff_t>(max_fast_packet))) sync();
-  stage_end_ = put_slice(stage_end_, f, unix_ns, arg_value);
+  stage_room(max_fast_packet);
+  stage_.end = put_slice(stage_.end, f, unix_ns, arg_value);
 }
 
 void perfetto_builder::slice_pair(std::uint64_t track, std::int64_t begin_ns, std::int64_t end_ns,
@@ -554,8 +564,8 @@ void perfetto_builder::slice_pair(std::uint64_t track, std::int64_t begin_ns, st
   }
   const slice_fields& b = fields_for(type_slice_begin, track, name_iid, category_iid, arg_name_iid);
   const slice_fields& e = fields_for(type_slice_end, track, 0, 0, 0);
-  if (PROFTRACE_UNLIKELY(stage_ + stage_size - stage_end_ < static_cast<std::ptrdiff_t>(2 * max_fast_packet))) sync();
-  stage_end_ = put_slice(put_slice(stage_end_, b, begin_ns, arg_value), e, end_ns, 0);
+  stage_room(2 * max_fast_packet);
+  stage_.end = put_slice(put_slice(stage_.end, b, begin_ns, arg_value), e, end_ns, 0);
 }
 
 void perfetto_builder::slice_with_pending(int type, std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,

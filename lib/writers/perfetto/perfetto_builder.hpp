@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -54,12 +55,24 @@ struct annotation {
 };
 using annotations = std::span<const annotation>;
 
+// The fast path's packets, built in place here with one bounds check per
+// packet, reach the output in blocks. Builders that append to the same
+// output share one (a thread's sequence beside the main one), so their
+// packets reach it in the order they were made, and a sequence costs no
+// block of its own.
+struct packet_stage {
+  static constexpr std::size_t size = 16384;
+  char bytes[size];
+  char* end = bytes;
+};
+
 class perfetto_builder {
  public:
   // Appends to `out`; every packet carries `sequence_id`. Writes the first
   // packet (incremental state cleared, the REALTIME/BOOTTIME clock snapshot,
   // both clocks read now) at once.
-  perfetto_builder(std::string& out, std::uint32_t sequence_id);
+  // `stage`: shared with the other builders of `out` (null: one of its own).
+  perfetto_builder(std::string& out, std::uint32_t sequence_id, packet_stage* stage = nullptr);
   // A thread's sequence: events on `default_track` omit it, and every
   // timestamp is a delta on the sequence's incremental clock, which starts
   // at `origin_unix_ns` (any time: an earlier event is a negative delta).
@@ -67,7 +80,8 @@ class perfetto_builder {
     std::uint64_t default_track = 0;
     std::int64_t origin_unix_ns = 0;
   };
-  perfetto_builder(std::string& out, std::uint32_t sequence_id, thread_defaults defaults);
+  perfetto_builder(std::string& out, std::uint32_t sequence_id, thread_defaults defaults,
+                   packet_stage* stage = nullptr);
   ~perfetto_builder() { sync(); }  // out holds every packet once the builder is gone
   perfetto_builder(const perfetto_builder&) = delete;
   perfetto_builder& operator=(const perfetto_builder&) = delete;
@@ -190,20 +204,22 @@ class perfetto_builder {
   // Appends the fast path's staged packets to out_: every other writer of
   // out_ calls it first, so packets stay in order.
   void sync() {
-    if (stage_end_ != stage_) out_.append(stage_, static_cast<std::size_t>(stage_end_ - stage_));
-    stage_end_ = stage_;
+    if (stage_.end != stage_.bytes) out_.append(stage_.bytes, static_cast<std::size_t>(stage_.end - stage_.bytes));
+    stage_.end = stage_.bytes;
+  }
+  // Room for `n` more bytes in the stage, synced first when short.
+  void stage_room(std::size_t n) {
+    if (PROFTRACE_UNLIKELY(stage_.bytes + packet_stage::size - stage_.end < static_cast<std::ptrdiff_t>(n))) sync();
   }
 
   std::string& out_;
+  std::unique_ptr<packet_stage> own_stage_;  // when not shared
+  packet_stage& stage_;
   std::uint32_t sequence_id_;
   std::uint64_t default_track_ = 0;  // a thread's sequence: its track, which events omit
   bool incremental_ = false;         // timestamps as deltas (a thread's sequence)
   std::int64_t last_ns_ = 0;         // the incremental clock's value
-  // write_slice_with_id's packets are built in place here, with no bounds
-  // check but one per packet, and reach out_ in blocks.
-  static constexpr std::size_t stage_size = 16384, max_fast_packet = 128;
-  char stage_[stage_size];
-  char* stage_end_ = stage_;
+  static constexpr std::size_t max_fast_packet = 128;
   // The sequence id and the timestamp's key, the same in every event packet.
   char packet_head_[8];
   std::size_t packet_head_size_ = 0;

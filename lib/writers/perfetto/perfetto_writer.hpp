@@ -63,11 +63,10 @@ class perfetto_writer {
   void gpu(const std::vector<gpu_activity>& activities, const std::vector<gpu_span>& spans);
 
   // Every sequence's packets so far.
-  std::string& buffer() {
-    for (auto& [tid, t] : threads_)
-      if (t.events) t.events->builder.out();  // their staged packets
-    return main_.builder.out();
-  }
+  std::string& buffer() { return main_.builder.out(); }
+  // The thread exited: its sequence is dropped (a later event of its tid
+  // starts a new one), so that threads that come and go hold no memory.
+  void thread_done(std::int64_t tid);
 
  private:
   struct site_ids {
@@ -106,6 +105,7 @@ class perfetto_writer {
 
   const trace_head& head_;
   std::string buffer_;
+  packet_stage stage_;  // shared by every sequence's builder: one block, packets in order
   packet_sequence main_;
   std::uint64_t process_track_ = 0;
   std::unordered_map<std::int64_t, thread_entry> threads_;  // node-based: last_thread_ stays valid
