@@ -55,9 +55,10 @@ struct interning {
 
 // A clock of one sequence's own (ids 64 to 127): its unit, whether its
 // timestamps are deltas, its value (the last one, in ns) and where it
-// puts REALTIME.
+// puts REALTIME. Unsigned: the arithmetic wraps (as two's complement
+// int64 does in trace_processor) instead of overflowing on garbage.
 struct sequence_clock {
-  std::int64_t unit_ns = 1, value_ns = 0, to_unix_ns = 0;
+  std::uint64_t unit_ns = 1, value_ns = 0, to_unix_ns = 0;
   bool incremental = false;
 };
 
@@ -158,9 +159,9 @@ class decoder {
       throw perfetto_error("an event on clock " + std::to_string(clock) + ", which no clock snapshot of sequence " +
                            std::to_string(p.sequence) + " declared");
     sequence_clock& c = it->second;
-    const std::int64_t ns = static_cast<std::int64_t>(p.timestamp) * c.unit_ns;  // a delta may be negative
+    const std::uint64_t ns = p.timestamp * c.unit_ns;  // a negative delta wraps to its value
     c.value_ns = c.incremental ? c.value_ns + ns : ns;
-    return c.value_ns + c.to_unix_ns;
+    return static_cast<std::int64_t>(c.value_ns + c.to_unix_ns);
   }
 
   const perfetto_callbacks& cb_;
@@ -240,10 +241,10 @@ void decoder::clock_snapshot(std::string_view bytes, sequence_state& seq) {
       if (k.number == 1) id = static_cast<std::uint32_t>(k.value);
       if (k.number == 2) ts = k.value;
       if (k.number == 3) c.incremental = k.value != 0;
-      if (k.number == 4 && k.value != 0) c.unit_ns = static_cast<std::int64_t>(k.value);
+      if (k.number == 4 && k.value != 0) c.unit_ns = k.value;
     });
     if (!is_sequence_clock(id)) return void(global[id] = ts);
-    c.value_ns = static_cast<std::int64_t>(ts) * c.unit_ns;
+    c.value_ns = ts * c.unit_ns;
     own.emplace_back(id, c);
   });
   if (own.empty()) {
@@ -253,11 +254,11 @@ void decoder::clock_snapshot(std::string_view bytes, sequence_state& seq) {
   }
   const auto real = global.find(clock_realtime), boot = global.find(clock_boottime);
   const auto last_real = snapshot_.find(clock_realtime), last_boot = snapshot_.find(clock_boottime);
-  std::int64_t unix_at_snapshot = 0;
+  std::uint64_t unix_at_snapshot = 0;
   bool placed = true;
-  if (real != global.end()) unix_at_snapshot = static_cast<std::int64_t>(real->second);
+  if (real != global.end()) unix_at_snapshot = real->second;
   else if (boot != global.end() && last_real != snapshot_.end() && last_boot != snapshot_.end())
-    unix_at_snapshot = static_cast<std::int64_t>(boot->second + (last_real->second - last_boot->second));
+    unix_at_snapshot = boot->second + (last_real->second - last_boot->second);
   else placed = false;  // taken as REALTIME itself
   for (auto& [id, c] : own) {
     c.to_unix_ns = placed ? unix_at_snapshot - c.value_ns : 0;
