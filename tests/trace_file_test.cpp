@@ -96,7 +96,9 @@ TEST_CASE("a spool holds exactly its head, events and closing part, with space r
 TEST_CASE("a finished session's trace keeps no reserved space, in either format") {
   temp_dir dir("trace-file-session");
   using proftrace::trace_format;
-  for (const auto& [format, name] : {std::pair{trace_format::json, "t.pt.trace.json"}, std::pair{trace_format::pftrace, "t.pftrace"}}) {
+  for (const auto& case_ : {std::pair{trace_format::json, "t.pt.trace.json"}, std::pair{trace_format::pftrace, "t.pftrace"}}) {
+    const auto format = case_.first;
+    const char* const name = case_.second;  // not a structured binding: clang 14 cannot capture one (CAPTURE)
     CAPTURE(name);
     proftrace::profile p({.stream_format = format, .spool_dir = dir.path});
     p.start();
