@@ -18,6 +18,7 @@
 #include "writers/perfetto/kineto_to_perfetto.hpp"
 #include "writers/perfetto/perfetto_builder.hpp"
 #include "writers/perfetto/perfetto_reader.hpp"
+#include "writers/perfetto/proto_encoder.hpp"
 #include "writers/perfetto/perfetto_to_kineto.hpp"
 
 using namespace proftrace::detail;
@@ -261,10 +262,11 @@ TEST_CASE("a thread's sequence: its track and clock by default, timestamps as de
   std::string out;
   std::uint64_t thread = 0, other = 0;
   {
-    perfetto_builder main(out, 1);
+    packet_stage stage(out);  // shared: the main sequence's packets and the thread's interleave in order
+    perfetto_builder main(stage, 1);
     thread = main.thread_track(100, 101, "main");
     other = main.named_track("elsewhere", 0, 1);
-    perfetto_builder t(out, 3, {.default_track = thread, .origin_unix_ns = 5'000});
+    perfetto_builder t(stage, 3, {.default_track = thread, .origin_unix_ns = 5'000});
     const std::uint64_t id = t.intern_annotation_name("External id");
     t.slice_pair(thread, 6'000, 6'500, t.intern_name("leaf"), t.intern_category("cpu_op"), id, 9);  // interned: general path
     t.slice_pair(thread, 7'000, 7'040, t.intern_name("leaf"), t.intern_category("cpu_op"), id, 10);  // the fast path
@@ -272,6 +274,8 @@ TEST_CASE("a thread's sequence: its track and clock by default, timestamps as de
     t.instant(thread, 7'500, "late", "cpu_instant_event");  // before the last: a negative delta
     t.slice_begin(other, 8'050, "away", "c");  // another track: named, still a delta
     t.slice_end(other, 8'100);
+    main.instant(other, 8'060, "main's", "c");  // absolute, between the thread's packets
+    t.slice_pair(thread, 8'010, 8'030, t.intern_name("leaf"), t.intern_category("cpu_op"), id, 11);  // negative, fast path
     t.slice_end(thread, 9'000);
   }
   // By hand: the thread's first packet sets the defaults and clock 64; its
@@ -311,8 +315,8 @@ TEST_CASE("a thread's sequence: its track and clock by default, timestamps as de
     else CHECK(one(ev, 11)->value == other);
   }
   CHECK(defaults_seen);
-  CHECK(deltas == std::vector<std::int64_t>{1'000, 500, 500, 40, 960, -500, 550, 50, 900});
-  CHECK(omitted_tracks == 7);
+  CHECK(deltas == std::vector<std::int64_t>{1'000, 500, 500, 40, 960, -500, 550, 50, -90, 20, 970});
+  CHECK(omitted_tracks == 9);
   CHECK(inline_names == std::vector<std::string>{"outer"});
   // And the library's reader.
   const collected c = read_bytes(out);
@@ -323,7 +327,35 @@ TEST_CASE("a thread's sequence: its track and clock by default, timestamps as de
     got.push_back(e.name + " " + std::to_string(e.start_ns) + "+" + std::to_string(e.dur_ns) + " on " + e.track->name +
                   std::to_string(e.track->tid));
   CHECK(got == std::vector<std::string>{"leaf 6000+500 on 101", "leaf 7000+40 on 101", "late 7500+0 on 101",
-                                        "away 8050+50 on elsewhere0", "outer 8000+1000 on 101"});
+                                        "away 8050+50 on elsewhere0", "main's 8060+0 on elsewhere0",
+                                        "leaf 8010+20 on 101", "outer 8000+1000 on 101"});
+}
+
+TEST_CASE("an event on a sequence clock that no snapshot declared is skipped and counted, the rest read") {
+  std::string out;
+  {
+    perfetto_builder main(out, 1);
+    const std::uint64_t thread = main.thread_track(100, 101, "main");
+    main.instant(thread, 1'000, "placed", "c");
+    // By hand: sequence 5, clock 64 (never declared on it), an instant.
+    std::string packet, event;
+    proto::put_uint(event, 9, 3);  // TYPE_INSTANT
+    proto::put_uint(event, 11, thread);
+    proto::put_string(event, 23, "unplaced");
+    proto::put_uint(packet, 10, 5);
+    proto::put_uint(packet, 8, 2'000);
+    proto::put_uint(packet, 58, 64);
+    proto::put_string(packet, 11, event);
+    main.out();  // what the builder staged, first
+    proto::put_string(out, 1, packet);
+    main.instant(thread, 3'000, "placed too", "c");
+  }
+  const collected c = read_bytes(out);
+  CHECK(c.result.unplaced == 1);
+  REQUIRE(c.events.size() == 2);
+  CHECK(c.events[0].name == "placed");
+  CHECK(c.events[1].name == "placed too");
+  CHECK(c.events[1].start_ns == 3'000);
 }
 
 TEST_CASE("a file cut anywhere: everything before the cut, `truncated` unless the cut is between packets") {

@@ -2,9 +2,10 @@
 // converted from JSON) to argv[1], with every kind of record the writer
 // has: nested scopes (parents announced early), shapes, FLOPs, instants,
 // counters, memory, an async range across threads, steps, a thread's name.
-// tests/check_perfetto_proto.py parses it with Perfetto's own classes; the
-// same session exported as JSON to argv[2], when given, is what its slices
-// must equal.
+// tests/check_perfetto_proto.py parses it with Perfetto's own classes and
+// compares its slices with the scopes this prints, as the session's
+// aggregator saw them (events(): taken from the records, not from the file):
+// one line per scope, "scope NAME START_UNIX_NS DURATION_NS".
 #include <proftrace/proftrace.hpp>
 
 #include <cstdio>
@@ -28,13 +29,14 @@ void work(int steps) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2 && argc != 3) {
-    std::fprintf(stderr, "usage: write_streamed_pftrace OUT.pftrace [OUT.json]\n");
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: write_streamed_pftrace OUT.pftrace\n");
     return 2;
   }
   proftrace::profile p({.record_shapes = true,
                         .profile_memory = true,
                         .with_flops = true,
+                        .retain_events = true,
                         .stream_format = proftrace::trace_format::pftrace});
   p.start();
   proftrace::async_range range = PROF_ASYNC_RANGE("transfer");
@@ -47,6 +49,8 @@ int main(int argc, char** argv) {
   t.join();
   p.stop();
   p.export_chrome_trace(argv[1]);
-  if (argc == 3) p.export_chrome_trace(argv[2]);
+  for (const proftrace::function_event& e : p.events())
+    std::printf("scope %s %lld %lld\n", e.name.c_str(), static_cast<long long>(e.start_unix_ns),
+                static_cast<long long>(e.duration_ns));
   return 0;
 }

@@ -48,6 +48,9 @@ conversion_report convert_trace(const std::filesystem::path& input, const std::f
       report.summary = std::to_string(r.events) + " events from " + std::to_string(r.packets) + " packets";
       if (r.truncated) report.warnings.push_back(input.string() + ": truncated: " + r.truncation);
       if (r.open_slices) report.warnings.push_back(std::to_string(r.open_slices) + " slices never ended (left out)");
+      if (r.unplaced)
+        report.warnings.push_back(std::to_string(r.unplaced) +
+                                  " events on a clock that no clock snapshot of their sequence placed (left out)");
       return report;
     }
     if (in_perfetto == named_perfetto_trace(output)) {  // same format: the bytes as they are, compressed anew

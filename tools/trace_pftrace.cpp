@@ -189,6 +189,7 @@ read_result read_perfetto_trace(const std::filesystem::path& path, const read_op
     const pd::perfetto_read_result r = pd::read_perfetto(path, cb);
     result.truncated = r.truncated;
     result.stopped = r.stopped;
+    result.unplaced_events = r.unplaced;
     result.bytes = r.bytes;
   } catch (const pd::perfetto_error& err) {
     throw trace_error(err.what());

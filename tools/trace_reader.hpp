@@ -74,6 +74,8 @@ struct read_result {
   // crash): every complete event before `bytes` was delivered.
   bool truncated = false;
   bool stopped = false;  // on_event returned false
+  // .pftrace: events on a clock of their sequence that no snapshot placed (skipped)
+  std::uint64_t unplaced_events = 0;
   std::vector<metadata_entry> metadata;  // top-level keys other than traceEvents
 };
 

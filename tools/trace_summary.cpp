@@ -506,6 +506,9 @@ read_result aggregate(const std::filesystem::path& path, aggregator& agg, std::v
     warnings.push_back(path.string() + ": the trace ends at byte " + std::to_string(r.bytes) +
                        " inside \"traceEvents\" (cut off, or still being written); summarised the " +
                        std::to_string(r.events) + " events before it");
+  if (r.unplaced_events)
+    warnings.push_back(path.string() + ": " + std::to_string(r.unplaced_events) +
+                       " events on a clock that no clock snapshot of their sequence placed were skipped");
   for (auto& w : agg.warnings()) warnings.push_back(path.string() + ": " + w);
   return r;
 }

@@ -116,11 +116,12 @@ class args_view {
 
 class converter {
  public:
-  explicit converter(kineto_conversion& stats) : stats_(stats) {}
+  // `stage`: where every sequence's builder appends (it outlives the converter).
+  converter(kineto_conversion& stats, packet_stage& stage) : stats_(stats), stage_(stage) {}
   void add(std::string_view text);
   void member(std::string_view key, std::string_view value);
-  // `b` and the threads' builders share `stage`.
-  void write(perfetto_builder& b, packet_stage& stage, const std::function<void()>& flush);
+  // `b`: the main sequence's builder, on the same stage.
+  void write(perfetto_builder& b, const std::function<void()>& flush);
 
  private:
   struct thread_key {
@@ -136,7 +137,7 @@ class converter {
   std::vector<emission> plan();
   void plan_thread(std::vector<std::uint32_t>& xs, std::vector<emission>& out);
   std::uint64_t thread_track(perfetto_builder& b, std::uint32_t thread);
-  perfetto_builder& events_of(perfetto_builder& b, std::uint32_t thread, std::int64_t ts);
+  perfetto_builder& events_of(perfetto_builder& b, std::uint32_t thread);
   std::uint64_t process_track(perfetto_builder& b, const id_value& pid);
   void emit(perfetto_builder& b, const emission& e);
   void emit_counters(perfetto_builder& b, const record& r, std::int64_t ts);
@@ -154,7 +155,7 @@ class converter {
   // A numeric thread's own packet sequence (its track and clock by default,
   // timestamps as deltas): its slices and instants; made at its first.
   std::vector<std::unique_ptr<perfetto_builder>> thread_events_;
-  packet_stage* stage_ = nullptr;
+  packet_stage& stage_;
   std::vector<std::uint64_t> scratch_ids_;
   args_view args_;
 };
@@ -268,14 +269,14 @@ std::uint64_t converter::thread_track(perfetto_builder& b, std::uint32_t thread)
   return thread_uuids_[thread] = uuid;
 }
 
-perfetto_builder& converter::events_of(perfetto_builder& b, std::uint32_t thread, std::int64_t ts) {
+perfetto_builder& converter::events_of(perfetto_builder& b, std::uint32_t thread) {
   const std::uint64_t track = thread_track(b, thread);
   if (thread_events_[thread]) return *thread_events_[thread];
   if (!threads_[thread].pid.is_number || !threads_[thread].tid.is_number) return b;  // a named track
   constexpr std::uint32_t first_thread_sequence = 3;
   thread_events_[thread] = std::make_unique<perfetto_builder>(
-      b.out(), first_thread_sequence + thread, perfetto_builder::thread_defaults{.default_track = track, .origin_unix_ns = ts},
-      stage_);
+      stage_, first_thread_sequence + thread,
+      perfetto_builder::thread_defaults{.default_track = track, .origin_unix_ns = base_ns_});
   return *thread_events_[thread];
 }
 
@@ -311,7 +312,7 @@ void converter::emit(perfetto_builder& b, const emission& e) {
     return b.named_track(name, parent, std::hash<std::string>{}(key));
   };
   if (e.what == step::x_begin || e.what == step::x_end || e.what == step::instant) {
-    perfetto_builder& t = events_of(b, r.thread, ts);
+    perfetto_builder& t = events_of(b, r.thread);
     const std::uint64_t track = thread_track(b, r.thread);
     if (e.what == step::x_begin) {
       const std::vector<std::uint64_t>& flows = flows_of(r.thread, r.ts, true);
@@ -330,16 +331,14 @@ void converter::emit(perfetto_builder& b, const emission& e) {
   else b.slice_end(async_track(), ts);
 }
 
-void converter::write(perfetto_builder& b, packet_stage& stage, const std::function<void()>& flush) {
+void converter::write(perfetto_builder& b, const std::function<void()>& flush) {
   thread_uuids_.assign(threads_.size(), 0);
   thread_events_.resize(threads_.size());
-  stage_ = &stage;
   for (const emission& e : plan()) {
     emit(b, e);
     if (b.out().size() >= output_flush_bytes) flush();
   }
   flush();
-  thread_events_.clear();  // while the stage and the output they point to live
 }
 
 void feed_input(const std::filesystem::path& input, json_events_scanner& scanner) {
@@ -363,7 +362,9 @@ void feed_input(const std::filesystem::path& input, json_events_scanner& scanner
 
 kineto_conversion kineto_to_perfetto(const std::filesystem::path& input, const std::filesystem::path& output) {
   kineto_conversion stats;
-  converter c(stats);
+  std::string packets;  // before the converter: its threads' builders append here until they are gone
+  const auto stage = std::make_unique<packet_stage>(packets);
+  converter c(stats, *stage);
   json_events_scanner scanner([&](std::string_view e) { c.add(e); },
                               [&](std::string_view k, std::string_view v) { c.member(k, v); });
   try {
@@ -374,10 +375,8 @@ kineto_conversion kineto_to_perfetto(const std::filesystem::path& input, const s
     throw std::runtime_error(what.starts_with(input.string()) ? what : input.string() + ": " + what);
   }
   compressed_output out(output);
-  std::string packets;
-  const auto stage = std::make_unique<packet_stage>();
-  perfetto_builder b(packets, /*sequence_id=*/1, stage.get());
-  c.write(b, *stage, [&] {
+  perfetto_builder b(*stage, /*sequence_id=*/1);
+  c.write(b, [&] {
     std::string& done = b.out();
     out.stream().write(done.data(), static_cast<std::streamsize>(done.size()));
     done.clear();

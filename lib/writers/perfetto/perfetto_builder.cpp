@@ -154,33 +154,31 @@ char* put_varint(char* p, std::uint64_t v) noexcept {
 constexpr char key(std::uint32_t f, proto::wire w) noexcept { return static_cast<char>(f << 3 | w); }
 }  // namespace
 
-perfetto_builder::perfetto_builder(std::string& out, std::uint32_t sequence_id, packet_stage* stage)
-    : out_(out),
-      own_stage_(stage ? nullptr : std::make_unique<packet_stage>()),
-      stage_(stage ? *stage : *own_stage_),
-      sequence_id_(sequence_id) {
-  char* p = packet_head_;
-  *p++ = static_cast<char>(field::trusted_packet_sequence_id << 3);
-  p = put_varint(p, sequence_id);
-  *p++ = static_cast<char>(field::timestamp << 3);
-  packet_head_size_ = static_cast<std::size_t>(p - packet_head_);
+perfetto_builder::perfetto_builder(std::string& out, std::uint32_t sequence_id)
+    : own_stage_(std::make_unique<packet_stage>(out)), stage_(*own_stage_), out_(out), sequence_id_(sequence_id) {
+  set_packet_head();
   write_clock_snapshot();
 }
 
-perfetto_builder::perfetto_builder(std::string& out, std::uint32_t sequence_id, thread_defaults defaults,
-                                   packet_stage* stage)
-    : out_(out),
-      own_stage_(stage ? nullptr : std::make_unique<packet_stage>()),
-      stage_(stage ? *stage : *own_stage_),
-      sequence_id_(sequence_id),
-      default_track_(defaults.default_track),
+perfetto_builder::perfetto_builder(packet_stage& shared, std::uint32_t sequence_id)
+    : stage_(shared), out_(shared.out), sequence_id_(sequence_id) {
+  set_packet_head();
+  write_clock_snapshot();
+}
+
+perfetto_builder::perfetto_builder(packet_stage& shared, std::uint32_t sequence_id, thread_defaults defaults)
+    : stage_(shared), out_(shared.out), sequence_id_(sequence_id), default_track_(defaults.default_track),
       incremental_(true) {
+  set_packet_head();
+  write_thread_defaults(defaults.origin_unix_ns);
+}
+
+void perfetto_builder::set_packet_head() {
   char* p = packet_head_;
   *p++ = static_cast<char>(field::trusted_packet_sequence_id << 3);
-  p = put_varint(p, sequence_id);
+  p = put_varint(p, sequence_id_);
   *p++ = static_cast<char>(field::timestamp << 3);
   packet_head_size_ = static_cast<std::size_t>(p - packet_head_);
-  write_thread_defaults(defaults.origin_unix_ns);
 }
 
 std::size_t perfetto_builder::open_packet() {
@@ -211,7 +209,7 @@ void perfetto_builder::write_clock_snapshot() {
 // and a snapshot that makes clock 64 an incremental copy of REALTIME (the
 // main sequence's snapshot relates REALTIME to BOOTTIME).
 void perfetto_builder::write_thread_defaults(std::int64_t origin_unix_ns) {
-  last_ns_ = origin_unix_ns;
+  last_ns_ = static_cast<std::uint64_t>(origin_unix_ns);
   const std::size_t packet = open_packet();
   proto::put_uint(out_, field::sequence_flags, seq_incremental_state_cleared);
   const std::size_t defaults = proto::open(out_, field::trace_packet_defaults);

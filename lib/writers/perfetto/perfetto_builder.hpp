@@ -55,12 +55,16 @@ struct annotation {
 };
 using annotations = std::span<const annotation>;
 
-// The fast path's packets, built in place here with one bounds check per
-// packet, reach the output in blocks. Builders that append to the same
-// output share one (a thread's sequence beside the main one), so their
-// packets reach it in the order they were made, and a sequence costs no
-// block of its own.
+// An output and the block where the fast path's packets are built in
+// place (one bounds check per packet) before they reach it. Builders that
+// append to the same output share one (a thread's sequence beside the main
+// one), so their packets reach it in the order they were made, and a
+// sequence costs no block of its own.
 struct packet_stage {
+  explicit packet_stage(std::string& output) : out(output) {}
+  packet_stage(const packet_stage&) = delete;  // `end` points into it
+  packet_stage& operator=(const packet_stage&) = delete;
+  std::string& out;
   static constexpr std::size_t size = 16384;
   char bytes[size];
   char* end = bytes;
@@ -71,17 +75,19 @@ class perfetto_builder {
   // Appends to `out`; every packet carries `sequence_id`. Writes the first
   // packet (incremental state cleared, the REALTIME/BOOTTIME clock snapshot,
   // both clocks read now) at once.
-  // `stage`: shared with the other builders of `out` (null: one of its own).
-  perfetto_builder(std::string& out, std::uint32_t sequence_id, packet_stage* stage = nullptr);
+  perfetto_builder(std::string& out, std::uint32_t sequence_id);
+  // The same, appending to `shared.out` through `shared` with the other
+  // builders of that output.
+  perfetto_builder(packet_stage& shared, std::uint32_t sequence_id);
   // A thread's sequence: events on `default_track` omit it, and every
   // timestamp is a delta on the sequence's incremental clock, which starts
-  // at `origin_unix_ns` (any time: an earlier event is a negative delta).
+  // at `origin_unix_ns` (any time: an earlier event is a negative delta;
+  // give every sequence of a trace the same origin).
   struct thread_defaults {
     std::uint64_t default_track = 0;
     std::int64_t origin_unix_ns = 0;
   };
-  perfetto_builder(std::string& out, std::uint32_t sequence_id, thread_defaults defaults,
-                   packet_stage* stage = nullptr);
+  perfetto_builder(packet_stage& shared, std::uint32_t sequence_id, thread_defaults defaults);
   ~perfetto_builder() { sync(); }  // out holds every packet once the builder is gone
   perfetto_builder(const perfetto_builder&) = delete;
   perfetto_builder& operator=(const perfetto_builder&) = delete;
@@ -176,14 +182,15 @@ class perfetto_builder {
   using intern_map = std::unordered_map<std::string, std::uint64_t, text_hash, std::equal_to<>>;
 
   std::uint64_t intern(intern_map& map, table in, std::string_view text);
+  void set_packet_head();
   void write_clock_snapshot();
   void write_thread_defaults(std::int64_t origin_unix_ns);
   // TracePacket.timestamp's value for an event at `unix_ns`: the time itself,
   // or on a thread's sequence the delta to the last (which it advances).
   std::uint64_t timestamp_value(std::int64_t unix_ns) noexcept {
     if (!incremental_) return static_cast<std::uint64_t>(unix_ns);
-    const auto delta = static_cast<std::uint64_t>(unix_ns - last_ns_);
-    last_ns_ = unix_ns;
+    const std::uint64_t delta = static_cast<std::uint64_t>(unix_ns) - last_ns_;  // wraps: two's complement
+    last_ns_ = static_cast<std::uint64_t>(unix_ns);
     return delta;
   }
   void write_event(const event_fields& e);
@@ -212,13 +219,13 @@ class perfetto_builder {
     if (PROFTRACE_UNLIKELY(stage_.bytes + packet_stage::size - stage_.end < static_cast<std::ptrdiff_t>(n))) sync();
   }
 
-  std::string& out_;
   std::unique_ptr<packet_stage> own_stage_;  // when not shared
   packet_stage& stage_;
+  std::string& out_;  // stage_.out
   std::uint32_t sequence_id_;
   std::uint64_t default_track_ = 0;  // a thread's sequence: its track, which events omit
   bool incremental_ = false;         // timestamps as deltas (a thread's sequence)
-  std::int64_t last_ns_ = 0;         // the incremental clock's value
+  std::uint64_t last_ns_ = 0;        // the incremental clock's value
   static constexpr std::size_t max_fast_packet = 128;
   // The sequence id and the timestamp's key, the same in every event packet.
   char packet_head_[8];

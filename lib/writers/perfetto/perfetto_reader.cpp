@@ -55,11 +55,12 @@ struct interning {
 
 // A clock of one sequence's own (ids 64 to 127): its unit, whether its
 // timestamps are deltas, its value (the last one, in ns) and where it
-// puts REALTIME. Unsigned: the arithmetic wraps (as two's complement
-// int64 does in trace_processor) instead of overflowing on garbage.
+// puts REALTIME (unknown when its snapshot had no clock to place it by).
+// Unsigned: the arithmetic wraps (as two's complement int64 does in
+// trace_processor) instead of overflowing on garbage.
 struct sequence_clock {
   std::uint64_t unit_ns = 1, value_ns = 0, to_unix_ns = 0;
-  bool incremental = false;
+  bool incremental = false, placed = false;
 };
 
 // What a packet sequence carries from packet to packet: its interned
@@ -112,7 +113,7 @@ class decoder {
   struct packet_fields {
     std::uint64_t timestamp = 0, flags = 0;
     std::uint32_t clock = 0, sequence = 0;  // clock 0: not given
-    bool has_timestamp = false;
+    bool has_timestamp = false, has_track = false;
     std::string_view interned, event, descriptor, snapshot, defaults;
   };
   // A track and its open slices: open[0, depth) is the stack; the slots
@@ -141,8 +142,9 @@ class decoder {
     if (cb_.on_event && !cb_.on_event(e)) result_.stopped = true;
   }
   // The packet's timestamp on its clock (its own, else its sequence's
-  // default, else BOOTTIME) as Unix ns.
-  std::int64_t to_unix(const packet_fields& p, sequence_state& seq) {
+  // default, else BOOTTIME) as Unix ns; none for a sequence clock that no
+  // snapshot placed.
+  std::optional<std::int64_t> to_unix(const packet_fields& p, sequence_state& seq) {
     const std::uint32_t clock = p.clock ? p.clock : seq.default_clock ? seq.default_clock : clock_boottime;
     if (is_sequence_clock(clock)) return on_sequence_clock(p, seq, clock);
     if (!offset_valid_ || offset_clock_ != clock) {
@@ -153,14 +155,13 @@ class decoder {
     }
     return static_cast<std::int64_t>(p.timestamp + offset_);
   }
-  std::int64_t on_sequence_clock(const packet_fields& p, sequence_state& seq, std::uint32_t clock) {
+  std::optional<std::int64_t> on_sequence_clock(const packet_fields& p, sequence_state& seq, std::uint32_t clock) {
     const auto it = seq.clocks.find(clock);
-    if (it == seq.clocks.end())
-      throw perfetto_error("an event on clock " + std::to_string(clock) + ", which no clock snapshot of sequence " +
-                           std::to_string(p.sequence) + " declared");
+    if (it == seq.clocks.end()) return std::nullopt;
     sequence_clock& c = it->second;
     const std::uint64_t ns = p.timestamp * c.unit_ns;  // a negative delta wraps to its value
     c.value_ns = c.incremental ? c.value_ns + ns : ns;
+    if (!c.placed) return std::nullopt;
     return static_cast<std::int64_t>(c.value_ns + c.to_unix_ns);
   }
 
@@ -189,17 +190,23 @@ class decoder {
 void decoder::packet(std::string_view bytes) {
   packet_fields p;
   each_field(bytes, "TracePacket", [&](const proto::field& f) {
-    switch (f.number) {
-      case 8: p.timestamp = f.value, p.has_timestamp = true; break;
-      case 58: p.clock = static_cast<std::uint32_t>(f.value); break;
-      case 10: p.sequence = static_cast<std::uint32_t>(f.value); break;
-      case 13: p.flags = f.value; break;
-      case 12: p.interned = f.bytes; break;
-      case 11: p.event = f.bytes; break;
-      case 60: p.descriptor = f.bytes; break;
-      case 6: p.snapshot = f.bytes; break;
-      case 59: p.defaults = f.bytes; break;
-      default: break;
+    if (f.type == proto::varint) {
+      switch (f.number) {
+        case 8: p.timestamp = f.value, p.has_timestamp = true; break;
+        case 58: p.clock = static_cast<std::uint32_t>(f.value); break;
+        case 10: p.sequence = static_cast<std::uint32_t>(f.value); break;
+        case 13: p.flags = f.value; break;
+        default: break;
+      }
+    } else if (f.type == proto::length_delimited) {  // (a field of another wire type than its own: ignored)
+      switch (f.number) {
+        case 12: p.interned = f.bytes; break;
+        case 11: p.event = f.bytes; break;
+        case 60: p.descriptor = f.bytes; break;
+        case 6: p.snapshot = f.bytes; break;
+        case 59: p.defaults = f.bytes; break;
+        default: break;
+      }
     }
   });
   sequence_state& seq = sequence(p.sequence);
@@ -207,13 +214,17 @@ void decoder::packet(std::string_view bytes) {
     seq.tables = interning{};
     seq.default_clock = 0, seq.default_track = 0;
   }
+  // In trace_processor's order: defaults, interned data, and a snapshot's
+  // packet is read no further.
   if (!p.defaults.empty()) packet_defaults(p.defaults, seq);
-  if (!p.snapshot.empty()) clock_snapshot(p.snapshot, seq);
   if (!p.interned.empty()) interned_data(p.interned, seq.tables);
+  if (!p.snapshot.empty()) return clock_snapshot(p.snapshot, seq);
   if (!p.descriptor.empty()) track_descriptor(p.descriptor);
-  // As trace_processor: every timestamp but a snapshot's advances an incremental clock.
-  const std::int64_t unix_ns = p.has_timestamp && p.snapshot.empty() ? to_unix(p, seq) : 0;
-  if (!p.event.empty()) track_event(p.event, unix_ns, seq);
+  // Every timestamp advances an incremental clock, event or not.
+  const std::optional<std::int64_t> unix_ns = p.has_timestamp ? to_unix(p, seq) : std::optional<std::int64_t>(0);
+  if (p.event.empty()) return;
+  if (!unix_ns) return void(++result_.unplaced);
+  track_event(p.event, *unix_ns, seq);
 }
 
 void decoder::packet_defaults(std::string_view bytes, sequence_state& seq) {
@@ -259,9 +270,10 @@ void decoder::clock_snapshot(std::string_view bytes, sequence_state& seq) {
   if (real != global.end()) unix_at_snapshot = real->second;
   else if (boot != global.end() && last_real != snapshot_.end() && last_boot != snapshot_.end())
     unix_at_snapshot = boot->second + (last_real->second - last_boot->second);
-  else placed = false;  // taken as REALTIME itself
+  else placed = false;  // its events are skipped and counted
   for (auto& [id, c] : own) {
-    c.to_unix_ns = placed ? unix_at_snapshot - c.value_ns : 0;
+    c.placed = placed;
+    c.to_unix_ns = unix_at_snapshot - c.value_ns;
     seq.clocks[id] = c;
   }
 }
@@ -361,12 +373,12 @@ void add_ids(const proto::field& f, std::vector<std::uint64_t>& to) {
   }
 }
 
-// Decodes a TrackEvent's fields into `e` (reset first, track not set); returns its type.
+// Decodes a TrackEvent's fields into `e` (reset first, track not set); returns
+// its type. `uuid` is left as it is unless the event names its track.
 std::uint64_t decoder::event_fields(std::string_view bytes, const interning& tables, decoded_event& e,
                                     std::uint64_t& uuid) {
   reset(e);
   std::uint64_t type = 0;
-  uuid = 0;
   each_field(bytes, "TrackEvent", [&](const proto::field& f) {
     switch (f.number) {
       case 9: type = f.value; break;
@@ -388,9 +400,8 @@ std::uint64_t decoder::event_fields(std::string_view bytes, const interning& tab
 
 void decoder::track_event(std::string_view bytes, std::int64_t unix_ns, const sequence_state& seq) {
   decoded_event& e = *scratch_;
-  std::uint64_t uuid = 0;
+  std::uint64_t uuid = seq.default_track;  // unless the event names one
   const std::uint64_t type = event_fields(bytes, seq.tables, e, uuid);
-  if (uuid == 0) uuid = seq.default_track;
   e.start_ns = unix_ns;
   track_state& t = track(uuid);
   if (e.track != t.track) e.track = t.track;

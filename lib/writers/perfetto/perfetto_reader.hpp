@@ -71,6 +71,10 @@ struct perfetto_read_result {
   std::string truncation;
   std::uint64_t open_slices = 0;     // BEGINs never ended (not delivered)
   std::uint64_t unmatched_ends = 0;  // ENDs on a track with nothing open (ignored)
+  // Events on a clock of their sequence that no snapshot of it placed on
+  // REALTIME (say, a sequence whose first packet was lost): skipped, as
+  // trace_processor skips them.
+  std::uint64_t unplaced = 0;
   bool stopped = false;              // on_event returned false
 };
 

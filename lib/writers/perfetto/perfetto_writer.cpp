@@ -20,7 +20,7 @@ constexpr std::uint64_t cuda_api_track_key = 2;
 }  // namespace
 
 perfetto_writer::perfetto_writer(const trace_head& head)
-    : head_(head), main_(buffer_, events_sequence, &stage_), next_sequence_(first_thread_sequence) {
+    : head_(head), main_(stage_, events_sequence), next_sequence_(first_thread_sequence) {
   process_track_ = main_.builder.process_track(head_.pid, head_.process_name);
 }
 
@@ -56,8 +56,8 @@ perfetto_writer::packet_sequence& perfetto_writer::sequence_of(std::int64_t tid)
   thread_entry& t = thread_of(tid);
   if (PROFTRACE_UNLIKELY(!t.events)) {
     t.events = std::make_unique<packet_sequence>(
-        buffer_, next_sequence_++,
-        perfetto_builder::thread_defaults{.default_track = t.track, .origin_unix_ns = head_.start_ns}, &stage_);
+        stage_, next_sequence_++,
+        perfetto_builder::thread_defaults{.default_track = t.track, .origin_unix_ns = head_.start_ns});
     t.events->track = t.track;
   }
   return *t.events;

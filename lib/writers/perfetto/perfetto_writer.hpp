@@ -65,7 +65,8 @@ class perfetto_writer {
   // Every sequence's packets so far.
   std::string& buffer() { return main_.builder.out(); }
   // The thread exited: its sequence is dropped (a later event of its tid
-  // starts a new one), so that threads that come and go hold no memory.
+  // starts a new one), so that threads that come and go do not each keep a
+  // builder and its interned names (a small entry with the track stays).
   void thread_done(std::int64_t tid);
 
  private:
@@ -75,7 +76,8 @@ class perfetto_writer {
   // A packet sequence: its builder and the ids it interned (per sequence).
   struct packet_sequence {
     template <class... Defaults>
-    explicit packet_sequence(std::string& out, std::uint32_t id, Defaults... defaults) : builder(out, id, defaults...) {
+    explicit packet_sequence(packet_stage& stage, std::uint32_t id, Defaults... defaults)
+        : builder(stage, id, defaults...) {
       external_id_iid = builder.intern_annotation_name("External id");
     }
     const site_ids& ids_of(const site& where);
@@ -105,7 +107,7 @@ class perfetto_writer {
 
   const trace_head& head_;
   std::string buffer_;
-  packet_stage stage_;  // shared by every sequence's builder: one block, packets in order
+  packet_stage stage_{buffer_};  // shared by every sequence's builder: one block, packets in order
   packet_sequence main_;
   std::uint64_t process_track_ = 0;
   std::unordered_map<std::int64_t, thread_entry> threads_;  // node-based: last_thread_ stays valid
