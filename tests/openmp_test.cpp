@@ -73,13 +73,15 @@ __attribute__((noinline)) void imbalanced_loop(int slow) {
   }
 }
 
+#if PROFTRACE_TEST_OMPT
 // Holds a contended section: waits inside until both threads of the team
 // have arrived at it, so the other one waits the whole `hold`.
 std::atomic<int> arrived{0};
-[[maybe_unused]] void hold_until_both_arrived(std::chrono::milliseconds hold) {
+void hold_until_both_arrived(std::chrono::milliseconds hold) {
   while (omp_get_num_threads() > 1 && arrived.load() < 2) std::this_thread::yield();
   std::this_thread::sleep_for(hold);
 }
+#endif
 
 // Two sessions in a row where the runtime gives no OpenMP events (no OMPT,
 // or OMP_TOOL=disabled): each still counts the user's two iterations.

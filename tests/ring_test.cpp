@@ -5,9 +5,9 @@
 #include <proftrace/proftrace.hpp>
 
 #include <atomic>
-#include <tuple>
 #include <map>
 #include <thread>
+#include <tuple>
 
 #include "flusher.hpp"
 #include "registry.hpp"
