@@ -25,6 +25,8 @@
 
 #include "test_support.hpp"
 #include "trace_reader.hpp"
+#include "writers/perfetto/perfetto_builder.hpp"
+#include "writers/perfetto/proto_encoder.hpp"
 
 namespace pt = proftrace::tools;
 using test_support::temp_dir;
@@ -357,6 +359,39 @@ TEST_CASE("bad input gives one line naming the file and where, and a non-zero ex
   check_error(dir.path / "types.json", "event 0: \"dur\" is a string, not a number");
   write_file(dir.path / "phnum.json", R"({"traceEvents": [7]})");
   check_error(dir.path / "phnum.json", "event 0 is a number, not an object");
+}
+
+TEST_CASE("a .pftrace event on a sequence clock no snapshot placed: summary and convert skip it and say so") {
+  temp_dir dir("cli-unplaced");
+  std::string bytes;
+  {
+    proftrace::detail::perfetto_builder b(bytes, 1);
+    const std::uint64_t thread = b.thread_track(100, 101, "main");
+    b.slice_begin(thread, 1'000'000, "placed", "cpu_op");
+    b.slice_end(thread, 2'000'000);
+    // Sequence 5's clock 64, never declared by a snapshot of it.
+    std::string packet, event;
+    proftrace::detail::proto::put_uint(event, 9, 3);  // TYPE_INSTANT
+    proftrace::detail::proto::put_uint(event, 11, thread);
+    proftrace::detail::proto::put_string(event, 23, "unplaced");
+    proftrace::detail::proto::put_uint(packet, 10, 5);
+    proftrace::detail::proto::put_uint(packet, 8, 3'000'000);
+    proftrace::detail::proto::put_uint(packet, 58, 64);
+    proftrace::detail::proto::put_string(packet, 11, event);
+    b.out();  // what the builder staged, first
+    proftrace::detail::proto::put_string(bytes, 1, packet);
+  }
+  const std::filesystem::path in = dir.path / "t.pftrace";
+  write_file(in, bytes);
+  const auto summary = run_cli({"summary", in.string()});
+  CHECK(summary.rc == 0);
+  CHECK(summary.out.find("placed") != std::string::npos);
+  CHECK(summary.err.find("1 events on a clock that no clock snapshot of their sequence placed were skipped") !=
+        std::string::npos);
+  const auto convert = run_cli({"convert", in.string(), (dir.path / "t.json").string()});
+  CHECK(convert.rc == 0);
+  CHECK((convert.out + convert.err).find("1 events on a clock that no clock snapshot of their sequence placed") !=
+        std::string::npos);
 }
 
 TEST_CASE("a trace cut off inside traceEvents is summarised as far as it goes, with one warning") {

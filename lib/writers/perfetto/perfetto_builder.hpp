@@ -8,7 +8,7 @@
 // nanoseconds (REALTIME, clock id 1), placed by a clock snapshot in the
 // first packet. ../shared/reference/perfetto-trace-format.md has the fields.
 //
-// A thread's sequence (the second constructor) is what Perfetto's own SDK
+// A thread's sequence (the thread_defaults constructor) is what Perfetto's own SDK
 // writes per thread: its first packet sets TracePacketDefaults (the thread's
 // track, and clock 64, which its clock snapshot declares incremental and
 // equal to REALTIME), so an event on that track names no track and its

@@ -113,7 +113,7 @@ class decoder {
   struct packet_fields {
     std::uint64_t timestamp = 0, flags = 0;
     std::uint32_t clock = 0, sequence = 0;  // clock 0: not given
-    bool has_timestamp = false, has_track = false;
+    bool has_timestamp = false;
     std::string_view interned, event, descriptor, snapshot, defaults;
   };
   // A track and its open slices: open[0, depth) is the stack; the slots
