@@ -2115,6 +2115,12 @@ TEST_CASE("convert and summary on cut, garbage and unknown files: clear errors, 
   r = run_cli({"summary", cut.string()});
   CHECK(r.rc == 0);
   CHECK(r.err.find("cut off") != std::string::npos);
+  CHECK(r.err.find("inside packet") != std::string::npos);  // where, in the format's own terms
+  CHECK(r.err.find("traceEvents") == std::string::npos);
+  r = run_cli({"validate", cut.string()});
+  CHECK(r.rc == 1);
+  CHECK(r.out.find("inside packet") != std::string::npos);
+  CHECK(r.out.find("traceEvents") == std::string::npos);
   const auto garbage = dir.path / "g.pftrace";
   write_file(garbage, "\x13garbage that is not protobuf");
   r = run_cli({"summary", garbage.string()});

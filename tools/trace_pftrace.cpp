@@ -188,6 +188,7 @@ read_result read_perfetto_trace(const std::filesystem::path& path, const read_op
   try {
     const pd::perfetto_read_result r = pd::read_perfetto(path, cb);
     result.truncated = r.truncated;
+    result.cut_inside_packet = r.truncation;
     result.stopped = r.stopped;
     result.unplaced_events = r.unplaced;
     result.bytes = r.bytes;

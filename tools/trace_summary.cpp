@@ -487,6 +487,13 @@ proftrace::event_averages aggregator::finish() {
 
 namespace {
 
+// Where a truncated trace ends ("the <what> ends at byte N inside
+// traceEvents"): a Perfetto trace names the packet instead.
+std::string where_cut(const read_result& r, std::string_view what) {
+  if (!r.cut_inside_packet.empty()) return r.cut_inside_packet;
+  return "the " + std::string(what) + " ends at byte " + std::to_string(r.bytes) + " inside \"traceEvents\"";
+}
+
 // Reads `path` through `agg`; the caller takes the results from it.
 read_result aggregate(const std::filesystem::path& path, aggregator& agg, std::vector<std::string>& warnings,
                       bool progress) {
@@ -503,8 +510,7 @@ read_result aggregate(const std::filesystem::path& path, aggregator& agg, std::v
   if (!r.has_trace_events) throw trace_error(path.string() + ": no \"traceEvents\" key");
   if (!r.trace_events_is_array) throw trace_error(path.string() + ": \"traceEvents\" is not an array");
   if (r.truncated)
-    warnings.push_back(path.string() + ": the trace ends at byte " + std::to_string(r.bytes) +
-                       " inside \"traceEvents\" (cut off, or still being written); summarised the " +
+    warnings.push_back(path.string() + ": " + where_cut(r, "trace") + " (cut off, or still being written); summarised the " +
                        std::to_string(r.events) + " events before it");
   if (r.unplaced_events)
     warnings.push_back(path.string() + ": " + std::to_string(r.unplaced_events) +
@@ -792,8 +798,7 @@ std::uint64_t validate(const std::filesystem::path& path, const std::function<vo
   else if (!r.has_trace_events) report(-1, "no \"traceEvents\" key");
   else if (!r.trace_events_is_array) report(-1, "\"traceEvents\" is not an array");
   if (r.truncated)
-    report(-1, "the file ends at byte " + std::to_string(r.bytes) + " inside \"traceEvents\" (truncated after " +
-                   std::to_string(r.events) + " events)");
+    report(-1, where_cut(r, "file") + " (truncated after " + std::to_string(r.events) + " events)");
   if (result) *result = r;
   return n;
 }
