@@ -2028,6 +2028,15 @@ TEST_CASE("convert: JSON -> .pftrace -> JSON keeps every slice: name, thread, ti
       CHECK(same_args);
     }
     CHECK(run_cli({"validate", plain.string()}).rc == 0);
+    // Its top-level keys too (a rank's distributedInfo is what merge needs).
+    const auto in_keys = boost::json::parse(slurp(input)).as_object(), out_keys = boost::json::parse(slurp(plain)).as_object();
+    for (const auto& [key, value] : in_keys) {
+      if (key == "traceEvents") continue;
+      const std::string k(key);
+      CAPTURE(k);
+      REQUIRE(out_keys.contains(key));
+      CHECK(out_keys.at(key) == value);
+    }
   }
 }
 
@@ -2134,7 +2143,7 @@ TEST_CASE("convert and summary on cut, garbage and unknown files: clear errors, 
   CHECK(r.err.find("unknown output format") != std::string::npos);
 }
 
-TEST_CASE("merge skips .pftrace files in a directory and refuses one named on the command line") {
+TEST_CASE("merge takes .pftrace traces, in a directory or named, converted on the way; no scratch file is left") {
   temp_dir dir("pftrace-merge");
   const auto json = std::filesystem::path(data_dir) / "pytorch_style.pt.trace.json";
   std::filesystem::copy_file(json, dir.path / "rank0.pt.trace.json");
@@ -2142,10 +2151,20 @@ TEST_CASE("merge skips .pftrace files in a directory and refuses one named on th
   const auto merged = dir.path / "merged.json";
   auto r = run_cli({"merge", dir.path.string(), "-o", merged.string()});
   CHECK(r.rc == 0);
-  CHECK(r.err.find("rank1.pftrace: a Perfetto trace") != std::string::npos);
+  CHECK(r.out.find("2 traces") != std::string::npos);
+  CHECK(r.err.find("skipped") == std::string::npos);
+  const auto slices = [](const boost::json::object& trace) {
+    std::size_t n = 0;
+    for (const auto& e : trace.at("traceEvents").as_array()) n += e.as_object().at("ph") == "X";
+    return n;
+  };
+  CHECK(slices(boost::json::parse(slurp(merged)).as_object()) == 2 * slices(boost::json::parse(slurp(json)).as_object()));  // every slice of both, the converted one's too
   r = run_cli({"merge", (dir.path / "rank1.pftrace").string(), "-o", merged.string()});
-  CHECK(r.rc == 1);
-  CHECK(r.err.find("convert") != std::string::npos);
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("1 trace") != std::string::npos);
+  std::size_t left = 0;
+  for (const auto& f : std::filesystem::directory_iterator(dir.path)) left += f.path().filename().string().starts_with(".proftrace-merge");
+  CHECK(left == 0);
 }
 
 TEST_CASE("a Perfetto trace is told by content whatever its name; JSON starting with newlines stays JSON") {

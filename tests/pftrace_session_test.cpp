@@ -132,6 +132,39 @@ TEST_CASE("a JSON session exports .pftrace and .pftrace.gz by converting; stream
   fs::remove_all(dir);
 }
 
+TEST_CASE("trace-wide metadata (a user's keys, clockAlignment) reaches the .pftrace and comes back as top-level JSON") {
+  const fs::path dir = fresh_dir("metadata");
+  for (const auto format : {proftrace::trace_format::json, proftrace::trace_format::pftrace}) {
+    CAPTURE(static_cast<int>(format));
+    proftrace::profile p({.stream_format = format});
+    p.add_metadata_json("run", R"({"id": 7, "tag": "nightly"})");  // before recording: in the trace's head
+    record(p);
+    p.add_metadata("note", "after stop");  // after: in its tail
+    p.export_chrome_trace(dir / "t.pftrace");
+    std::map<std::string, std::string> found;
+    proftrace::detail::perfetto_callbacks cb;
+    cb.on_metadata = [&](const std::string& name, const std::string& json) { found[name] = json; };
+    proftrace::detail::read_perfetto(dir / "t.pftrace", cb);
+    REQUIRE(found.contains("run"));
+    CHECK(boost::json::parse(found["run"]) == boost::json::parse(R"({"id": 7, "tag": "nightly"})"));
+    CHECK(found["note"] == "\"after stop\"");
+    CHECK(found.contains("clockAlignment"));
+    CHECK(found.contains("baseTimeNanoseconds"));
+    // The session's own JSON and the .pftrace converted back agree on them.
+    p.export_chrome_trace(dir / "t.json");
+    std::ifstream in(dir / "t.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto own = boost::json::parse(text.str()).as_object();
+    for (const char* key : {"run", "note", "clockAlignment", "baseTimeNanoseconds"}) {
+      CAPTURE(key);
+      REQUIRE(own.contains(key));
+      CHECK(boost::json::parse(found[key]) == own.at(key));
+    }
+  }
+  fs::remove_all(dir);
+}
+
 TEST_CASE("the first plain export on the spool's file system takes the spool itself; later exports copy; nothing is lost") {
   for (const auto format : {proftrace::trace_format::json, proftrace::trace_format::pftrace}) {
     CAPTURE(static_cast<int>(format));

@@ -93,9 +93,10 @@ const char* const merge_help =
     "usage: proftrace merge DIR_OR_TRACES... -o MERGED\n"
     "\n"
     "Writes one trace (.json, .json.gz or .json.zst by MERGED's suffix) holding\n"
-    "the events of every trace given (a directory: its Kineto traces, decided by\n"
+    "the events of every trace given (a directory: its traces, decided by\n"
     "content as for 'summary DIR'; the other files are skipped and named on\n"
-    "stderr): each rank its own process, named \"rank N (host)\" and sorted by\n"
+    "stderr; a Perfetto trace is converted to Kineto JSON first, in a scratch\n"
+    "directory beside MERGED): each rank its own process, named \"rank N (host)\" and sorted by\n"
     "rank (distributedInfo), a rank's schedule cycles one after another on its\n"
     "process (named \"rank N (host) steps 10-14, 20-24\"), times moved onto rank\n"
     "0's clock by each trace's clockAlignment offset, flow ids kept apart per\n"
@@ -314,6 +315,23 @@ bool show_progress(const std::string& path) {
 void print_warnings(const std::vector<std::string>& warnings) {
   for (auto& w : warnings) std::cerr << "proftrace: warning: " << w << "\n";
 }
+
+// A directory of its own beside `near` (a file about to be written), gone
+// with its contents when the object is.
+struct scratch_dir {
+  std::filesystem::path path;
+  explicit scratch_dir(const std::filesystem::path& near) {
+    const auto parent = near.parent_path().empty() ? std::filesystem::path(".") : near.parent_path();
+    path = parent / (".proftrace-merge-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(path);
+  }
+  scratch_dir(const scratch_dir&) = delete;
+  scratch_dir& operator=(const scratch_dir&) = delete;
+  ~scratch_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
 
 void print_skipped(const std::vector<pt::skipped_file>& skipped) {
   for (const auto& s : skipped) std::cerr << "proftrace: skipped " << s.file.filename().string() << ": " << s.reason << "\n";
@@ -536,25 +554,34 @@ int cmd_merge(const std::vector<std::string>& args) {
   if (a.positional.empty()) throw usage_error{"merge takes a directory or trace files"};
   std::vector<std::filesystem::path> files;
   std::vector<pt::skipped_file> skipped;
+  // merge copies each event's JSON text: a Perfetto trace is converted to
+  // Kineto JSON first (its rank and clock alignment come along), in a
+  // scratch directory removed when the merge is done.
+  std::optional<scratch_dir> scratch;
+  const auto add = [&](const std::filesystem::path& f) {
+    if (!pt::is_perfetto_trace(f)) return files.push_back(f);
+    if (!scratch) scratch.emplace(*a.output);
+    const auto json = scratch->path / std::to_string(files.size()) / (f.filename().string() + ".json");
+    std::filesystem::create_directories(json.parent_path());
+    const auto report = pt::convert_trace(f, json);
+    print_warnings(report.warnings);
+    files.push_back(json);
+  };
   for (const auto& p : a.positional) {
-    // merge copies each event's JSON text: Perfetto traces must be converted first.
-    const std::string json_only = "a Perfetto trace: merge reads Kineto JSON traces ('proftrace convert' it first)";
     if (is_directory(p)) {
       // Decided by content: the directory's other files are skipped, named on stderr.
-      for (auto& f : pt::list_traces(p, skipped, {*a.output})) {
-        if (pt::is_perfetto_trace(f)) skipped.push_back({f, json_only});
-        else files.push_back(std::move(f));
-      }
+      for (auto& f : pt::list_traces(p, skipped, {*a.output})) add(f);
       continue;
     }
     // A file named on the command line must be a trace.
-    if (pt::is_perfetto_trace(p)) throw pt::trace_error(p + ": " + json_only);
-    const auto probe = pt::probe_trace(p);
-    if (!probe.is_trace) throw pt::trace_error(p + ": " + probe.reason);
-    files.emplace_back(p);
+    if (!pt::is_perfetto_trace(p)) {
+      const auto probe = pt::probe_trace(p);
+      if (!probe.is_trace) throw pt::trace_error(p + ": " + probe.reason);
+    }
+    add(p);
   }
   print_skipped(skipped);
-  if (files.empty()) throw pt::trace_error("no Kineto trace to merge");
+  if (files.empty()) throw pt::trace_error("no trace to merge");
   const auto r = pt::merge_traces(files, *a.output);
   std::cout << *a.output << ": " << r.traces << " traces, " << r.events << " events, " << r.ranks
             << (r.ranks == 1 ? " rank" : " ranks");

@@ -140,6 +140,30 @@ void to_trace_event(const pd::decoded_event& d, std::int64_t base_ns, track_text
   read_args(d, e);
 }
 
+// A trace-wide entry, as the JSON reader gives a top-level key: the key
+// (an object's or array's value as "{...}" / "[...]"), and an object's
+// scalar fields as "key.field" (distributedInfo.rank).
+metadata_entry scalar_entry(std::string key, const json::value& v) {
+  switch (v.kind()) {
+    case json::kind::string: return {std::move(key), json_type::string, std::string(v.get_string())};
+    case json::kind::bool_: return {std::move(key), json_type::boolean, v.get_bool() ? "true" : "false"};
+    case json::kind::null: return {std::move(key), json_type::null, "null"};
+    case json::kind::object: return {std::move(key), json_type::object, "{...}"};
+    case json::kind::array: return {std::move(key), json_type::array, "[...]"};
+    default: return {std::move(key), json_type::number, json::serialize(v)};
+  }
+}
+
+void add_metadata(read_result& result, const std::string& name, const std::string& text) {
+  boost::system::error_code ec;
+  const json::value v = json::parse(text, ec);
+  if (ec) return;  // not JSON: nothing a reader of top-level keys could use
+  result.metadata.push_back(scalar_entry(name, v));
+  if (!v.is_object()) return;
+  for (const auto& [field, x] : v.get_object())
+    if (!x.is_object() && !x.is_array()) result.metadata.push_back(scalar_entry(name + "." + std::string(field), x));
+}
+
 }  // namespace
 
 bool named_perfetto_trace(const std::filesystem::path& path) {
@@ -178,6 +202,15 @@ read_result read_perfetto_trace(const std::filesystem::path& path, const read_op
   std::int64_t base_ns = 0;
   bool has_base = false;
   pd::perfetto_callbacks cb;
+  cb.on_metadata = [&](const std::string& name, const std::string& text) {
+    if (name == "baseTimeNanoseconds" && !has_base) {  // the writer's own base: times as in its JSON trace
+      boost::system::error_code ec;
+      const json::value v = json::parse(text, ec);
+      if (!ec && v.is_int64()) base_ns = v.get_int64(), has_base = true;
+      return;
+    }
+    if (result.metadata.size() < 4096) add_metadata(result, name, text);
+  };
   cb.on_event = [&](const pd::decoded_event& d) {
     if (!has_base) base_ns = d.start_ns - d.start_ns % (std::int64_t{1} << 51), has_base = true;
     e.clear();

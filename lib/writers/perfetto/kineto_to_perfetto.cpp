@@ -145,6 +145,7 @@ class converter {
 
   kineto_conversion& stats_;
   std::int64_t base_ns_ = 0;
+  std::vector<std::pair<std::string, std::string>> top_level_;  // key, JSON text
   std::vector<record> records_;
   std::vector<emission> singles_;  // instants, counters, async ends: placed by time alone
   std::vector<thread_key> threads_;
@@ -209,7 +210,11 @@ void converter::add(std::string_view text) {
   if (what != step::x_begin) singles_.push_back({ts, index, what});
 }
 
+// Every top-level key but the events is kept as trace-wide metadata
+// (distributedInfo, clockAlignment, a user's keys), so that converting back
+// gives them back.
 void converter::member(std::string_view key, std::string_view value) {
+  if (key != "traceEvents" && key != "displayTimeUnit") top_level_.emplace_back(key, value);
   if (key != "baseTimeNanoseconds") return;
   boost::system::error_code ec;
   const json::value v = json::parse(value, ec);
@@ -334,6 +339,7 @@ void converter::emit(perfetto_builder& b, const emission& e) {
 void converter::write(perfetto_builder& b, const std::function<void()>& flush) {
   thread_uuids_.assign(threads_.size(), 0);
   thread_events_.resize(threads_.size());
+  b.trace_metadata(top_level_);
   for (const emission& e : plan()) {
     emit(b, e);
     if (b.out().size() >= output_flush_bytes) flush();

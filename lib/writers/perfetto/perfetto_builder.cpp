@@ -20,7 +20,7 @@ namespace field {
 // Trace
 constexpr std::uint32_t packet = 1;
 // TracePacket
-constexpr std::uint32_t clock_snapshot = 6, timestamp = 8, trusted_packet_sequence_id = 10, track_event = 11,
+constexpr std::uint32_t chrome_events = 5, clock_snapshot = 6, timestamp = 8, trusted_packet_sequence_id = 10, track_event = 11,
                         interned_data = 12, sequence_flags = 13, timestamp_clock_id = 58, trace_packet_defaults = 59,
                         track_descriptor = 60;
 // TracePacketDefaults (timestamp_clock_id as in TracePacket) and TrackEventDefaults
@@ -38,6 +38,8 @@ constexpr std::uint32_t iid = 1, entry_name = 2;
 // DebugAnnotation
 constexpr std::uint32_t annotation_name_iid = 1, bool_value = 2, uint_value = 3, int_value = 4, double_value = 5,
                         string_value = 6, legacy_json_value = 9;
+// ChromeEventBundle and its ChromeMetadata
+constexpr std::uint32_t chrome_metadata = 2, metadata_name = 1, metadata_json_value = 5;
 }  // namespace field
 
 constexpr std::uint32_t clock_realtime = 1, clock_boottime = 6;
@@ -202,6 +204,20 @@ void perfetto_builder::write_clock_snapshot() {
     proto::close(out_, clock);
   }
   proto::close(out_, snapshot);
+  proto::close(out_, packet);
+}
+
+void perfetto_builder::trace_metadata(std::span<const std::pair<std::string, std::string>> entries) {
+  if (entries.empty()) return;
+  const std::size_t packet = open_packet();
+  const std::size_t bundle = proto::open(out_, field::chrome_events);
+  for (const auto& [name, json] : entries) {
+    const std::size_t entry = proto::open(out_, field::chrome_metadata);
+    proto::put_string(out_, field::metadata_name, name);
+    proto::put_string(out_, field::metadata_json_value, json);
+    proto::close(out_, entry);
+  }
+  proto::close(out_, bundle);
   proto::close(out_, packet);
 }
 

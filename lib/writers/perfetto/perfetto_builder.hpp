@@ -35,6 +35,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -118,6 +119,13 @@ class perfetto_builder {
   void instant(std::uint64_t track, std::int64_t unix_ns, std::string_view name, std::string_view category,
                annotations args = {});
   void counter(std::uint64_t track, std::int64_t unix_ns, double value);
+
+  // Trace-wide metadata, as Chrome's untyped entries (TracePacket.chrome_events,
+  // ChromeEventBundle.metadata with a json_value each): what a Kineto trace
+  // holds in top-level keys (distributedInfo, clockAlignment, a user's
+  // add_metadata). trace_processor keeps them in its metadata table as
+  // "cr-<name>". Each value is raw JSON text.
+  void trace_metadata(std::span<const std::pair<std::string, std::string>> entries);
 
   // The hot path's form: ids from intern_*() (stable for the builder's
   // life), so a writer caches them per call site instead of hashing text

@@ -15,6 +15,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "json_text.hpp"
 #include "writers/perfetto/proto_decoder.hpp"
 
 namespace proftrace {
@@ -114,7 +115,7 @@ class decoder {
     std::uint64_t timestamp = 0, flags = 0;
     std::uint32_t clock = 0, sequence = 0;  // clock 0: not given
     bool has_timestamp = false;
-    std::string_view interned, event, descriptor, snapshot, defaults;
+    std::string_view interned, event, descriptor, snapshot, defaults, chrome_events;
   };
   // A track and its open slices: open[0, depth) is the stack; the slots
   // above are kept for reuse, so a BEGIN allocates nothing once warm (and
@@ -128,6 +129,7 @@ class decoder {
   void packet_defaults(std::string_view bytes, sequence_state& seq);
   void interned_data(std::string_view bytes, interning& tables);
   void track_descriptor(std::string_view bytes);
+  void chrome_metadata(std::string_view bundle);
   void track_event(std::string_view bytes, std::int64_t unix_ns, const sequence_state& seq);
   std::uint64_t event_fields(std::string_view bytes, const interning& tables, decoded_event& e, std::uint64_t& uuid);
   void slice_end(track_state& t, decoded_event& end);
@@ -205,6 +207,7 @@ void decoder::packet(std::string_view bytes) {
         case 60: p.descriptor = f.bytes; break;
         case 6: p.snapshot = f.bytes; break;
         case 59: p.defaults = f.bytes; break;
+        case 5: p.chrome_events = f.bytes; break;
         default: break;
       }
     }
@@ -220,6 +223,7 @@ void decoder::packet(std::string_view bytes) {
   if (!p.interned.empty()) interned_data(p.interned, seq.tables);
   if (!p.snapshot.empty()) return clock_snapshot(p.snapshot, seq);
   if (!p.descriptor.empty()) track_descriptor(p.descriptor);
+  if (!p.chrome_events.empty()) chrome_metadata(p.chrome_events);
   // Every timestamp advances an incremental clock, event or not.
   const std::optional<std::int64_t> unix_ns = p.has_timestamp ? to_unix(p, seq) : std::optional<std::int64_t>(0);
   if (p.event.empty()) return;
@@ -296,6 +300,26 @@ void decoder::interned_data(std::string_view bytes, interning& tables) {
       if (e.number == 2) text = e.bytes;
     });
     table->set(iid, text);
+  });
+}
+
+// ChromeEventBundle.metadata (field 2): a name and one typed value each,
+// given on as JSON text. Its other fields (legacy JSON events) are not read.
+void decoder::chrome_metadata(std::string_view bundle) {
+  each_field(bundle, "ChromeEventBundle", [&](const proto::field& f) {
+    if (f.number != 2 || f.type != proto::length_delimited) return;
+    std::string name, json;
+    each_field(f.bytes, "ChromeMetadata", [&](const proto::field& m) {
+      switch (m.number) {
+        case 1: name = std::string(m.bytes); break;
+        case 2: json.clear(), append_json_string(json, m.bytes); break;   // string_value
+        case 3: json = m.value ? "true" : "false"; break;                   // bool_value
+        case 4: json = std::to_string(static_cast<std::int64_t>(m.value)); break;  // int_value
+        case 5: json = std::string(m.bytes); break;                         // json_value
+        default: break;
+      }
+    });
+    if (!name.empty() && !json.empty() && cb_.on_metadata) cb_.on_metadata(name, json);
   });
 }
 

@@ -87,6 +87,9 @@ class perfetto_error : public std::runtime_error {
 struct perfetto_callbacks {
   std::function<void(const decoded_track&)> on_track;
   std::function<bool(const decoded_event&)> on_event;  // false: stop reading
+  // A trace-wide entry (ChromeEventBundle.metadata): its name and its value
+  // as JSON text (a Kineto trace's top-level key and value).
+  std::function<void(const std::string& name, const std::string& json)> on_metadata;
 };
 
 // Throws perfetto_error (messages start with "PATH: ") for an unreadable

@@ -35,17 +35,44 @@ void append_value(std::string& out, const decoded_value& v) {
 }
 }  // namespace
 
-decoded_json_writer::decoded_json_writer(std::ostream& out) : out_(out) { buf_ = "{\n  \"traceEvents\": ["; }
+decoded_json_writer::decoded_json_writer(std::ostream& out) : out_(out) {}
 
 perfetto_callbacks decoded_json_writer::callbacks() {
   return {[this](const decoded_track& t) { track(t); },
           [this](const decoded_event& e) {
             event(e);
             return true;
-          }};
+          },
+          [this](const std::string& name, const std::string& json) { metadata(name, json); }};
+}
+
+void decoded_json_writer::metadata(const std::string& name, const std::string& json) {
+  if (name == "baseTimeNanoseconds") {  // the writer's own base, so that times read as in its JSON trace
+    boost::system::error_code ec;
+    const boost::json::value v = boost::json::parse(json, ec);
+    if (!ec && v.is_int64() && !has_base_) base_ns_ = v.get_int64(), has_base_ = true;
+    return;
+  }
+  if (name == "traceEvents" || name == "displayTimeUnit") return;  // this writer's own keys
+  std::string& into = opened_ ? tail_keys_ : head_keys_;
+  into += "  ";
+  append_json_string(into, name);
+  into += ": ";
+  append_json_text(into, json);
+  into += ",\n";
+}
+
+// The object opens at the first element: the trace-wide keys that came
+// before it (a proftrace trace's come first) go before "traceEvents", as in
+// the JSON trace they came from.
+void decoded_json_writer::open() {
+  if (opened_) return;
+  opened_ = true;
+  buf_ = "{\n" + head_keys_ + "  \"traceEvents\": [";
 }
 
 void decoded_json_writer::begin_element() {
+  open();
   buf_ += first_ ? "\n  " : ",\n  ";
   first_ = false;
 }
@@ -133,7 +160,8 @@ void decoded_json_writer::event(const decoded_event& e) {
 }
 
 void decoded_json_writer::finish() {
-  buf_ += "\n  ],\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ";
+  open();
+  buf_ += "\n  ],\n" + tail_keys_ + "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ";
   append_int(buf_, base_ns_);
   buf_ += "\n}\n";
   out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));

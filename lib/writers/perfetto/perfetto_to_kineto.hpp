@@ -33,11 +33,14 @@ class decoded_json_writer {
   explicit decoded_json_writer(std::ostream& out);
   void track(const decoded_track& t);
   void event(const decoded_event& e);
+  // A trace-wide entry: a top-level key of the JSON.
+  void metadata(const std::string& name, const std::string& json);
   // Closes traceEvents and the object; once, after the last event.
   void finish();
   perfetto_callbacks callbacks();
 
  private:
+  void open();
   void begin_element();
   void append_where(const decoded_track& t);  // "pid": ..., "tid": ...
   void append_args(const decoded_event& e);
@@ -46,7 +49,8 @@ class decoded_json_writer {
 
   std::ostream& out_;
   std::string buf_;
-  bool first_ = true, has_base_ = false;
+  std::string head_keys_, tail_keys_;  // top-level keys, each line ending in a comma
+  bool opened_ = false, first_ = true, has_base_ = false;
   std::int64_t base_ns_ = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "cuda/gpu_trace_writer.hpp"
 #include "flusher.hpp"
 #include "proftrace/detail/recorder.hpp"
 #include "registry.hpp"
@@ -22,11 +23,18 @@ constexpr std::uint64_t cuda_api_track_key = 2;
 perfetto_writer::perfetto_writer(const trace_head& head)
     : head_(head), main_(stage_, events_sequence), next_sequence_(first_thread_sequence) {
   process_track_ = main_.builder.process_track(head_.pid, head_.process_name);
+  // What the JSON trace holds in its top-level keys, so that a converted or
+  // merged trace keeps its rank and clock alignment.
+  std::vector<std::pair<std::string, std::string>> metadata = head_.metadata;
+  if (!head_.devices.empty()) metadata.emplace_back("deviceProperties", device_properties_json(head_.devices));
+  metadata.emplace_back("baseTimeNanoseconds", std::to_string(head_.base_ns));
+  main_.builder.trace_metadata(metadata);
 }
 
 std::string perfetto_writer::tail(const finished_trace& f, const std::string& trace_name) {
   std::string out;
   perfetto_builder b(out, tail_sequence);
+  b.trace_metadata(f.tail_metadata);
   std::vector<annotation> args;
   const std::string_view policy = to_string(current_overflow_policy());
   args.push_back({.name = "traceName", .value = std::string_view(trace_name)});
