@@ -245,16 +245,13 @@ std::size_t ring::consume(event* out, std::size_t max, std::size_t* first) noexc
     }
     // Keep records whole: a record cut by `max` stays for the next call.
     // (The head and the tail only ever stop at record boundaries: with no
-    // cut, everything copied is whole records.)
+    // cut, everything copied is whole records; with one, only the last head
+    // copied can be cut, and only extension slots follow it.)
     std::size_t end = n;
-    for (std::size_t i = 0; n != h - t && i < n;) {
-      const auto kind = static_cast<event_kind>(out[at + i].kind);
-      const std::size_t len = kind == event_kind::extension ? 1 : 1 + out[at + i].extra;
-      if (i + len > n) {
-        end = i;
-        break;
-      }
-      i += len;
+    if (n != h - t) {
+      std::size_t last = n;
+      while (last > 0 && static_cast<event_kind>(out[at + last - 1].kind) == event_kind::extension) --last;
+      if (last > 0 && last + out[at + last - 1].extra > n) end = last - 1;
     }
     if (end == 0) return 0;
     // Fails only when the producer overwrote records below t + end meanwhile:

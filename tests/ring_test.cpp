@@ -346,6 +346,37 @@ TEST_CASE("ring: records with extension slots stay whole") {
   CHECK(total == 30);
 }
 
+TEST_CASE("ring: a copy cut anywhere keeps records whole, one-slot and longer ones mixed") {
+  pd::set_overflow_policy(proftrace::overflow_policy::drop);
+  const std::uint64_t words[8] = {1, 2, 3, 0, 4, 5, 6, 0};
+  for (std::size_t room = 3; room <= 9; ++room) {
+    CAPTURE(room);
+    pd::ring r(64);
+    std::size_t pushed = 0;
+    for (int i = 0; i < 12; ++i) {  // 1, 3, 1, 3, ... slots
+      if (i % 2 == 0) r.push(7, 0, static_cast<std::uint64_t>(i), pd::event_kind::instant);
+      else r.push_record(7, 0, static_cast<std::uint64_t>(i), pd::event_kind::shapes, words, 2);
+      pushed += i % 2 == 0 ? 1 : 3;
+    }
+    std::vector<pd::event> buf(room);
+    std::size_t first = 0, total = 0;
+    std::uint64_t next_payload = 0;
+    for (int round = 0; round < 40 && total < pushed; ++round) {
+      const std::size_t n = r.consume(buf.data(), buf.size(), &first);
+      for (std::size_t i = 0; i < n;) {
+        const pd::event& head = buf[first + i];
+        REQUIRE(static_cast<pd::event_kind>(head.kind) != pd::event_kind::extension);
+        CHECK(head.payload == next_payload++);  // in order, none skipped
+        REQUIRE(i + 1 + head.extra <= n);        // whole
+        i += 1 + head.extra;
+      }
+      total += n;
+    }
+    CHECK(total == pushed);
+    CHECK(r.empty());
+  }
+}
+
 TEST_CASE("two producers and the flusher: count in = count out, order per thread kept") {
   test_support::warning_capture warnings;
   test_support::temp_dir out("rings");
