@@ -23,6 +23,7 @@
 #include <sstream>
 #include <thread>
 
+#include "protobuf_wire.hpp"
 #include "test_support.hpp"
 #include "trace_reader.hpp"
 #include "writers/perfetto/perfetto_builder.hpp"
@@ -118,6 +119,18 @@ void spin(std::chrono::microseconds d) {
 void cli_leaf() {
   PROF_OP("cli_leaf");
   spin(std::chrono::microseconds(5));
+}
+
+// An offset inside the body of the first packet of a .pftrace's bytes that
+// starts at or after `offset`: a cut there is inside a packet (an offset
+// picked blindly can fall between two packets, and then nothing is cut).
+std::size_t inside_packet_after(std::string_view pftrace, std::size_t offset) {
+  for (const auto& packet : test_wire::decode(pftrace)) {
+    const auto body = static_cast<std::size_t>(packet.bytes.data() - pftrace.data());
+    if (body >= offset && packet.bytes.size() >= 2) return body + packet.bytes.size() / 2;
+  }
+  FAIL("no packet after offset " << offset);
+  return 0;
 }
 
 void cli_work(int rows) {
@@ -2117,7 +2130,7 @@ TEST_CASE("convert and summary on cut, garbage and unknown files: clear errors, 
   REQUIRE(run_cli({"convert", (std::filesystem::path(data_dir) / "pytorch_style.pt.trace.json").string(), pf.string()}).rc == 0);
   const std::string bytes = slurp(pf);
   const auto cut = dir.path / "cut.pftrace";
-  write_file(cut, std::string_view(bytes).substr(0, bytes.size() * 2 / 3));
+  write_file(cut, std::string_view(bytes).substr(0, inside_packet_after(bytes, bytes.size() * 2 / 3)));
   auto r = run_cli({"convert", cut.string(), (dir.path / "cut.json").string()});
   CHECK(r.rc == 0);
   CHECK(r.err.find("truncated") != std::string::npos);
@@ -2198,7 +2211,9 @@ TEST_CASE("validate --repair: a .pftrace cut inside a packet keeps every whole p
   REQUIRE(bytes.size() > 1000);
   const auto whole = pt::plan_repair(dir.path / "full.pftrace");
   CHECK(whole.complete);
-  for (const std::size_t cut : {bytes.size() / 3, bytes.size() / 2 + 1, bytes.size() - 1}) {
+  // Cuts inside a packet near a third and a half of the file, and in the last packet.
+  for (const std::size_t cut : {inside_packet_after(bytes, bytes.size() / 3), inside_packet_after(bytes, bytes.size() / 2),
+                                bytes.size() - 1}) {
     CAPTURE(cut);
     const auto cut_file = dir.path / "cut.pt.trace.pftrace";
     std::ofstream(cut_file, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(cut));

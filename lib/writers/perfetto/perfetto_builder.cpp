@@ -490,13 +490,10 @@ constexpr std::size_t varint_size(std::uint64_t v) noexcept {
 // but timestamp_clock_id's two; every length is under 128 (a packet is at
 // most 93 bytes): one byte. arg_name_iid 0: no arg. On a thread's sequence
 // the clock and the thread's track are left to the defaults.
-const perfetto_builder::slice_fields& perfetto_builder::fields_for(int type, std::uint64_t track,
-                                                                   std::uint64_t name_iid, std::uint64_t category_iid,
-                                                                   std::uint64_t arg_name_iid) {
-  slice_fields& f = type == type_slice_begin ? begin_fields_ : end_fields_;
-  if (f.track == track && f.name_iid == name_iid && f.category_iid == category_iid && f.arg_name_iid == arg_name_iid &&
-      f.size != 0)
-    return f;
+const perfetto_builder::slice_fields& perfetto_builder::make_fields(slice_fields& f, int type, std::uint64_t track,
+                                                                    std::uint64_t name_iid, std::uint64_t category_iid,
+                                                                    std::uint64_t arg_name_iid) {
+  static_assert(type_slice_begin == 1 && type_slice_end == 2);  // as fields_for tells them apart
   char* q = f.bytes;
   if (!incremental_) {  // the clock: a thread's sequence has it by default
     static constexpr char clock[] = {static_cast<char>(0xd0), 0x03,  // timestamp_clock_id (58): two key bytes

@@ -248,7 +248,15 @@ class perfetto_builder {
     char bytes[64];  // at most 56 count
   };
   const slice_fields& fields_for(int type, std::uint64_t track, std::uint64_t name_iid, std::uint64_t category_iid,
-                                 std::uint64_t arg_name_iid);
+                                 std::uint64_t arg_name_iid) {
+    slice_fields& f = type == 1 ? begin_fields_ : end_fields_;  // TrackEvent.Type: 1 begin, 2 end
+    if (PROFTRACE_LIKELY(f.track == track && f.name_iid == name_iid && f.category_iid == category_iid &&
+                         f.arg_name_iid == arg_name_iid && f.size != 0))
+      return f;
+    return make_fields(f, type, track, name_iid, category_iid, arg_name_iid);
+  }
+  const slice_fields& make_fields(slice_fields& f, int type, std::uint64_t track, std::uint64_t name_iid,
+                                  std::uint64_t category_iid, std::uint64_t arg_name_iid);
   char* put_slice(char* packet, const slice_fields& f, std::int64_t unix_ns, std::uint64_t arg_value) noexcept;
   slice_fields begin_fields_, end_fields_;
   intern_map names_, categories_, annotation_names_;

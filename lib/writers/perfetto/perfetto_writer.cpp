@@ -60,14 +60,10 @@ void perfetto_writer::thread(std::int64_t tid, const std::string& name) {
     it->second.track = main_.builder.thread_track(head_.pid, tid, name.empty() ? "thread " + std::to_string(tid) : name);
 }
 
-perfetto_writer::packet_sequence& perfetto_writer::sequence_of(std::int64_t tid) {
-  thread_entry& t = thread_of(tid);
-  if (PROFTRACE_UNLIKELY(!t.events)) {
-    t.events = std::make_unique<packet_sequence>(
-        stage_, next_sequence_++,
-        perfetto_builder::thread_defaults{.default_track = t.track, .origin_unix_ns = head_.start_ns});
-    t.events->track = t.track;
-  }
+perfetto_writer::packet_sequence& perfetto_writer::new_sequence(thread_entry& t) {
+  t.events = std::make_unique<packet_sequence>(
+      stage_, next_sequence_++, perfetto_builder::thread_defaults{.default_track = t.track, .origin_unix_ns = head_.start_ns});
+  t.events->track = t.track;
   return *t.events;
 }
 
@@ -76,8 +72,7 @@ void perfetto_writer::thread_done(std::int64_t tid) {
   if (it != threads_.end()) it->second.events.reset();
 }
 
-const perfetto_writer::site_ids& perfetto_writer::packet_sequence::ids_of(const site& where) {
-  if (&where == last_site) return *last_ids;
+const perfetto_writer::site_ids& perfetto_writer::packet_sequence::new_site(const site& where) {
   auto [it, fresh] = sites.try_emplace(&where);
   last_site = &where;
   last_ids = &it->second;

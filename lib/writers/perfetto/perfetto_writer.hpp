@@ -80,7 +80,8 @@ class perfetto_writer {
         : builder(stage, id, defaults...) {
       external_id_iid = builder.intern_annotation_name("External id");
     }
-    const site_ids& ids_of(const site& where);
+    const site_ids& ids_of(const site& where) { return &where == last_site ? *last_ids : new_site(where); }
+    const site_ids& new_site(const site& where);
     perfetto_builder builder;
     std::unordered_map<const site*, site_ids> sites;  // node-based: last_ids stays valid
     const site* last_site = nullptr;
@@ -96,7 +97,11 @@ class perfetto_writer {
   thread_entry& thread_of(std::int64_t tid) { return tid == last_tid_ ? *last_thread_ : new_thread(tid); }
   thread_entry& new_thread(std::int64_t tid);
   std::uint64_t thread_track(std::int64_t tid) { return thread_of(tid).track; }
-  packet_sequence& sequence_of(std::int64_t tid);
+  packet_sequence& sequence_of(std::int64_t tid) {
+    thread_entry& t = thread_of(tid);
+    return PROFTRACE_LIKELY(t.events != nullptr) ? *t.events : new_sequence(t);
+  }
+  packet_sequence& new_sequence(thread_entry& t);
   void begin(packet_sequence& q, std::uint64_t track, const thread_state& ts, const open_scope& s, bool with_args);
   // A scope's fixed args (at most 10) and its PROF_ARG values.
   static constexpr std::size_t max_annotations = 10 + max_scope_args;
