@@ -130,29 +130,6 @@ class short_packet {
   char* const end_ = buf_ + sizeof buf_;
 };
 
-// A Unix-ns timestamp (2^56 to 2^63 ns: 1972 to 2262) is a nine-byte
-// varint: its low 56 bits spread 7 to a byte, each with the continuation
-// bit, in three halving steps (no loop, no BMI2), then the top byte.
-char* put_varint9(char* p, std::uint64_t v) noexcept {
-  std::uint64_t x = v & 0x00ffffffffffffffull;
-  x = (x & 0x000000000fffffffull) | ((x << 4) & 0x0fffffff00000000ull);
-  x = (x & 0x00003fff00003fffull) | ((x << 2) & 0x3fff00003fff0000ull);
-  x = (x & 0x007f007f007f007full) | ((x << 1) & 0x7f007f007f007f00ull);
-  x |= 0x8080808080808080ull;
-  std::memcpy(p, &x, 8);  // little-endian host: byte i holds bits 7i..7i+6
-  p[8] = static_cast<char>(v >> 56);
-  return p + 9;
-}
-
-char* put_varint(char* p, std::uint64_t v) noexcept {
-  if (v >> 56 != 0 && v >> 63 == 0) return put_varint9(p, v);
-  while (v >= 0x80) {
-    *p++ = static_cast<char>(v | 0x80);
-    v >>= 7;
-  }
-  *p++ = static_cast<char>(v);
-  return p;
-}
 constexpr char key(std::uint32_t f, proto::wire w) noexcept { return static_cast<char>(f << 3 | w); }
 }  // namespace
 
@@ -178,7 +155,7 @@ perfetto_builder::perfetto_builder(packet_stage& shared, std::uint32_t sequence_
 void perfetto_builder::set_packet_head() {
   char* p = packet_head_;
   *p++ = static_cast<char>(field::trusted_packet_sequence_id << 3);
-  p = put_varint(p, sequence_id_);
+  p = proto::write_varint(p, sequence_id_);
   *p++ = static_cast<char>(field::timestamp << 3);
   packet_head_size_ = static_cast<std::size_t>(p - packet_head_);
 }
@@ -510,22 +487,22 @@ const perfetto_builder::slice_fields& perfetto_builder::make_fields(slice_fields
   *q++ = static_cast<char>(type);
   if (track != default_track_) {
     *q++ = key(field::track_uuid, proto::varint);
-    q = put_varint(q, track);
+    q = proto::write_varint(q, track);
   }
   if (name_iid) {
     *q++ = key(field::name_iid, proto::varint);
-    q = put_varint(q, name_iid);
+    q = proto::write_varint(q, name_iid);
   }
   if (category_iid) {
     *q++ = key(field::category_iids, proto::varint);
-    q = put_varint(q, category_iid);
+    q = proto::write_varint(q, category_iid);
   }
   f.arg_length_at = 0;
   if (arg_name_iid) {
     *q++ = key(field::debug_annotations, proto::length_delimited);
     f.arg_length_at = static_cast<std::size_t>(q++ - f.bytes);
     *q++ = key(field::annotation_name_iid, proto::varint);
-    q = put_varint(q, arg_name_iid);
+    q = proto::write_varint(q, arg_name_iid);
     *q++ = key(field::uint_value, proto::varint);
   }
   f.track = track;
@@ -538,26 +515,6 @@ const perfetto_builder::slice_fields& perfetto_builder::make_fields(slice_fields
 
 // One packet of `f` at `packet` (at least max_fast_packet bytes of room);
 // returns its end.
-char* perfetto_builder::put_slice(char* packet, const slice_fields& f, std::int64_t unix_ns,
-                                  std::uint64_t arg_value) noexcept {
-  char* p = packet + 2;  // the packet's key and length go first, once its length is known
-  std::memcpy(p, packet_head_, sizeof packet_head_);
-  p += packet_head_size_;
-  const std::uint64_t ts = timestamp_value(unix_ns);
-  p = ts >> 56 != 0 && ts >> 63 == 0 ? put_varint9(p, ts) : put_varint(p, ts);
-  char* const fields = p;
-  std::memcpy(p, f.bytes, sizeof f.bytes);  // fixed size: a few moves; only f.size bytes count
-  p += f.size;
-  if (f.arg_length_at != 0) {
-    p = put_varint(p, arg_value);
-    fields[f.arg_length_at] = static_cast<char>(p - (fields + f.arg_length_at) - 1);
-  }
-  fields[f.event_length_at] = static_cast<char>(p - (fields + f.event_length_at) - 1);
-  packet[0] = key(field::packet, proto::length_delimited);
-  packet[1] = static_cast<char>(p - packet - 2);
-  return p;
-}
-
 void perfetto_builder::write_slice_with_id(int type, std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
                                            std::uint64_t category_iid, std::uint64_t arg_name_iid,
                                            std::uint64_t arg_value) {
@@ -566,17 +523,11 @@ void perfetto_builder::write_slice_with_id(int type, std::uint64_t track, std::i
   stage_.end = put_slice(stage_.end, f, unix_ns, arg_value);
 }
 
-void perfetto_builder::slice_pair(std::uint64_t track, std::int64_t begin_ns, std::int64_t end_ns,
-                                  std::uint64_t name_iid, std::uint64_t category_iid, std::uint64_t arg_name_iid,
-                                  std::uint64_t arg_value) {
-  if (PROFTRACE_UNLIKELY(!pending_.empty())) {
-    slice_with_pending(type_slice_begin, track, begin_ns, name_iid, category_iid, arg_name_iid, arg_value);
-    return write_slice_with_id(type_slice_end, track, end_ns, 0, 0, 0, 0);
-  }
-  const slice_fields& b = fields_for(type_slice_begin, track, name_iid, category_iid, arg_name_iid);
-  const slice_fields& e = fields_for(type_slice_end, track, 0, 0, 0);
-  stage_room(2 * max_fast_packet);
-  stage_.end = put_slice(put_slice(stage_.end, b, begin_ns, arg_value), e, end_ns, 0);
+void perfetto_builder::pair_with_pending(std::uint64_t track, std::int64_t begin_ns, std::int64_t end_ns,
+                                         std::uint64_t name_iid, std::uint64_t category_iid,
+                                         std::uint64_t arg_name_iid, std::uint64_t arg_value) {
+  slice_with_pending(type_slice_begin, track, begin_ns, name_iid, category_iid, arg_name_iid, arg_value);
+  write_slice_with_id(type_slice_end, track, end_ns, 0, 0, 0, 0);
 }
 
 void perfetto_builder::slice_with_pending(int type, std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,

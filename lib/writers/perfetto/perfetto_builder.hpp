@@ -25,8 +25,10 @@
 #pragma once
 
 #include "proftrace/config.hpp"
+#include "writers/perfetto/proto_encoder.hpp"
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -154,8 +156,15 @@ class perfetto_builder {
     write_slice_with_id(2, track, unix_ns, 0, 0, arg_name_iid, arg_value);
   }
   // A slice with no children: its begin (with the arg) and its end at once.
+  // Inline, with what it calls: it is most of a streamed .pftrace.
   void slice_pair(std::uint64_t track, std::int64_t begin_ns, std::int64_t end_ns, std::uint64_t name_iid,
-                  std::uint64_t category_iid, std::uint64_t arg_name_iid, std::uint64_t arg_value);
+                  std::uint64_t category_iid, std::uint64_t arg_name_iid, std::uint64_t arg_value) {
+    if (PROFTRACE_UNLIKELY(!pending_.empty())) return pair_with_pending(track, begin_ns, end_ns, name_iid, category_iid, arg_name_iid, arg_value);
+    const slice_fields& b = fields_for(1, track, name_iid, category_iid, arg_name_iid);
+    const slice_fields& e = fields_for(2, track, 0, 0, 0);
+    stage_room(2 * max_fast_packet);
+    stage_.end = put_slice(put_slice(stage_.end, b, begin_ns, arg_value), e, end_ns, 0);
+  }
 
   // The packets written so far, all of them (the fast path's staged ones
   // appended first). Read the output only through this.
@@ -257,7 +266,27 @@ class perfetto_builder {
   }
   const slice_fields& make_fields(slice_fields& f, int type, std::uint64_t track, std::uint64_t name_iid,
                                   std::uint64_t category_iid, std::uint64_t arg_name_iid);
-  char* put_slice(char* packet, const slice_fields& f, std::int64_t unix_ns, std::uint64_t arg_value) noexcept;
+  // A slice's packet at `packet` from its fields (max_fast_packet bytes of
+  // room): the packet's key and length, the sequence id and the timestamp,
+  // the fields, the arg's value; lengths patched in place.
+  char* put_slice(char* packet, const slice_fields& f, std::int64_t unix_ns, std::uint64_t arg_value) noexcept {
+    char* p = packet + 2;  // the packet's key and length go first, once its length is known
+    std::memcpy(p, packet_head_, sizeof packet_head_);
+    p = proto::write_varint(p + packet_head_size_, timestamp_value(unix_ns));
+    char* const fields = p;
+    std::memcpy(p, f.bytes, sizeof f.bytes);  // fixed size: a few moves; only f.size bytes count
+    p += f.size;
+    if (f.arg_length_at != 0) {
+      p = proto::write_varint(p, arg_value);
+      fields[f.arg_length_at] = static_cast<char>(p - (fields + f.arg_length_at) - 1);
+    }
+    fields[f.event_length_at] = static_cast<char>(p - (fields + f.event_length_at) - 1);
+    packet[0] = 0x0a;  // Trace.packet (1), length-delimited
+    packet[1] = static_cast<char>(p - packet - 2);
+    return p;
+  }
+  void pair_with_pending(std::uint64_t track, std::int64_t begin_ns, std::int64_t end_ns, std::uint64_t name_iid,
+                         std::uint64_t category_iid, std::uint64_t arg_name_iid, std::uint64_t arg_value);
   slice_fields begin_fields_, end_fields_;
   intern_map names_, categories_, annotation_names_;
   std::vector<pending_entry> pending_;  // interned since the last event packet

@@ -73,6 +73,32 @@ inline void put_string(std::string& out, std::uint32_t field, std::string_view s
   out.append(s);
 }
 
+// The same varints written at `p` (room for ten bytes), for packets built in
+// place; return the byte after. A Unix-ns timestamp (2^56 to 2^63 ns: 1972
+// to 2262) is a nine-byte varint: its low 56 bits spread 7 to a byte, each
+// with the continuation bit, in three halving steps (no loop, no BMI2),
+// then the top byte.
+inline char* write_varint9(char* p, std::uint64_t v) noexcept {
+  std::uint64_t x = v & 0x00ffffffffffffffull;
+  x = (x & 0x000000000fffffffull) | ((x << 4) & 0x0fffffff00000000ull);
+  x = (x & 0x00003fff00003fffull) | ((x << 2) & 0x3fff00003fff0000ull);
+  x = (x & 0x007f007f007f007full) | ((x << 1) & 0x7f007f007f007f00ull);
+  x |= 0x8080808080808080ull;
+  std::memcpy(p, &x, 8);  // little-endian host: byte i holds bits 7i..7i+6
+  p[8] = static_cast<char>(v >> 56);
+  return p + 9;
+}
+
+inline char* write_varint(char* p, std::uint64_t v) noexcept {
+  if (v >> 56 != 0 && v >> 63 == 0) return write_varint9(p, v);
+  while (v >= 0x80) {
+    *p++ = static_cast<char>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
+}
+
 // Opens a nested message; returns the position its close() needs. One
 // byte is reserved for the length: most messages here (an annotation, an
 // event, a whole packet) are under 128 bytes, so closing them moves nothing.
