@@ -65,7 +65,27 @@ def main():
             end_of_receive = exchanges[r][k][1]
             assert end_of_receive + allowance >= start_of_send, (
                 f"rank {r}'s exchange {k} ends {start_of_send - end_of_receive:.3f} us before rank {sender}'s began")
-    print(f"ok: 4 traces, summary across ranks, merged trace of {len(events)} events with 4 rank processes")
+    # The same ranks as Perfetto traces: their rank and clock alignment travel
+    # in the .pftrace, so merging them gives the same timeline.
+    pftraces = os.path.join(work, "pftraces")
+    os.makedirs(pftraces)
+    for name in files:
+        subprocess.run([proftrace, "convert", os.path.join(traces, name),
+                        os.path.join(pftraces, name.replace(".json", ".pftrace"))], check=True, stdout=subprocess.DEVNULL)
+    merged_pf = os.path.join(work, "merged_from_pftrace.json")
+    subprocess.run([proftrace, "merge", pftraces, "-o", merged_pf], check=True, stdout=subprocess.DEVNULL)
+    with open(merged_pf) as f:
+        from_pf = json.load(f)["traceEvents"]
+    names_pf = {e["pid"]: e["args"]["name"] for e in from_pf if e.get("ph") == "M" and e.get("name") == "process_name"}
+    assert names_pf == names, (names_pf, names)
+
+    def slices(evs):
+        return sorted((e["pid"], e["tid"], e["name"], round(e["ts"], 3), round(e["dur"], 3)) for e in evs if e.get("ph") == "X")
+
+    assert slices(from_pf) == slices(events), "merging the .pftrace ranks gave another timeline"
+    assert not [d for d in os.listdir(work) if d.startswith(".proftrace-merge")], os.listdir(work)
+    print(f"ok: 4 traces, summary across ranks, merged trace of {len(events)} events with 4 rank processes, "
+          f"the same from their .pftrace")
 
 
 if __name__ == "__main__":
