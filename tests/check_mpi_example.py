@@ -70,8 +70,8 @@ def main():
     pftraces = os.path.join(work, "pftraces")
     os.makedirs(pftraces)
     for name in files:
-        subprocess.run([proftrace, "convert", os.path.join(traces, name),
-                        os.path.join(pftraces, name.replace(".json", ".pftrace"))], check=True, stdout=subprocess.DEVNULL)
+        pftrace = os.path.join(pftraces, name.replace(".json", ".pftrace"))
+        subprocess.run([proftrace, "convert", os.path.join(traces, name), pftrace], check=True, stdout=subprocess.DEVNULL)
     merged_pf = os.path.join(work, "merged_from_pftrace.json")
     subprocess.run([proftrace, "merge", pftraces, "-o", merged_pf], check=True, stdout=subprocess.DEVNULL)
     with open(merged_pf) as f:
@@ -80,7 +80,8 @@ def main():
     assert names_pf == names, (names_pf, names)
 
     def slices(evs):
-        return sorted((e["pid"], e["tid"], e["name"], round(e["ts"], 3), round(e["dur"], 3)) for e in evs if e.get("ph") == "X")
+        return sorted((e["pid"], e["tid"], e["name"], round(e["ts"], 3), round(e["dur"], 3))
+                      for e in evs if e.get("ph") == "X")
 
     assert slices(from_pf) == slices(events), "merging the .pftrace ranks gave another timeline"
     assert not [d for d in os.listdir(work) if d.startswith(".proftrace-merge")], os.listdir(work)

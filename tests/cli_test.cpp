@@ -2042,7 +2042,8 @@ TEST_CASE("convert: JSON -> .pftrace -> JSON keeps every slice: name, thread, ti
     }
     CHECK(run_cli({"validate", plain.string()}).rc == 0);
     // Its top-level keys too (a rank's distributedInfo is what merge needs).
-    const auto in_keys = boost::json::parse(slurp(input)).as_object(), out_keys = boost::json::parse(slurp(plain)).as_object();
+    const auto in_keys = boost::json::parse(slurp(input)).as_object();
+    const auto out_keys = boost::json::parse(slurp(plain)).as_object();
     for (const auto& [key, value] : in_keys) {
       if (key == "traceEvents") continue;
       const std::string k(key);
@@ -2171,12 +2172,15 @@ TEST_CASE("merge takes .pftrace traces, in a directory or named, converted on th
     for (const auto& e : trace.at("traceEvents").as_array()) n += e.as_object().at("ph") == "X";
     return n;
   };
-  CHECK(slices(boost::json::parse(slurp(merged)).as_object()) == 2 * slices(boost::json::parse(slurp(json)).as_object()));  // every slice of both, the converted one's too
+  // Every slice of both, the converted one's too.
+  const auto parsed = [](const std::filesystem::path& p) { return boost::json::parse(slurp(p)).as_object(); };
+  CHECK(slices(parsed(merged)) == 2 * slices(parsed(json)));
   r = run_cli({"merge", (dir.path / "rank1.pftrace").string(), "-o", merged.string()});
   CHECK(r.rc == 0);
   CHECK(r.out.find("1 trace") != std::string::npos);
   std::size_t left = 0;
-  for (const auto& f : std::filesystem::directory_iterator(dir.path)) left += f.path().filename().string().starts_with(".proftrace-merge");
+  for (const auto& f : std::filesystem::directory_iterator(dir.path))
+    left += f.path().filename().string().starts_with(".proftrace-merge");
   CHECK(left == 0);
 }
 
@@ -2212,8 +2216,9 @@ TEST_CASE("validate --repair: a .pftrace cut inside a packet keeps every whole p
   const auto whole = pt::plan_repair(dir.path / "full.pftrace");
   CHECK(whole.complete);
   // Cuts inside a packet near a third and a half of the file, and in the last packet.
-  for (const std::size_t cut : {inside_packet_after(bytes, bytes.size() / 3), inside_packet_after(bytes, bytes.size() / 2),
-                                bytes.size() - 1}) {
+  const std::size_t cuts[] = {inside_packet_after(bytes, bytes.size() / 3), inside_packet_after(bytes, bytes.size() / 2),
+                              bytes.size() - 1};
+  for (const std::size_t cut : cuts) {
     CAPTURE(cut);
     const auto cut_file = dir.path / "cut.pt.trace.pftrace";
     std::ofstream(cut_file, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(cut));

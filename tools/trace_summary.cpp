@@ -510,8 +510,9 @@ read_result aggregate(const std::filesystem::path& path, aggregator& agg, std::v
   if (!r.has_trace_events) throw trace_error(path.string() + ": no \"traceEvents\" key");
   if (!r.trace_events_is_array) throw trace_error(path.string() + ": \"traceEvents\" is not an array");
   if (r.truncated)
-    warnings.push_back(path.string() + ": " + where_cut(r, "trace") + " (cut off, or still being written); summarised the " +
-                       std::to_string(r.events) + " events before it");
+    warnings.push_back(path.string() + ": " + where_cut(r, "trace") +
+                       " (cut off, or still being written); summarised the " + std::to_string(r.events) +
+                       " events before it");
   if (r.unplaced_events)
     warnings.push_back(path.string() + ": " + std::to_string(r.unplaced_events) +
                        " events on a clock that no clock snapshot of their sequence placed were skipped");

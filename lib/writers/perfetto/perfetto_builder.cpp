@@ -20,7 +20,8 @@ namespace field {
 // Trace
 constexpr std::uint32_t packet = 1;
 // TracePacket
-constexpr std::uint32_t chrome_events = 5, clock_snapshot = 6, timestamp = 8, trusted_packet_sequence_id = 10, track_event = 11,
+constexpr std::uint32_t chrome_events = 5, clock_snapshot = 6, timestamp = 8, trusted_packet_sequence_id = 10,
+                        track_event = 11,
                         interned_data = 12, sequence_flags = 13, timestamp_clock_id = 58, trace_packet_defaults = 59,
                         track_descriptor = 60;
 // TracePacketDefaults (timestamp_clock_id as in TracePacket) and TrackEventDefaults

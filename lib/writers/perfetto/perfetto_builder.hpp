@@ -159,7 +159,8 @@ class perfetto_builder {
   // Inline, with what it calls: it is most of a streamed .pftrace.
   void slice_pair(std::uint64_t track, std::int64_t begin_ns, std::int64_t end_ns, std::uint64_t name_iid,
                   std::uint64_t category_iid, std::uint64_t arg_name_iid, std::uint64_t arg_value) {
-    if (PROFTRACE_UNLIKELY(!pending_.empty())) return pair_with_pending(track, begin_ns, end_ns, name_iid, category_iid, arg_name_iid, arg_value);
+    if (PROFTRACE_UNLIKELY(!pending_.empty()))
+      return pair_with_pending(track, begin_ns, end_ns, name_iid, category_iid, arg_name_iid, arg_value);
     const slice_fields& b = fields_for(1, track, name_iid, category_iid, arg_name_iid);
     const slice_fields& e = fields_for(2, track, 0, 0, 0);
     stage_room(2 * max_fast_packet);

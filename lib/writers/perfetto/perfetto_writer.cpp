@@ -61,8 +61,8 @@ void perfetto_writer::thread(std::int64_t tid, const std::string& name) {
 }
 
 perfetto_writer::packet_sequence& perfetto_writer::new_sequence(thread_entry& t) {
-  t.events = std::make_unique<packet_sequence>(
-      stage_, next_sequence_++, perfetto_builder::thread_defaults{.default_track = t.track, .origin_unix_ns = head_.start_ns});
+  const perfetto_builder::thread_defaults defaults{.default_track = t.track, .origin_unix_ns = head_.start_ns};
+  t.events = std::make_unique<packet_sequence>(stage_, next_sequence_++, defaults);
   t.events->track = t.track;
   return *t.events;
 }
