@@ -56,7 +56,8 @@ class trace_window {
     each_writer([&](auto& w) { w.thread_done(tid); });
   }
   void scope(thread_state& ts, const open_scope& s, std::int64_t end_ns) {  // inline: once per scope
-    aggregator_.add_scope(ts, s, end_ns);
+    if (&s == &ts.leaf) aggregator_.add_leaf(ts, s, end_ns);
+    else aggregator_.add_scope(ts, s, end_ns);
     each_writer([&](auto& w) { w.scope(ts, s, end_ns); });
   }
   void async(const open_async& a, std::uint64_t async_id, std::int64_t end_ns, std::int64_t end_tid);

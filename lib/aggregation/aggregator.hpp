@@ -56,6 +56,17 @@ class aggregator {
     if (PROFTRACE_UNLIKELY(!s.args.empty() || !counter_children_.empty())) add_counters(ts, s, row);
     if (opts_.retain_events) retain(ts, s, end_ns, self);
   }
+  // Pairing's leaf (thread_state::leaf): no children, FLOPs, memory, args
+  // or shapes, so only its time counts; the rest as add_scope.
+  void add_leaf(const thread_state& ts, const open_scope& s, std::int64_t end_ns) {
+    if (PROFTRACE_UNLIKELY(opts_.cuda || opts_.retain_events || !counter_children_.empty()))
+      return add_scope(ts, s, end_ns);
+    const std::int64_t dur = end_ns > s.begin_ns ? end_ns - s.begin_ns : 0;
+    event_average& row = row_for(ts, s);
+    row.count += 1;
+    row.cpu_time_total_ns += dur;
+    row.self_cpu_time_total_ns += dur;
+  }
   void add_async(const open_async& a, std::int64_t end_ns, std::int64_t end_tid);
   // A resolved memory event; `scoped`: a scope was open to take its bytes.
   void add_memory(const memory_event& m, bool scoped);

@@ -33,6 +33,13 @@ inline bool only_external_id(const open_scope& s, const trace_head& h) noexcept 
   return !s.truncated && s.where != &thread_step_site && s.shapes.empty() && s.flops <= 0 && s.comm_bytes < 0 &&
          !h.with_stack && !h.with_modules && s.dynamic_name.empty() && s.args.empty();
 }
+// The same, and not a step: a plain slice. Pairing's leaf (thread_state::leaf)
+// is one by construction (no step, nothing recorded but its times); only
+// the head's options can add args to it.
+inline bool plain_slice(const thread_state& ts, const open_scope& s, const trace_head& h) noexcept {
+  if (&s == &ts.leaf) return !h.with_stack && !h.with_modules;
+  return only_external_id(s, h) && s.where->cat != category::step;
+}
 
 }  // namespace detail
 }  // namespace PROFTRACE_ABI_NAMESPACE

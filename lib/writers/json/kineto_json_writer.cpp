@@ -175,7 +175,7 @@ bool kineto_json_writer::short_scope(const thread_state& ts, const open_scope& s
   p += id_key.size();
   p = s.external_id < 100'000'000 ? put_below_1e8(p, static_cast<std::uint32_t>(s.external_id))
                                   : std::to_chars(p, p + 24, s.external_id).ptr;
-  const bool closed = only_external_id(s, head_);
+  const bool closed = plain_slice(ts, s, head_);  // (never a step here)
   std::memcpy(p, "}}", 2);
   stage_end_ = p + (closed ? 2 : 0);
   if (!closed) {

@@ -150,7 +150,7 @@ void perfetto_writer::scope(thread_state& ts, const open_scope& s, std::int64_t 
     begin(q, track, ts, outer, false);
   }
   if (!s.announced) {
-    if (only_external_id(s, head_) && s.where->cat != category::step) {  // the common scope: two short packets
+    if (plain_slice(ts, s, head_)) {  // the common scope: two short packets
       const site_ids& ids = q.ids_of(*s.where);
       return q.builder.slice_pair(track, s.begin_ns, end_ns, ids.name, ids.category, q.external_id_iid, s.external_id);
     }
