@@ -131,7 +131,7 @@ void to_trace_event(const pd::decoded_event& d, std::int64_t base_ns, track_text
   e.cat = d.category;
   e.ph_type = e.name_type = e.cat_type = json_type::string;
   e.ts_type = e.pid_type = e.tid_type = json_type::number;
-  e.ts = static_cast<double>(d.start_ns - base_ns) / 1e3;
+  e.ts = static_cast<double>(pd::ns_after(d.start_ns, base_ns)) / 1e3;
   if (d.type == pd::decoded_event::kind::slice) e.dur_type = json_type::number, e.dur = static_cast<double>(d.dur_ns) / 1e3;
   const track_text& where = texts[*d.track];
   e.pid = where.pid;

@@ -446,7 +446,7 @@ void decoder::track_event(std::string_view bytes, std::int64_t unix_ns, const se
 void decoder::slice_end(track_state& t, decoded_event& end) {
   if (t.depth == 0) return void(++result_.unmatched_ends);
   decoded_event& begin = *t.open[--t.depth];
-  begin.dur_ns = end.start_ns - begin.start_ns;
+  begin.dur_ns = ns_after(end.start_ns, begin.start_ns);
   for (auto& a : end.args) begin.args.push_back(std::move(a));
   for (auto id : end.terminating_flow_ids) begin.terminating_flow_ids.push_back(id);
   deliver(begin);

@@ -98,6 +98,12 @@ perfetto_read_result read_perfetto(const std::filesystem::path& path, const perf
 // The uncompressed bytes from `in` (messages without a path).
 perfetto_read_result read_perfetto(std::istream& in, const perfetto_callbacks& callbacks);
 
+// `t - base` in ns, wrapping instead of overflowing: a trace's times (and a
+// base it names in its metadata) can be anything in a crafted file.
+constexpr std::int64_t ns_after(std::int64_t t, std::int64_t base) noexcept {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(t) - static_cast<std::uint64_t>(base));
+}
+
 // Whether `first_byte` of a (decompressed) file can start a Perfetto trace:
 // 0x0a, the key of Trace.packet (field 1, length-delimited).
 constexpr bool looks_like_perfetto(unsigned char first_byte) noexcept { return first_byte == 0x0a; }

@@ -128,7 +128,7 @@ void decoded_json_writer::append_flow(const decoded_event& e, std::uint64_t id, 
   buf_ += ", \"cat\": \"ac2g\", \"name\": \"ac2g\", ";
   append_where(*e.track);
   buf_ += ", \"ts\": ";
-  append_us3(buf_, e.start_ns - base_ns_);
+  append_us3(buf_, ns_after(e.start_ns, base_ns_));
   buf_ += "}";
 }
 
@@ -148,7 +148,7 @@ void decoded_json_writer::event(const decoded_event& e) {
   buf_ += ", ";
   append_where(*e.track);
   buf_ += ", \"ts\": ";
-  append_us3(buf_, e.start_ns - base_ns_);
+  append_us3(buf_, ns_after(e.start_ns, base_ns_));
   if (e.type == decoded_event::kind::slice) {
     buf_ += ", \"dur\": ";
     append_us3(buf_, e.dur_ns);
