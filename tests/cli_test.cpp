@@ -1633,6 +1633,61 @@ TEST_CASE("merge writes only valid JSON, refuses what every other command refuse
     CHECK(slurp(merged) == "an earlier merge\n");
     CHECK(test_support::files_in(dir.path).size() == 3);
   }
+  SUBCASE("a rank, base or clock offset merge cannot use is refused by name, MERGED untouched") {
+    write_file(merged, "an earlier merge\n");
+    const std::string events = "\"traceEvents\": [" + event_head + R"("ts": 1, "dur": 1}]})";
+    const struct {
+      const char* head;
+      const char* message;
+    } cases[] = {
+        {R"("distributedInfo": {"rank": 1e30})", "\"distributedInfo.rank\" is 1e+30, not a rank from 0 to 999999"},
+        {R"("distributedInfo": {"rank": -1})", "\"distributedInfo.rank\" is -1, not a rank"},
+        {R"("distributedInfo": {"rank": 1000000})", "\"distributedInfo.rank\" is 1000000, not a rank"},
+        {R"("distributedInfo": {"rank": 99999999999999999999})", "\"distributedInfo.rank\" is 1e+20, not a rank"},
+        {R"("distributedInfo": {"rank": "3"})", "\"distributedInfo.rank\" is 3, not a rank from 0"},
+        {R"("baseTimeNanoseconds": 1.5e300)", "\"baseTimeNanoseconds\" is 1.5000000000000001e+300, not an integer of nanoseconds"},
+        {R"("baseTimeNanoseconds": 9223372036854775808)", "is 9223372036854775808, not an integer of nanoseconds"},
+        {R"("clockAlignment": {"offset_ns": 0.5})", "\"clockAlignment.offset_ns\" is 0.5, not an integer"},
+        {R"("baseTimeNanoseconds": 9223372036854775807, "clockAlignment": {"offset_ns": -1})",
+         "minus its clock offset -1 is beyond 64-bit nanoseconds"},
+    };
+    for (const auto& c : cases) {
+      const std::string head = c.head;
+      CAPTURE(head);
+      const auto t = trace("crafted.json", "{" + head + ", " + events);
+      const auto r = run_cli({"merge", t, "-o", merged.string()});
+      CAPTURE(r.err);
+      CHECK(r.rc == 1);
+      CHECK(r.err.find(c.message) != std::string::npos);
+      CHECK(slurp(merged) == "an earlier merge\n");
+    }
+    // Each base alone is fine; together they are more than 2^63 ns apart.
+    const auto early = trace("early.json", "{\"baseTimeNanoseconds\": -9223372036854775807, " + events);
+    const auto late = trace("late.json", "{\"baseTimeNanoseconds\": 9223372036854775807, " + events);
+    CHECK(run_cli({"merge", early, "-o", merged.string()}).rc == 0);
+    write_file(merged, "an earlier merge\n");
+    const auto r = run_cli({"merge", early, late, "-o", merged.string()});
+    CHECK(r.rc == 1);
+    CHECK(r.err.find("late.json: its clock (baseTimeNanoseconds and clockAlignment) is more than 292 years after") !=
+          std::string::npos);
+    CHECK(slurp(merged) == "an earlier merge\n");
+  }
+  SUBCASE("rank 1001 and a trace without a rank (merged second) stay two processes") {
+    const auto ranked = trace("ranked.json", R"({"distributedInfo": {"rank": 1001}, "traceEvents": [)" + event_head +
+                                                 R"("ts": 1, "dur": 1}]})");
+    const auto unranked = trace("unranked.json", "{\"traceEvents\": [" + event_head + R"("ts": 2, "dur": 1}]})");
+    const auto r = run_cli({"merge", ranked, unranked, "-o", merged.string()});
+    REQUIRE(r.rc == 0);
+    std::set<std::int64_t> pids;
+    std::set<std::string> names;
+    const auto trace_json = boost::json::parse(slurp(merged));
+    for (const auto& v : trace_json.at("traceEvents").as_array()) {
+      const auto& e = v.as_object();
+      if (e.at("ph") == "X") pids.insert(e.at("pid").as_int64());
+      if (e.at("ph") == "M" && e.at("name") == "process_name") names.insert(std::string(e.at("args").at("name").as_string()));
+    }
+    CHECK(names.count("unranked.json") == 1);
+  }
   SUBCASE("elements of traceEvents that are not objects: exit 1 naming the event, as summary and validate") {
     for (const char* events : {"[1, 2]", "[null]", R"(["x"])", "[true]", "[[1]]", R"([{"ph": "X"}, -3])"}) {
       CAPTURE(events);

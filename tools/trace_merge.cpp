@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include <unistd.h>
 
@@ -44,23 +45,49 @@ struct input {
   std::string host;
   std::int64_t base_ns = 0;
   std::int64_t offset_ns = 0;  // this rank's clock minus rank 0's
+  std::int64_t aligned_base_ns = 0;  // base_ns on rank 0's clock
   bool aligned = false;
 };
+
+// Ranks merge can keep apart: a rank's processes get pids rank * 1000 + n
+// (int32, as trace_processor reads pids) and its ids move by rank << 40.
+// Traces without a rank take the keys after these.
+constexpr std::int64_t max_rank = 999'999;
+constexpr std::int64_t unranked_key = max_rank + 1;
+
+// The whole of `text` as an integer in [lo, hi]; nullopt for anything else
+// (a fraction, an exponent, a value out of range).
+std::optional<std::int64_t> integer_in(const std::string& text, std::int64_t lo, std::int64_t hi) {
+  std::int64_t v = 0;
+  const auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (err != std::errc{} || end != text.data() + text.size() || v < lo || v > hi) return std::nullopt;
+  return v;
+}
 
 input read_header(const std::filesystem::path& file) {
   input in;
   in.file = file;
   read_options opts;
   opts.on_event = [](const trace_event&) { return false; };  // the metadata before traceEvents is enough
+  const auto integer = [&](const metadata_entry& m, std::int64_t lo, std::int64_t hi, const char* what) {
+    const auto v = m.type == json_type::number ? integer_in(m.value, lo, hi) : std::nullopt;
+    if (!v)
+      throw trace_error(file.string() + ": \"" + m.key + "\" is " + m.value + ", not " + what +
+                        "; merge cannot place this trace's events");
+    return *v;
+  };
   for (const auto& m : read_trace(file, opts).metadata) {
-    if (m.key == "distributedInfo.rank" && m.type == json_type::number) in.rank = std::atoi(m.value.c_str());
+    if (m.key == "distributedInfo.rank") in.rank = static_cast<int>(integer(m, 0, max_rank, "a rank from 0 to 999999"));
     else if (m.key == "distributedInfo.host" && m.type == json_type::string) in.host = m.value;
-    else if (m.key == "baseTimeNanoseconds" && m.type == json_type::number) in.base_ns = std::atoll(m.value.c_str());
-    else if (m.key == "clockAlignment.offset_ns" && m.type == json_type::number) {
-      in.offset_ns = std::atoll(m.value.c_str());
+    else if (m.key == "baseTimeNanoseconds") in.base_ns = integer(m, INT64_MIN, INT64_MAX, "an integer of nanoseconds");
+    else if (m.key == "clockAlignment.offset_ns") {
+      in.offset_ns = integer(m, INT64_MIN, INT64_MAX, "an integer of nanoseconds");
       in.aligned = true;
     }
   }
+  if (__builtin_sub_overflow(in.base_ns, in.offset_ns, &in.aligned_base_ns))
+    throw trace_error(file.string() + ": baseTimeNanoseconds " + std::to_string(in.base_ns) + " minus its clock offset " +
+                      std::to_string(in.offset_ns) + " is beyond 64-bit nanoseconds; merge cannot place this trace's events");
   return in;
 }
 
@@ -155,7 +182,7 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
   });
   // The merged time base: the earliest aligned base, so no ts is negative.
   std::int64_t base = INT64_MAX;
-  for (const auto& in : inputs) base = std::min(base, in.base_ns - in.offset_ns);
+  for (const auto& in : inputs) base = std::min(base, in.aligned_base_ns);
 
   merge_result result;
   {
@@ -213,8 +240,11 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
   std::map<std::int64_t, std::map<std::string, std::size_t>> pids_by_rank;  // rank key -> pid text -> processes index
   for (std::size_t index = 0; index < inputs.size(); ++index) {
     const input& in = inputs[index];
-    const std::int64_t rank_key = in.rank >= 0 ? in.rank : static_cast<std::int64_t>(1000 + index);
-    const std::int64_t shift_ns = in.base_ns - in.offset_ns - base;  // add to every ts of this input (as ns)
+    const std::int64_t rank_key = in.rank >= 0 ? in.rank : unranked_key + static_cast<std::int64_t>(index);
+    std::int64_t shift_ns = 0;  // add to every ts of this input (as ns)
+    if (__builtin_sub_overflow(in.aligned_base_ns, base, &shift_ns))
+      throw trace_error(in.file.string() + ": its clock (baseTimeNanoseconds and clockAlignment) is more than 292 years after the "
+                        "earliest input's; merge cannot place them on one timeline");
     auto& pids = pids_by_rank[rank_key];
     std::size_t host_process = SIZE_MAX;  // the first pid of this trace: the host (proftrace writes it first)
     const auto merged_pid = [&](const json::value& pid) {

@@ -1,8 +1,10 @@
 // libFuzzer target: arbitrary bytes as a trace file (.json, or .json.gz /
 // .json.zst when they start with the gzip / zstd magic), through what the
 // command line runs on a trace: validate, the summary's aggregation (with
-// shapes and stacks, and the table), and validate --repair, whose output
-// must then read back as complete JSON holding exactly the events it kept.
+// shapes and stacks, and the table), merge (the input with itself, as two
+// ranks' traces: a merged trace must read back whole), and validate
+// --repair, whose output must then read back as complete JSON holding
+// exactly the events it kept.
 #include <unistd.h>
 
 #include <cstdint>
@@ -81,6 +83,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     std::vector<std::string> warnings;
     (void)pt::summarize_stacks(input, warnings).collapsed_stacks();
+  } catch (const pt::trace_error&) {
+  }
+
+  try {
+    const auto merged = scratch_dir() / "merged.json";
+    const auto m = pt::merge_traces({input, input}, merged);
+    pt::read_options all;
+    all.on_event = [](const pt::trace_event&) { return true; };
+    pt::read_result reread;
+    try {
+      reread = pt::read_trace(merged, all);
+    } catch (const pt::trace_error& e) {
+      fail(std::string("the merged trace does not read: ") + e.what());
+    }
+    if (reread.truncated || reread.events < m.events) fail("the merged trace lost events");
   } catch (const pt::trace_error&) {
   }
 
