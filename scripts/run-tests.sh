@@ -50,7 +50,7 @@ if [ "${PROFTRACE_SANITIZERS:-1}" != 0 ]; then
   run_suite "$root/build-tsan" "${sanitized[@]}" -DPROFTRACE_SANITIZE=thread -DPROFTRACE_BUILD_TOOLS=OFF
   run_suite "$root/build-asan" "${sanitized[@]}" -DPROFTRACE_SANITIZE=address,undefined
 fi
-# About 2 minutes: the fuzzers' build and their runs (PROFTRACE_FUZZ=0 skips them).
+# About 2.5 minutes: the fuzzers' build and their runs (PROFTRACE_FUZZ=0 skips them).
 if [ "${PROFTRACE_FUZZ:-1}" != 0 ]; then
   bash "$root/scripts/run-fuzzers.sh"
 fi

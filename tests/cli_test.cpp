@@ -1710,6 +1710,24 @@ TEST_CASE("merge writes only valid JSON, refuses what every other command refuse
   }
 }
 
+TEST_CASE("summary DIR: a rank or base that is not an integer is named and left out; a base at the end of time orders") {
+  temp_dir dir("cli-summary-crafted");
+  const std::string event = R"({"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 5, "dur": 1})";
+  write_file(dir.path / "crafted.json", R"({"distributedInfo": {"rank": 1e30}, "baseTimeNanoseconds": 9223372036854775807, )"
+                                        R"("traceEvents": [)" + event + "]}");
+  write_file(dir.path / "rank0.json", R"({"distributedInfo": {"rank": 0}, "traceEvents": [)" + event + "]}");
+  write_file(dir.path / "fraction.json", R"({"baseTimeNanoseconds": 0.5, "traceEvents": [)" + event + "]}");
+  const auto r = run_cli({"summary", dir.path.string()});
+  CAPTURE(r.err);
+  CHECK(r.rc == 0);
+  CHECK(r.err.find("crafted.json: \"distributedInfo.rank\" is 1e+30, not a rank; the trace is summarised as one "
+                   "without a rank") != std::string::npos);
+  CHECK(r.err.find("fraction.json: \"baseTimeNanoseconds\" is 0.5, not an integer of nanoseconds; taken as 0") !=
+        std::string::npos);
+  CHECK(r.out.find("== rank 0") != std::string::npos);
+  CHECK(r.out.find("crafted.json") != std::string::npos);
+}
+
 TEST_CASE("summary DIR with a symbolic link loop: a clear message, never a raw filesystem error") {
   temp_dir dir("cli-symlink-loop");
   const auto ranks = dir.path / "ranks";

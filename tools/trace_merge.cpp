@@ -20,7 +20,6 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
-#include <optional>
 
 #include <unistd.h>
 
@@ -55,22 +54,13 @@ struct input {
 constexpr std::int64_t max_rank = 999'999;
 constexpr std::int64_t unranked_key = max_rank + 1;
 
-// The whole of `text` as an integer in [lo, hi]; nullopt for anything else
-// (a fraction, an exponent, a value out of range).
-std::optional<std::int64_t> integer_in(const std::string& text, std::int64_t lo, std::int64_t hi) {
-  std::int64_t v = 0;
-  const auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (err != std::errc{} || end != text.data() + text.size() || v < lo || v > hi) return std::nullopt;
-  return v;
-}
-
 input read_header(const std::filesystem::path& file) {
   input in;
   in.file = file;
   read_options opts;
   opts.on_event = [](const trace_event&) { return false; };  // the metadata before traceEvents is enough
   const auto integer = [&](const metadata_entry& m, std::int64_t lo, std::int64_t hi, const char* what) {
-    const auto v = m.type == json_type::number ? integer_in(m.value, lo, hi) : std::nullopt;
+    const auto v = integer_value(m, lo, hi);
     if (!v)
       throw trace_error(file.string() + ": \"" + m.key + "\" is " + m.value + ", not " + what +
                         "; merge cannot place this trace's events");

@@ -6,6 +6,7 @@
 
 #include <boost/json/basic_parser_impl.hpp>
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -15,6 +16,15 @@
 #include "trace_input.hpp"
 
 namespace proftrace::tools {
+
+std::optional<std::int64_t> integer_value(const metadata_entry& m, std::int64_t lo, std::int64_t hi) {
+  if (m.type != json_type::number) return std::nullopt;
+  std::int64_t v = 0;
+  const char* end = m.value.data() + m.value.size();
+  const auto [stop, err] = std::from_chars(m.value.data(), end, v);
+  if (err != std::errc{} || stop != end || v < lo || v > hi) return std::nullopt;
+  return v;
+}
 
 const char* to_string(json_type t) noexcept {
   switch (t) {

@@ -16,6 +16,7 @@
 #include <map>
 #include <stdexcept>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -63,6 +64,11 @@ struct metadata_entry {
   json_type type = json_type::absent;
   std::string value;  // scalars as text; "{...}" / "[...]" for containers
 };
+
+// A metadata entry's value as an integer in [lo, hi]; nullopt for anything
+// else (not a number, a fraction, an exponent, out of range): what a trace's
+// rank and clock keys must be before any arithmetic is done with them.
+std::optional<std::int64_t> integer_value(const metadata_entry& m, std::int64_t lo, std::int64_t hi);
 
 struct read_result {
   std::uint64_t bytes = 0;   // uncompressed bytes consumed by the parser

@@ -2,6 +2,7 @@
 // streaming reader.
 #include <algorithm>
 #include <charconv>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -557,15 +558,24 @@ ranks_summary summarize_ranks(const std::filesystem::path& dir, bool group_by_in
     bool profile_memory = false;
     for (const auto& m : aggregate(file, agg, warnings, false).metadata) {
       if (m.key == "profile_memory" && m.value == "1") profile_memory = true;
-      if (m.key == "distributedInfo.rank" && m.type == json_type::number) s.rank = std::atoi(m.value.c_str());
       if (m.key == "distributedInfo.host" && m.type == json_type::string) s.host = m.value;
-      if (m.key == "baseTimeNanoseconds" && m.type == json_type::number) s.base_ns = std::atoll(m.value.c_str());
+      if (m.key == "distributedInfo.rank") {
+        if (const auto rank = integer_value(m, 0, INT_MAX)) s.rank = static_cast<int>(*rank);
+        else warnings.push_back(file.string() + ": \"distributedInfo.rank\" is " + m.value +
+                                ", not a rank; the trace is summarised as one without a rank");
+      }
+      if (m.key == "baseTimeNanoseconds") {
+        if (const auto base = integer_value(m, INT64_MIN, INT64_MAX)) s.base_ns = *base;
+        else warnings.push_back(file.string() + ": \"baseTimeNanoseconds\" is " + m.value +
+                                ", not an integer of nanoseconds; taken as 0");
+      }
     }
     s.averages = agg.finish();
     s.averages.profile_memory = profile_memory || agg.saw_memory();
     s.first_step = agg.first_step();
     s.last_step = agg.last_step();
-    s.start_ns = s.base_ns + agg.first_ts_ns();
+    if (__builtin_add_overflow(s.base_ns, agg.first_ts_ns(), &s.start_ns))  // a crafted base: order it last or first
+      s.start_ns = s.base_ns > 0 ? INT64_MAX : INT64_MIN;
     out.traces.push_back(std::move(s));
   }
   // Cycles: traces with steps by their first step; a rank's traces without

@@ -1,8 +1,8 @@
 // libFuzzer target: arbitrary bytes as a trace file (.json, or .json.gz /
 // .json.zst when they start with the gzip / zstd magic), through what the
 // command line runs on a trace: validate, the summary's aggregation (with
-// shapes and stacks, and the table), merge (the input with itself, as two
-// ranks' traces: a merged trace must read back whole), and validate
+// shapes and stacks, and the table), summary DIR and merge (the input
+// twice, as two ranks' traces: a merged trace must read back whole), and validate
 // --repair, whose output must then read back as complete JSON holding
 // exactly the events it kept.
 #include <unistd.h>
@@ -98,6 +98,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       fail(std::string("the merged trace does not read: ") + e.what());
     }
     if (reread.truncated || reread.events < m.events) fail("the merged trace lost events");
+  } catch (const pt::trace_error&) {
+  }
+
+  try {  // summary DIR: the input as two ranks' traces
+    const auto ranks = scratch_dir() / "ranks";
+    std::filesystem::create_directories(ranks);
+    for (const char* name : {"a", "b"})
+      std::filesystem::copy_file(input, ranks / (name + suffix), std::filesystem::copy_options::overwrite_existing);
+    std::vector<std::string> warnings;
+    const auto r = pt::summarize_ranks(ranks, false, warnings);
+    for (std::size_t cycle = 0; cycle < r.cycles.size(); ++cycle) (void)pt::cross_rank_table(r, cycle);
   } catch (const pt::trace_error&) {
   }
 
