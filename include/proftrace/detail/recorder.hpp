@@ -171,32 +171,57 @@ class scope_guard {
       ring_ = thread_ring();
       site_ = s;
       if (ring_) {
-        gpu_.open(state, [s] { push_nvtx_range(s); });
-        counters_.open(state);
-        begin_ = ring_->push(ring_->now(), reinterpret_cast<std::uintptr_t>(s), gpu_.correlation, event_kind::begin);
+        // One test for every mark a scope may open beside its events, so a
+        // plain recorded scope pays a single branch for all of them.
+        marked_ = (state & marks_mask) != 0;
+        if (PROFTRACE_UNLIKELY(marked_)) {
+          gpu_.open(state, [s] { push_nvtx_range(s); });
+          counters_.open(state);
+          begin_ = ring_->push(ring_->now(), reinterpret_cast<std::uintptr_t>(s), gpu_.correlation, event_kind::begin);
+        } else {
+          gpu_ = {};  // never read unmarked; set so that no compiler sees it read unset
+          begin_ = ring_->push(ring_->now(), reinterpret_cast<std::uintptr_t>(s), 0, event_kind::begin);
+        }
       }
     }
   }
   PROFTRACE_ALWAYS_INLINE ~scope_guard() {
     if (ring_) {
-      if (PROFTRACE_LIKELY(this_thread_ring == ring_)) {
-        counters_.close(begin_);
+      if (PROFTRACE_LIKELY(this_thread_ring == ring_ && !marked_))
         ring_->push(ring_->now(), reinterpret_cast<std::uintptr_t>(site_), begin_, event_kind::end);
-      } else {
+      else if (!marked_)
         record_end_elsewhere(site_, begin_);
-      }
-      gpu_.close();
+      else
+        close_marked(ring_, site_, begin_, gpu_, counters_);
     }
   }
   scope_guard(const scope_guard&) = delete;
   scope_guard& operator=(const scope_guard&) = delete;
 
  private:
+  static constexpr std::uint32_t marks_mask = (PROFTRACE_WITH_NVTX ? state_nvtx : 0u) |
+                                              (PROFTRACE_WITH_CUDA ? state_cuda : 0u) |
+                                              (PROFTRACE_WITH_COUNTERS ? state_counters : 0u);
+  // The end of a scope with marks, on its thread or another. Static, taking
+  // values: a guard whose address escaped would live in memory, and the
+  // runtime-off path would pay for it (runtime_off_instructions).
+  PROFTRACE_NOINLINE static void close_marked(ring* r, const site* s, std::uint64_t begin, gpu_marks gpu,
+                                              counter_marks counters) noexcept {
+    if (this_thread_ring == r) {
+      counters.close(begin);
+      r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), begin, event_kind::end);
+    } else {
+      record_end_elsewhere(s, begin);
+    }
+    gpu.close();
+  }
+
   // Only ring_ is set on the runtime-off path: the rest is written, and
-  // read, only once a ring was found.
+  // read, only once a ring was found; gpu_ and counters_ only when marked_.
   ring* ring_ = nullptr;
   const site* site_;
   std::uint64_t begin_;  // the begin's index, which the end carries
+  bool marked_;          // gpu_ and counters_ were opened
   gpu_marks gpu_;
   counter_marks counters_;
 };
