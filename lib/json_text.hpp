@@ -127,12 +127,13 @@ inline char* put_us3_below_1e8(char* p, std::uint32_t ns) noexcept {
 // Nanoseconds as microseconds with exactly three decimals ("12.345") at
 // `p`, which has room for 32 characters; returns the end.
 inline char* put_us3(char* p, std::int64_t ns) noexcept {
+  std::uint64_t magnitude = static_cast<std::uint64_t>(ns);
   if (ns < 0) {
     *p++ = '-';
-    ns = -ns;
+    magnitude = 0 - magnitude;  // INT64_MIN too: its magnitude fits unsigned
   }
-  p = std::to_chars(p, p + 24, ns / 1000).ptr;
-  const auto frac = static_cast<int>(ns % 1000);
+  p = std::to_chars(p, p + 24, magnitude / 1000).ptr;
+  const auto frac = static_cast<int>(magnitude % 1000);
   p[0] = '.';
   p[1] = static_cast<char>('0' + frac / 100);
   p[2] = static_cast<char>('0' + frac / 10 % 10);

@@ -1403,6 +1403,30 @@ TEST_CASE("numbers beyond int64 saturate instead of overflowing (flops 1e30, ts 
   std::vector<std::string> warnings;
   CHECK(pt::summarize(dir.path / "huge.json", false, warnings).rows.at(0).flops == INT64_MAX);
   CHECK(run_cli({"summary", (dir.path / "huge.json").string(), "--flops"}).rc == 0);
+
+  // The same through a .pftrace: times clamped to +-4e18 ns on the way in,
+  // double args saturated on the way out, as the JSON reader does; a pid
+  // beyond int64 stays text.
+  const auto pftrace = dir.path / "huge.pftrace";
+  REQUIRE(run_cli({"convert", (dir.path / "huge.json").string(), pftrace.string()}).rc == 0);
+  const auto from_pftrace = pt::summarize(pftrace, false, warnings);
+  REQUIRE(from_pftrace.rows.size() == 1);
+  CHECK(from_pftrace.rows.at(0).count == 3);
+  CHECK(from_pftrace.rows.at(0).flops == INT64_MAX);
+  CHECK(from_pftrace.rows.at(0).cpu_time_total_ns > 0);
+  const auto back = dir.path / "huge.back.json";
+  REQUIRE(run_cli({"convert", pftrace.string(), back.string()}).rc == 0);
+  CHECK(problems_of(back).empty());
+
+  // Memory sizes whose running sums saturate: a scope's bytes saturate too.
+  write_file(dir.path / "memory.json", R"({"traceEvents": [
+    {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 0, "args": {"Bytes": -9000000000000000000, "Device Type": 0}},
+    {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 5, "args": {"Bytes": 9200000000000000000, "Device Type": 0}},
+    {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 6, "args": {"Bytes": 9200000000000000000, "Device Type": 0}},
+    {"ph": "X", "cat": "cpu_op", "name": "alloc", "pid": 1, "tid": 1, "ts": 1, "dur": 9}]})");
+  const auto memory_rows = summarize(dir.path / "memory.json").rows;
+  REQUIRE(memory_rows.size() == 1);
+  CHECK(memory_rows.at(0).cpu_memory_usage == INT64_MAX);
 }
 
 TEST_CASE("validate --repair: an object that closes before traceEvents is refused; an escaped key still counts") {
@@ -1589,6 +1613,49 @@ TEST_CASE("merge holds one bounded event: an event over 16 MiB (a 128 MiB gzip b
   CHECK(event_lines(merged).size() == 4);  // two events, two process metadata events
 }
 
+TEST_CASE("crafted .pftrace files: far interned ids on many sequences read in little memory; a 2^63 ns slice converts to valid JSON") {
+  temp_dir dir("cli-pftrace-crafted");
+  namespace proto = proftrace::detail::proto;
+  // 1000 packets, each on a sequence of its own, interning id 16383 in
+  // three tables: dense tables would take 2.5 GB.
+  std::string bytes;
+  for (int i = 0; i < 1000; ++i) {
+    std::string interned, packet;
+    for (const std::uint32_t table : {1u, 2u, 3u}) {  // event_categories, event_names, debug_annotation_names
+      std::string entry;
+      proto::put_uint(entry, 1, 16383);
+      proto::put_string(entry, 2, "x");
+      proto::put_string(interned, table, entry);
+    }
+    proto::put_uint(packet, 10, static_cast<std::uint64_t>(i) + 1);  // trusted_packet_sequence_id
+    proto::put_string(packet, 12, interned);
+    proto::put_string(bytes, 1, packet);
+  }
+  const auto interning = dir.path / "interning.pftrace";
+  write_file(interning, bytes);
+  const auto r = run_cli_limited({"summary", interning.string()}, rlim_t{512} << 20);
+  MESSAGE("summary of 1000 sequences interning id 16383: exit " << r.rc << ", peak RSS " << r.max_rss_kb / 1024 << " MiB");
+  CHECK(r.rc < 2);  // read to the end: no events is not a crash
+  CHECK(r.max_rss_kb < (256 << 10));
+
+  // A slice from 0 to 2^63 ns: its duration wraps to INT64_MIN, written exactly.
+  std::string slice;
+  {
+    proftrace::detail::perfetto_builder b(slice, 1);
+    const std::uint64_t thread = b.thread_track(100, 101, "main");
+    b.slice_begin(thread, 0, "whole", "cpu_op");
+    b.slice_end(thread, INT64_MIN);
+    b.out();
+  }
+  const auto in = dir.path / "wrap.pftrace", out = dir.path / "wrap.json";
+  write_file(in, slice);
+  REQUIRE(run_cli({"convert", in.string(), out.string()}).rc == 0);
+  boost::system::error_code ec;
+  (void)boost::json::parse(slurp(out), ec);
+  CHECK_MESSAGE(!ec, "the converted trace is not JSON: " << ec.message());
+  CHECK(slurp(out).find("\"dur\": -9223372036854775.808") != std::string::npos);  // validate then names it
+}
+
 TEST_CASE("merge writes only valid JSON, refuses what every other command refuses, and never truncates MERGED on failure") {
   temp_dir dir("cli-merge-strict");
   const auto merged = dir.path / "merged.json";
@@ -1670,6 +1737,18 @@ TEST_CASE("merge writes only valid JSON, refuses what every other command refuse
     CHECK(r.rc == 1);
     CHECK(r.err.find("late.json: its clock (baseTimeNanoseconds and clockAlignment) is more than 292 years after") !=
           std::string::npos);
+    CHECK(slurp(merged) == "an earlier merge\n");
+  }
+  SUBCASE("a rank with more than 1000 processes is refused: their pids would reach the next rank's") {
+    std::string text = "{\"distributedInfo\": {\"rank\": 0}, \"traceEvents\": [";
+    for (int pid = 0; pid <= 1000; ++pid)
+      text += std::string(pid ? ", " : "") + R"({"ph": "X", "cat": "cpu_op", "name": "a", "pid": )" + std::to_string(pid) +
+              R"(, "tid": 1, "ts": 1, "dur": 1})";
+    const auto many = trace("many.json", text + "]}");
+    write_file(merged, "an earlier merge\n");
+    const auto r = run_cli({"merge", many, "-o", merged.string()});
+    CHECK(r.rc == 1);
+    CHECK(r.err.find("many.json: rank 0 has more than 1000 processes") != std::string::npos);
     CHECK(slurp(merged) == "an earlier merge\n");
   }
   SUBCASE("rank 1001 and a trace without a rank (merged second) stay two processes") {

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <boost/json.hpp>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -96,6 +97,9 @@ TEST_CASE("put_us3 writes microseconds with three decimals as printf does") {
                   static_cast<long long>(a % 1000));
     CHECK(std::string(got, put_us3(got, ns)) == std::string(want));
   }
+  // The extremes (a crafted trace's wrapped duration): exact, no overflow.
+  CHECK(std::string(got, put_us3(got, INT64_MIN)) == "-9223372036854775.808");
+  CHECK(std::string(got, put_us3(got, INT64_MAX)) == "9223372036854775.807");
 }
 
 // The eight digits behind every "ts": against printf for every value below

@@ -454,6 +454,10 @@ TEST_CASE("json_events_scanner: elements and members whatever the chunking, stri
   json_events_scanner none([](std::string_view) {}, {});
   none.feed("{\"a\": 1}");
   CHECK_THROWS_WITH(none.finish(), doctest::Contains("traceEvents"));
+  // A top-level key is bounded like an element: nothing longer is held.
+  json_events_scanner long_key([](std::string_view) {}, {}, 64);
+  long_key.feed("{\"" + std::string(64, 'k'));
+  CHECK_THROWS_WITH(long_key.feed("k"), doctest::Contains("a top-level key is longer than"));
 }
 
 TEST_CASE("kineto_to_perfetto nests a thread's X events whatever their order in the file") {

@@ -48,11 +48,12 @@ struct input {
   bool aligned = false;
 };
 
-// Ranks merge can keep apart: a rank's processes get pids rank * 1000 + n
+// Ranks merge can keep apart: a rank's processes get pids rank * 1000 + n (n < 1000)
 // (int32, as trace_processor reads pids) and its ids move by rank << 40.
 // Traces without a rank take the keys after these.
 constexpr std::int64_t max_rank = 999'999;
 constexpr std::int64_t unranked_key = max_rank + 1;
+constexpr std::size_t max_processes_per_rank = 1000;
 
 input read_header(const std::filesystem::path& file) {
   input in;
@@ -239,10 +240,15 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
     std::size_t host_process = SIZE_MAX;  // the first pid of this trace: the host (proftrace writes it first)
     const auto merged_pid = [&](const json::value& pid) {
       const std::string key = json::serialize(pid);
+      if (pids.size() >= max_processes_per_rank && !pids.contains(key))
+        throw trace_error(in.file.string() + ": " +
+                          (in.rank >= 0 ? "rank " + std::to_string(in.rank) : std::string("this trace")) +
+                          " has more than " + std::to_string(max_processes_per_rank) +
+                          " processes (pids); merge numbers a rank's processes rank * 1000 + n");
       auto [it, fresh] = pids.try_emplace(key, processes.size());
       if (fresh) {
         process p;
-        p.pid = rank_key * 1000 + static_cast<std::int64_t>(pids.size() - 1);
+        p.pid = rank_key * static_cast<std::int64_t>(max_processes_per_rank) + static_cast<std::int64_t>(pids.size() - 1);
         p.host = host_process == SIZE_MAX;
         p.original = key;
         p.label = (in.rank >= 0 ? "rank " + std::to_string(in.rank) : in.file.filename().string()) +

@@ -1,6 +1,8 @@
 // read_trace's events from a .pftrace, through the library's decoder.
 #include <boost/json.hpp>
 
+#include <algorithm>
+#include <climits>
 #include <string_view>
 #include <unordered_map>
 
@@ -76,10 +78,11 @@ void read_input_dims(const pd::decoded_value& v, trace_event& e) {
   if (!ec) append_dims(e.input_dims, parsed);
 }
 
+// As the JSON reader reads the same arg: beyond int64's range its ends.
 std::int64_t int_of(const pd::decoded_value& v) {
   if (const auto* i = std::get_if<std::int64_t>(&v)) return *i;
-  if (const auto* u = std::get_if<std::uint64_t>(&v)) return static_cast<std::int64_t>(*u);
-  if (const auto* d = std::get_if<double>(&v)) return static_cast<std::int64_t>(*d);
+  if (const auto* u = std::get_if<std::uint64_t>(&v)) return *u > INT64_MAX ? INT64_MAX : static_cast<std::int64_t>(*u);
+  if (const auto* d = std::get_if<double>(&v)) return saturated_int64(*d);
   return 0;
 }
 
@@ -91,7 +94,7 @@ void read_args(const pd::decoded_event& d, trace_event& e) {
     if (name == "External id"sv) e.has_external_id = true, e.external_id = int_of(a.value);
     else if (name == "Input Dims"sv) read_input_dims(a.value, e);
     else if (name == "stream"sv) e.has_stream = true;
-    else if (name == "flops"sv) e.flops = int_of(a.value);
+    else if (name == "flops"sv) e.flops = std::max<std::int64_t>(int_of(a.value), 0);
     else if (name == "Bytes"sv) e.has_bytes = true, e.bytes = int_of(a.value);
     else if (name == "Device Type"sv) e.device_type = int_of(a.value);
   }

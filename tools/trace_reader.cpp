@@ -17,6 +17,13 @@
 
 namespace proftrace::tools {
 
+std::int64_t saturated_int64(double d) {
+  if (d != d) return 0;
+  if (d >= 9223372036854775807.0) return INT64_MAX;
+  if (d <= -9223372036854775807.0) return INT64_MIN;
+  return static_cast<std::int64_t>(d);
+}
+
 std::optional<std::int64_t> integer_value(const metadata_entry& m, std::int64_t lo, std::int64_t hi) {
   if (m.type != json_type::number) return std::nullopt;
   std::int64_t v = 0;
@@ -63,15 +70,6 @@ std::string number_text(double d) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.17g", d);
   return buf;
-}
-
-// A number for an integer field: NaN as 0, beyond int64's range its ends
-// (a cast would be undefined behaviour: "flops": 1e30 from a bad estimate).
-std::int64_t saturated_int64(double d) {
-  if (d != d) return 0;
-  if (d >= 9223372036854775807.0) return INT64_MAX;
-  if (d <= -9223372036854775807.0) return INT64_MIN;
-  return static_cast<std::int64_t>(d);
 }
 
 struct sax {

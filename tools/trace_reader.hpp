@@ -65,6 +65,10 @@ struct metadata_entry {
   std::string value;  // scalars as text; "{...}" / "[...]" for containers
 };
 
+// A number for an integer field: NaN as 0, beyond int64's range its ends
+// (a cast would be undefined behaviour: "flops": 1e30 from a bad estimate).
+std::int64_t saturated_int64(double d);
+
 // A metadata entry's value as an integer in [lo, hi]; nullopt for anything
 // else (not a number, a fraction, an exponent, out of range): what a trace's
 // rank and clock keys must be before any arithmetic is done with them.

@@ -307,7 +307,8 @@ void aggregator::replay(const record& r) {
     for (int d = 0; d < 2; ++d) {
       const std::int64_t upto_hi = hi == memory_.begin() ? 0 : std::prev(hi)->bytes[d];
       const std::int64_t upto_lo = lo == memory_.begin() ? 0 : std::prev(lo)->bytes[d];
-      E.mem_total[d] = upto_hi - upto_lo;
+      if (__builtin_sub_overflow(upto_hi, upto_lo, &E.mem_total[d]))  // sums of crafted sizes: saturate
+        E.mem_total[d] = upto_hi > upto_lo ? INT64_MAX : INT64_MIN;
       E.mem_self[d] = E.mem_total[d];
     }
   }

@@ -41,7 +41,11 @@ void json_events_scanner::feed(std::string_view chunk) {
     const bool closing = c == '"' && !escaped_;
     escaped_ = !escaped_ && c == '\\';
     if (closing) in_string_ = reading_key_ = false;
-    else if (reading_key_) key_ += c;
+    else if (reading_key_) {
+      key_ += c;
+      if (key_.size() > max_piece_)
+        fail("a top-level key is longer than " + std::to_string(max_piece_ >> 20) + " MiB of JSON text");
+    }
   }
 }
 

@@ -35,7 +35,7 @@ class json_events_scanner {
   class error : public std::runtime_error {
    public:
     enum class kind : std::uint8_t {
-      not_a_trace,         // not an object, no traceEvents, ended before it
+      not_a_trace,         // not an object, no traceEvents, ended before it, a top-level key over max_piece bytes
       element_not_object,  // `found` names what it is ("a string")
       too_long,            // an element or member value over max_piece bytes
     };
@@ -46,7 +46,7 @@ class json_events_scanner {
     const char* found;
   };
 
-  // An element or member value longer than `max_piece` bytes is refused
+  // An element, member value or top-level key longer than `max_piece` bytes is refused
   // (nothing longer is ever held).
   json_events_scanner(element_fn on_element, member_fn on_member, std::size_t max_piece = std::size_t{64} << 20);
   void feed(std::string_view chunk);  // throws error on text that is not a trace object

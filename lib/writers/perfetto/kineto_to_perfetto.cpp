@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -43,7 +44,9 @@ id_value read_id(const json::object& o, std::string_view key) {
   if (!v) return id;
   if (v->is_string()) {
     id.text = std::string(v->get_string());
-  } else if (v->is_int64() || v->is_uint64() || (v->is_double() && std::trunc(v->get_double()) == v->get_double())) {
+  } else if (v->is_int64() || (v->is_uint64() && v->get_uint64() <= INT64_MAX) ||
+             (v->is_double() && std::trunc(v->get_double()) == v->get_double() &&
+              std::fabs(v->get_double()) < 9.2e18)) {  // a whole number int64 holds; any other is text
     id.is_number = true;
     id.number = v->is_int64() ? v->get_int64() : v->is_uint64() ? static_cast<std::int64_t>(v->get_uint64())
                                                                : static_cast<std::int64_t>(v->get_double());
@@ -59,11 +62,14 @@ std::string_view string_of(const json::object& o, std::string_view key) {
   return v && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
 }
 
-// A number of microseconds as integer nanoseconds; false when absent.
+// A number of microseconds as integer nanoseconds, within +-4e18 (126
+// years: a ts plus a dur, and either plus the base, stay exact or wrap
+// defined); false when absent.
 bool read_ns(const json::object& o, std::string_view key, std::int64_t& ns) {
   const json::value* v = o.if_contains(key);
   if (!v || !v->is_number()) return false;
-  ns = static_cast<std::int64_t>(std::llround(v->to_number<double>() * 1000.0));
+  constexpr double max_abs_ns = 4e18;
+  ns = static_cast<std::int64_t>(std::llround(std::clamp(v->to_number<double>() * 1000.0, -max_abs_ns, max_abs_ns)));
   return true;
 }
 
@@ -308,7 +314,8 @@ void converter::emit_counters(perfetto_builder& b, const record& r, std::int64_t
 
 void converter::emit(perfetto_builder& b, const emission& e) {
   const record& r = records_[e.record];
-  const std::int64_t ts = base_ns_ + e.ts;
+  // Wraps for a crafted base, as the readers' ns_after wraps back.
+  const auto ts = static_cast<std::int64_t>(static_cast<std::uint64_t>(base_ns_) + static_cast<std::uint64_t>(e.ts));
   const std::string_view name = string_of(r.event, "name"), cat = string_of(r.event, "cat");
   const auto async_track = [&] {
     const json::value* id = r.event.if_contains("id");

@@ -30,22 +30,28 @@ constexpr std::uint32_t clock_realtime = 1, clock_boottime = 6;
 constexpr bool is_sequence_clock(std::uint32_t id) noexcept { return id >= 64 && id < 128; }
 
 // One kind of interned string by iid. Writers hand out small dense iids,
-// so those index a vector; a larger one (garbage, or a huge table) goes to a map.
+// so those index a vector; one far past the entries set so far (garbage, a
+// crafted file) goes to a map, so memory follows the entries, not the iids.
 class string_table {
  public:
   void set(std::uint64_t iid, std::string_view text) {
-    if (iid >= dense_limit) return void(sparse_[iid] = std::string(text));
-    if (iid >= dense_.size()) dense_.resize(std::min<std::size_t>(dense_limit, std::max<std::size_t>(iid + 1, 2 * dense_.size())));
+    ++entries_;
+    if (iid >= dense_.size()) {
+      if (iid >= dense_limit || iid > 2 * entries_ + 64) return void(sparse_[iid] = std::string(text));
+      dense_.resize(std::min<std::size_t>(dense_limit, std::max<std::size_t>(iid + 1, 2 * dense_.size())));
+    }
     dense_[iid].emplace(text);
   }
   const std::string* find(std::uint64_t iid) const {
-    if (iid < dense_.size()) return dense_[iid] ? &*dense_[iid] : nullptr;
+    if (iid < dense_.size() && dense_[iid]) return &*dense_[iid];
+    if (sparse_.empty()) return nullptr;
     const auto it = sparse_.find(iid);
     return it == sparse_.end() ? nullptr : &it->second;
   }
 
  private:
   static constexpr std::uint64_t dense_limit = 1 << 14;
+  std::uint64_t entries_ = 0;
   std::vector<std::optional<std::string>> dense_;
   std::unordered_map<std::uint64_t, std::string> sparse_;
 };
