@@ -1638,6 +1638,37 @@ TEST_CASE("crafted .pftrace files: far interned ids on many sequences read in li
   CHECK(r.rc < 2);  // read to the end: no events is not a crash
   CHECK(r.max_rss_kb < (256 << 10));
 
+  // 100,002 slices open at once: the reader holds 100,000, skips the two
+  // innermost with their ENDs (counted), and pairs what follows rightly.
+  std::string deep;
+  {
+    proftrace::detail::perfetto_builder b(deep, 1);
+    const std::uint64_t thread = b.thread_track(100, 101, "main");
+    constexpr int n = 100'002;
+    for (int i = 0; i < n; ++i) b.slice_begin(thread, 1'000 + i, "nested", "cpu_op");
+    for (int i = 0; i < n; ++i) b.slice_end(thread, 1'000'000 + i);
+    b.slice_begin(thread, 2'000'000, "after", "cpu_op");
+    b.slice_end(thread, 2'000'500);
+    b.out();
+  }
+  const auto deep_path = dir.path / "deep.pftrace";
+  write_file(deep_path, deep);
+  std::uint64_t nested = 0;
+  double after_dur = -1;
+  pt::read_options count;
+  count.on_event = [&](const pt::trace_event& e) {
+    if (e.name == "nested") ++nested;
+    if (e.name == "after") after_dur = e.dur;
+    return true;
+  };
+  const auto deep_read = pt::read_trace(deep_path, count);
+  CHECK(nested == 100'000);
+  CHECK(deep_read.skipped_open_slices == 2);
+  CHECK(after_dur == 0.5);
+  const auto deep_convert = run_cli({"convert", deep_path.string(), (dir.path / "deep.json").string()});
+  CHECK(deep_convert.rc == 0);
+  CHECK((deep_convert.out + deep_convert.err).find("2 slices begun while 100000 were open") != std::string::npos);
+
   // A slice from 0 to 2^63 ns: its duration wraps to INT64_MIN, written exactly.
   std::string slice;
   {

@@ -227,6 +227,7 @@ read_result read_perfetto_trace(const std::filesystem::path& path, const read_op
     result.cut_inside_packet = r.truncation;
     result.stopped = r.stopped;
     result.unplaced_events = r.unplaced;
+    result.skipped_open_slices = r.skipped_open;
     result.bytes = r.bytes;
   } catch (const pd::perfetto_error& err) {
     throw trace_error(err.what());

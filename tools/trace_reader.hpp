@@ -86,6 +86,8 @@ struct read_result {
   bool stopped = false;  // on_event returned false
   // .pftrace: events on a clock of their sequence that no snapshot placed (skipped)
   std::uint64_t unplaced_events = 0;
+  // .pftrace: slices past the reader's bound on slices open at once (skipped)
+  std::uint64_t skipped_open_slices = 0;
   // .pftrace: where a truncated trace ends ("the input ends inside packet
   // ..."); empty for JSON, which is cut inside traceEvents.
   std::string cut_inside_packet;

@@ -518,6 +518,9 @@ read_result aggregate(const std::filesystem::path& path, aggregator& agg, std::v
   if (r.unplaced_events)
     warnings.push_back(path.string() + ": " + std::to_string(r.unplaced_events) +
                        " events on a clock that no clock snapshot of their sequence placed were skipped");
+  if (r.skipped_open_slices)
+    warnings.push_back(path.string() + ": " + std::to_string(r.skipped_open_slices) +
+                       " slices begun while 100000 were open were skipped (a corrupt trace?)");
   for (auto& w : agg.warnings()) warnings.push_back(path.string() + ": " + w);
   return r;
 }

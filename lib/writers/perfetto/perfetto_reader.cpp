@@ -26,6 +26,10 @@ namespace {
 
 // A packet larger than this is taken as garbage (Perfetto's own are < 1 MiB).
 constexpr std::uint64_t max_packet_bytes = std::uint64_t{64} << 20;
+// Slices open at once, over every track, that the reader holds: a program's
+// are its threads times its nesting depth; past this (a corrupt file, or a
+// few KB of gzip opening millions) BEGINs and their ENDs are skipped, counted.
+constexpr std::size_t max_open_slices = 100'000;
 constexpr std::uint32_t clock_realtime = 1, clock_boottime = 6;
 constexpr bool is_sequence_clock(std::uint32_t id) noexcept { return id >= 64 && id < 128; }
 
@@ -130,6 +134,7 @@ class decoder {
     std::shared_ptr<decoded_track> track;
     std::vector<std::unique_ptr<decoded_event>> open;
     std::size_t depth = 0;
+    std::size_t skipped = 0;  // BEGINs on top of the stack not held (max_open_slices): their ENDs are skipped too
   };
   void clock_snapshot(std::string_view bytes, sequence_state& seq);
   void packet_defaults(std::string_view bytes, sequence_state& seq);
@@ -177,6 +182,7 @@ class decoder {
   perfetto_read_result& result_;
   std::unordered_map<std::uint32_t, sequence_state> sequences_;
   std::unordered_map<std::uint64_t, track_state> tracks_;
+  std::size_t open_total_ = 0;  // slices open over every track
   std::unordered_map<std::uint32_t, std::uint64_t> snapshot_;  // clock id -> ns, the latest snapshot
   // Caches: consecutive packets mostly share a sequence and clock, and use
   // a few tracks in turn (unordered_map's elements stay put, so the pointers
@@ -437,7 +443,12 @@ void decoder::track_event(std::string_view bytes, std::int64_t unix_ns, const se
   if (e.track != t.track) e.track = t.track;
   switch (type) {
     case 1:  // BEGIN: onto the stack; the slot's old event becomes the next scratch
+      if (PROFTRACE_UNLIKELY(t.skipped > 0 || open_total_ >= max_open_slices)) {
+        ++t.skipped;
+        return void(++result_.skipped_open);
+      }
       if (t.depth == t.open.size()) t.open.push_back(std::make_unique<decoded_event>());
+      ++open_total_;
       return std::swap(t.open[t.depth++], scratch_);
     case 2: return slice_end(t, e);
     case 3: e.type = decoded_event::kind::instant; return deliver(e);
@@ -450,7 +461,9 @@ void decoder::track_event(std::string_view bytes, std::int64_t unix_ns, const se
 }
 
 void decoder::slice_end(track_state& t, decoded_event& end) {
+  if (t.skipped > 0) return void(--t.skipped);
   if (t.depth == 0) return void(++result_.unmatched_ends);
+  --open_total_;
   decoded_event& begin = *t.open[--t.depth];
   begin.dur_ns = ns_after(end.start_ns, begin.start_ns);
   for (auto& a : end.args) begin.args.push_back(std::move(a));

@@ -75,6 +75,9 @@ struct perfetto_read_result {
   // REALTIME (say, a sequence whose first packet was lost): skipped, as
   // trace_processor skips them.
   std::uint64_t unplaced = 0;
+  // BEGINs past 100,000 slices open at once (a corrupt or crafted file):
+  // skipped with their ENDs, so memory stays bounded.
+  std::uint64_t skipped_open = 0;
   bool stopped = false;              // on_event returned false
 };
 
