@@ -1639,6 +1639,21 @@ TEST_CASE("crafted .pftrace files: far interned ids on many sequences read in li
   // Dense tables would take 2.5 GB; a sanitized child starts near 270 MiB (its parent's pages before exec).
   CHECK(r.max_rss_kb < (PROFTRACE_TEST_SANITIZED ? 1024 : 256) << 10);
 
+  // 200,000 packets, each on a sequence of its own with nothing interned
+  // (1.2 MB): a sequence costs the reader about a hundred bytes (it was 480).
+  std::string sequences;
+  for (std::uint64_t i = 1; i <= 200'000; ++i) {
+    std::string packet;
+    proto::put_uint(packet, 10, i);
+    proto::put_string(sequences, 1, packet);
+  }
+  const auto many = dir.path / "sequences.pftrace";
+  write_file(many, sequences);
+  const auto m = run_cli_limited({"summary", many.string()}, rlim_t{512} << 20);
+  MESSAGE("summary of 200,000 sequences: exit " << m.rc << ", peak RSS " << m.max_rss_kb / 1024 << " MiB");
+  CHECK(m.rc < 2);
+  if (!PROFTRACE_TEST_SANITIZED) CHECK(m.max_rss_kb < (64 << 10));
+
   // 100,002 slices open at once: the reader holds 100,000, skips the two
   // innermost with their ENDs (counted), and pairs what follows rightly.
   std::string deep;

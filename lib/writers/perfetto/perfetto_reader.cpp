@@ -78,7 +78,11 @@ struct sequence_clock {
 // strings and TracePacketDefaults (both reset when its state is cleared)
 // and its own clocks.
 struct sequence_state {
-  interning tables;
+  std::unique_ptr<interning> tables;  // made by the sequence's first interned data: a sequence costs little without
+  const interning& interned() const {
+    static const interning none;
+    return tables ? *tables : none;
+  }
   std::uint32_t default_clock = 0;  // 0: none
   std::uint64_t default_track = 0;  // 0: none
   std::unordered_map<std::uint32_t, sequence_clock> clocks;
@@ -226,13 +230,16 @@ void decoder::packet(std::string_view bytes) {
   });
   sequence_state& seq = sequence(p.sequence);
   if (p.flags & 1) {  // SEQ_INCREMENTAL_STATE_CLEARED: interning and defaults start over
-    seq.tables = interning{};
+    seq.tables.reset();
     seq.default_clock = 0, seq.default_track = 0;
   }
   // In trace_processor's order: defaults, interned data, and a snapshot's
   // packet is read no further.
   if (!p.defaults.empty()) packet_defaults(p.defaults, seq);
-  if (!p.interned.empty()) interned_data(p.interned, seq.tables);
+  if (!p.interned.empty()) {
+    if (!seq.tables) seq.tables = std::make_unique<interning>();
+    interned_data(p.interned, *seq.tables);
+  }
   if (!p.snapshot.empty()) return clock_snapshot(p.snapshot, seq);
   if (!p.descriptor.empty()) track_descriptor(p.descriptor);
   if (!p.chrome_events.empty()) chrome_metadata(p.chrome_events);
@@ -437,7 +444,7 @@ std::uint64_t decoder::event_fields(std::string_view bytes, const interning& tab
 void decoder::track_event(std::string_view bytes, std::int64_t unix_ns, const sequence_state& seq) {
   decoded_event& e = *scratch_;
   std::uint64_t uuid = seq.default_track;  // unless the event names one
-  const std::uint64_t type = event_fields(bytes, seq.tables, e, uuid);
+  const std::uint64_t type = event_fields(bytes, seq.interned(), e, uuid);
   e.start_ns = unix_ns;
   track_state& t = track(uuid);
   if (e.track != t.track) e.track = t.track;
