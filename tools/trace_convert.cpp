@@ -53,7 +53,8 @@ conversion_report convert_trace(const std::filesystem::path& input, const std::f
                                   " events on a clock that no clock snapshot of their sequence placed (left out)");
       if (r.skipped_open)
         report.warnings.push_back(std::to_string(r.skipped_open) +
-                                  " slices begun while 100000 were open (left out; a corrupt trace?)");
+                                  " slices begun while " + std::to_string(pd::max_open_slices) +
+                                  " were open (left out; a corrupt trace?)");
       return report;
     }
     if (in_perfetto == named_perfetto_trace(output)) {  // same format: the bytes as they are, compressed anew

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "trace_reader.hpp"
+#include "writers/perfetto/perfetto_reader.hpp"
 
 namespace proftrace::tools {
 
@@ -520,7 +521,8 @@ read_result aggregate(const std::filesystem::path& path, aggregator& agg, std::v
                        " events on a clock that no clock snapshot of their sequence placed were skipped");
   if (r.skipped_open_slices)
     warnings.push_back(path.string() + ": " + std::to_string(r.skipped_open_slices) +
-                       " slices begun while 100000 were open were skipped (a corrupt trace?)");
+                       " slices begun while " +
+                       std::to_string(proftrace::detail::max_open_slices) + " were open were skipped (a corrupt trace?)");
   for (auto& w : agg.warnings()) warnings.push_back(path.string() + ": " + w);
   return r;
 }

@@ -26,10 +26,6 @@ namespace {
 
 // A packet larger than this is taken as garbage (Perfetto's own are < 1 MiB).
 constexpr std::uint64_t max_packet_bytes = std::uint64_t{64} << 20;
-// Slices open at once, over every track, that the reader holds: a program's
-// are its threads times its nesting depth; past this (a corrupt file, or a
-// few KB of gzip opening millions) BEGINs and their ENDs are skipped, counted.
-constexpr std::size_t max_open_slices = 100'000;
 constexpr std::uint32_t clock_realtime = 1, clock_boottime = 6;
 constexpr bool is_sequence_clock(std::uint32_t id) noexcept { return id >= 64 && id < 128; }
 

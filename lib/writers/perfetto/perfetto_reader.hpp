@@ -18,6 +18,7 @@
 
 #include "proftrace/config.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -62,6 +63,11 @@ struct decoded_event {
   std::vector<std::uint64_t> flow_ids, terminating_flow_ids;
 };
 
+// Slices open at once, over every track, that the reader holds: a program's
+// are its threads times its nesting depth; past this (a corrupt file, or a
+// few KB of gzip opening millions) BEGINs and their ENDs are skipped, counted.
+inline constexpr std::size_t max_open_slices = 100'000;
+
 struct perfetto_read_result {
   std::uint64_t packets = 0, events = 0;
   std::uint64_t bytes = 0;  // (uncompressed) bytes of the whole packets read
@@ -75,7 +81,7 @@ struct perfetto_read_result {
   // REALTIME (say, a sequence whose first packet was lost): skipped, as
   // trace_processor skips them.
   std::uint64_t unplaced = 0;
-  // BEGINs past 100,000 slices open at once (a corrupt or crafted file):
+  // BEGINs past max_open_slices open at once (a corrupt or crafted file):
   // skipped with their ENDs, so memory stays bounded.
   std::uint64_t skipped_open = 0;
   bool stopped = false;              // on_event returned false
