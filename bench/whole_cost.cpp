@@ -11,7 +11,8 @@
 // losing events); `threads` threads each record kScopes scopes of an empty
 // body, flat out; the process's user + system CPU (getrusage(RUSAGE_SELF))
 // is read before start() and after the export. Counters, per recorded scope:
-// cpu_per_scope (the whole cost), producer_cpu_per_scope (the recording
+// cpu_per_scope (the whole cost), system_cpu_per_scope (its share in the
+// kernel: the trace's writes, wake-ups, page faults), producer_cpu_per_scope (the recording
 // threads' own CPU time, CLOCK_THREAD_CPUTIME_ID: the hot path as the
 // program's threads pay it), wall_per_scope, and lost (must be 0).
 //
@@ -41,12 +42,16 @@ namespace {
 
 constexpr std::int64_t kScopes = 500'000;  // per thread and iteration
 
-// The whole process's CPU time so far (every thread, user + system), seconds.
-double process_cpu_seconds() {
+// The whole process's CPU time so far (every thread), seconds: user +
+// system, and system alone.
+struct cpu_seconds {
+  double all = 0, system = 0;
+};
+cpu_seconds process_cpu_seconds() {
   rusage u{};
   ::getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+  const double system = static_cast<double>(u.ru_stime.tv_sec) + static_cast<double>(u.ru_stime.tv_usec) * 1e-6;
+  return {static_cast<double>(u.ru_utime.tv_sec) + static_cast<double>(u.ru_utime.tv_usec) * 1e-6 + system, system};
 }
 
 // The calling thread's CPU time, seconds.
@@ -98,7 +103,7 @@ void clock_pairs(std::int64_t n) {
 // A run's measured intervals: the whole process's CPU time and the wall
 // time of each, the producers' own CPU time, the scopes recorded.
 struct totals {
-  double cpu = 0, wall = 0;
+  double cpu = 0, system = 0, wall = 0;
   std::int64_t scopes = 0;
   std::atomic<std::int64_t> producer_ns{0};
 
@@ -108,23 +113,25 @@ struct totals {
     explicit interval(totals& into) : into_(into), c0_(process_cpu_seconds()), t0_(std::chrono::steady_clock::now()) {}
     void end(benchmark::State& state, std::int64_t scopes) {
       const auto t1 = std::chrono::steady_clock::now();
-      const double c1 = process_cpu_seconds();
+      const cpu_seconds c1 = process_cpu_seconds();
       const double seconds = std::chrono::duration<double>(t1 - t0_).count();
       state.SetIterationTime(seconds);
-      into_.cpu += c1 - c0_;
+      into_.cpu += c1.all - c0_.all;
+      into_.system += c1.system - c0_.system;
       into_.wall += seconds;
       into_.scopes += scopes;
     }
 
    private:
     totals& into_;
-    double c0_;
+    cpu_seconds c0_;
     std::chrono::steady_clock::time_point t0_;
   };
 
   void report(benchmark::State& state) const {
     const auto n = static_cast<double>(scopes);
     state.counters["cpu_per_scope"] = cpu / n;
+    state.counters["system_cpu_per_scope"] = system / n;
     state.counters["producer_cpu_per_scope"] = static_cast<double>(producer_ns.load()) * 1e-9 / n;
     state.counters["wall_per_scope"] = wall / n;
     state.counters["scopes"] = n;
