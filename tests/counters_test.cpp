@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <cstring>
@@ -144,12 +145,18 @@ TEST_CASE("a busy scope's task-clock is close to its duration; a sleeping scope 
 
   const auto sleeping = scopes_named(trace, "sleeping");
   REQUIRE(sleeping.size() == runs);
+  // Near 0: the thread slept. It ran for tens of microseconds around the
+  // sleep, and time stolen from the VM inside them counts as task-clock:
+  // each run is bounded loosely, the quietest one tightly.
+  double quietest = 1.0;
   for (const auto& s : sleeping) {
     REQUIRE(s.args.count("context-switches"));
     CHECK(s.args.at("context-switches") >= 1);
-    CHECK(s.args.at("task-clock") < s.dur_ns / 10);  // near 0: the thread slept
+    CHECK(s.args.at("task-clock") < s.dur_ns / 2);
+    quietest = std::min(quietest, static_cast<double>(s.args.at("task-clock")) / static_cast<double>(s.dur_ns));
     CHECK(s.dur_ns >= 30'000'000);
   }
+  CHECK(quietest < 0.1);
 }
 
 TEST_CASE("a scope touching new memory takes page faults; one that does not, hardly any") {

@@ -137,21 +137,24 @@ std::vector<pd::event> consume_slots(pd::ring& r, std::size_t count) {
 }
 
 // `r` is full under block: runs `produce` on a thread of its own, which
-// waits for room, drains the ring once that thread has been running a while
-// and returns the `count` slots written after it was full. `drained_at`: when
+// waits for room, drains the ring once that thread sleeps for room and
+// returns the `count` slots written after it was full. `drained_at`: when
 // the consumer made room, in the ring's ticks.
 template <class Produce>
 std::vector<pd::event> drain_after_wait(pd::ring& r, std::size_t count, Produce produce, std::uint64_t& drained_at) {
-  std::atomic<bool> running{false};
-  std::thread producer([&] {
-    running = true;
-    produce();
-  });
-  while (!running) std::this_thread::yield();  // a new thread may start late on a loaded machine
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::thread producer([&] { produce(); });
+  // The producer's wait has begun once it sleeps for room (its record's
+  // start is taken before): seen, however late a loaded machine runs it.
+  bool asleep = false;
+  for (int i = 0; i < 100'000 && !asleep; ++i) {
+    asleep = r.producer_asleep();
+    if (!asleep) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
   drained_at = r.now();
-  REQUIRE(consume_slots(r, r.capacity()).size() == r.capacity());
+  const std::size_t drained = consume_slots(r, r.capacity()).size();
   producer.join();
+  REQUIRE(asleep);
+  REQUIRE(drained == r.capacity());
   auto rest = consume_slots(r, count);
   CHECK(rest.size() == count);
   CHECK(r.empty());

@@ -103,6 +103,9 @@ class ring {
     return head_.load(std::memory_order_acquire) - tail_.load(std::memory_order_relaxed);
   }
   bool empty() const noexcept { return unread() == 0; }
+  // True while the producer sleeps for room under `block` (it wakes each
+  // millisecond to look again): a test knows its wait has begun.
+  bool producer_asleep() const noexcept { return producer_sleeps_.load(std::memory_order_seq_cst) != 0; }
 
  private:
   PROFTRACE_ALWAYS_INLINE void store_slot(std::uint64_t index, std::uint64_t w0, std::uint64_t w1,
