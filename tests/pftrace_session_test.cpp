@@ -232,3 +232,43 @@ TEST_CASE("threads that come and go while streaming .pftrace: each on a sequence
   CHECK(sequences.size() >= threads + 3);
   fs::remove_all(dir);
 }
+
+// A thread's packets carry its clock as deltas (TracePacket.timestamp, field
+// 8): an outer scope's BEGIN must be written before its children's packets,
+// or its delta goes back in time, which Perfetto's trace processor reads as
+// a time 2^64 ns later.
+TEST_CASE("a thread's timestamps never go back: every outer scope's begin is written before its children") {
+  const fs::path dir = fresh_dir("monotonic");
+  proftrace::profile p({.stream_format = proftrace::trace_format::pftrace, .spool_dir = dir});
+  const auto nested = [] {
+    for (int i = 0; i < 50; ++i) {
+      PROF_SCOPE("outer");
+      { PROF_SCOPE("leaf"); }
+      {
+        PROF_SCOPE("mid");
+        { PROF_SCOPE("leaf"); }
+        { PROF_SCOPE("leaf"); }
+      }
+    }
+  };
+  p.start();
+  std::thread t(nested);
+  nested();
+  t.join();
+  p.stop();
+  const fs::path file = dir / "t.pftrace";
+  p.export_chrome_trace(file);
+  CHECK(read_counts(file).by_name.at("leaf") == 2 * 50 * 3);
+  std::ifstream in(file, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  int stamped = 0, backwards = 0;
+  for (const auto& packet : test_wire::decode(bytes)) {
+    const auto* ts = test_wire::one(test_wire::decode(packet.bytes), 8);
+    if (ts == nullptr) continue;
+    ++stamped;
+    backwards += ts->value >= (std::uint64_t{1} << 63);  // a negative delta, or a time past 2262
+  }
+  CHECK(stamped >= 2 * 50 * 4 * 2);
+  CHECK(backwards == 0);
+  fs::remove_all(dir);
+}

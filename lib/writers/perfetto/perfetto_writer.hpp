@@ -52,7 +52,19 @@ class perfetto_writer {
   static std::string tail(const finished_trace& f, const std::string& trace_name);
 
   void thread(std::int64_t tid, const std::string& name);
-  void scope(thread_state& ts, const open_scope& s, std::int64_t end_ns);
+  // Inline for the commonest scope, a leaf pairing closed at once (plain by
+  // construction) inside scopes whose begins are written: two short packets.
+  void scope(thread_state& ts, const open_scope& s, std::int64_t end_ns) {
+    if (PROFTRACE_LIKELY(&s == &ts.leaf && !head_.with_stack && !head_.with_modules &&
+                         (ts.stack.empty() || ts.stack.back().announced))) {
+      packet_sequence& q = sequence_of(ts.tid);
+      const site_ids& ids = q.ids_of(*s.where);
+      return q.builder.slice_pair(q.track, s.begin_ns, end_ns, ids.name, ids.category, q.external_id_iid,
+                                  s.external_id);
+    }
+    any_scope(ts, s, end_ns);
+  }
+  void any_scope(thread_state& ts, const open_scope& s, std::int64_t end_ns);
   void async(const open_async& a, std::uint64_t id, std::int64_t end_ns, std::int64_t end_tid);
   // A scope whose begin this wrote left its thread unclosed (it ended on
   // another thread, written as an async range): its slice ends at `ns`.
