@@ -233,17 +233,21 @@ TEST_CASE("threads that come and go while streaming .pftrace: each on a sequence
   fs::remove_all(dir);
 }
 
-// A thread's packets carry its clock as deltas (TracePacket.timestamp, field
-// 8): an outer scope's BEGIN must be written before its children's packets,
-// or its delta goes back in time, which Perfetto's trace processor reads as
-// a time 2^64 ns later.
-TEST_CASE("a thread's timestamps never go back: every outer scope's begin is written before its children") {
-  const fs::path dir = fresh_dir("monotonic");
+// Perfetto nests slices by their order in the file where timestamps tie,
+// so on a thread's sequence every SLICE_BEGIN and SLICE_END comes in time
+// order: an outer scope's begin is written before its children's packets
+// (perfetto_writer.hpp). The sequence's clock is incremental: each packet's
+// timestamp (field 8) is a delta, which may be negative (two's complement)
+// for the thread's other events, such as instants, and stays exact.
+TEST_CASE("on a thread's sequence, slice begins and ends are in time order: an outer scope's begin precedes its children") {
+  const fs::path dir = fresh_dir("slice-order");
   proftrace::profile p({.stream_format = proftrace::trace_format::pftrace, .spool_dir = dir});
   const auto nested = [] {
     for (int i = 0; i < 50; ++i) {
       PROF_SCOPE("outer");
-      { PROF_SCOPE("leaf"); }
+      { PROF_SCOPE("leaf"); }  // the first to close: it writes outer's begin first
+      PROF_INSTANT("mark");    // the thread's other events go between
+      PROF_COUNTER("level", i);
       {
         PROF_SCOPE("mid");
         { PROF_SCOPE("leaf"); }
@@ -255,20 +259,44 @@ TEST_CASE("a thread's timestamps never go back: every outer scope's begin is wri
   std::thread t(nested);
   nested();
   t.join();
+  p.flush();  // drained as while recording (leaves closed at once), not by stop()'s cut at its time
   p.stop();
   const fs::path file = dir / "t.pftrace";
   p.export_chrome_trace(file);
   CHECK(read_counts(file).by_name.at("leaf") == 2 * 50 * 3);
   std::ifstream in(file, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  int stamped = 0, backwards = 0;
+  struct sequence_time {
+    bool incremental = false;
+    std::uint64_t now = 0;         // relative to the sequence's origin, wrapping as the deltas do
+    std::uint64_t last_slice = 0;  // the time of its last slice packet
+    bool any_slice = false;
+  };
+  std::map<std::uint64_t, sequence_time> sequences;
+  int slices = 0, out_of_order = 0;
   for (const auto& packet : test_wire::decode(bytes)) {
-    const auto* ts = test_wire::one(test_wire::decode(packet.bytes), 8);
-    if (ts == nullptr) continue;
-    ++stamped;
-    backwards += ts->value >= (std::uint64_t{1} << 63);  // a negative delta, or a time past 2262
+    const auto fields = test_wire::decode(packet.bytes);
+    const auto* id = test_wire::one(fields, 10);
+    if (id == nullptr) continue;
+    sequence_time& seq = sequences[id->value];
+    if (const auto* defaults = test_wire::one(fields, 59)) {  // trace_packet_defaults: timestamp_clock_id (58)
+      const auto default_fields = test_wire::decode(defaults->bytes);
+      const auto* clock = test_wire::one(default_fields, 58);
+      seq.incremental = clock != nullptr && clock->value >= 64;  // a sequence-scoped clock: ours is incremental
+    }
+    const auto* ts = test_wire::one(fields, 8);
+    if (!seq.incremental || ts == nullptr) continue;
+    seq.now += ts->value;
+    const auto* event = test_wire::one(fields, 11);  // track_event
+    const auto event_fields = event ? test_wire::decode(event->bytes) : std::vector<test_wire::pb_field>{};
+    const auto* type = test_wire::one(event_fields, 9);
+    if (type == nullptr || (type->value != 1 && type->value != 2)) continue;  // slice begins and ends only
+    ++slices;
+    if (seq.any_slice && static_cast<std::int64_t>(seq.now - seq.last_slice) < 0) ++out_of_order;
+    seq.last_slice = seq.now;
+    seq.any_slice = true;
   }
-  CHECK(stamped >= 2 * 50 * 4 * 2);
-  CHECK(backwards == 0);
+  CHECK(slices == 2 * 50 * 5 * 2);  // outer, mid and three leaves, a begin and an end each, on two threads
+  CHECK(out_of_order == 0);
   fs::remove_all(dir);
 }
