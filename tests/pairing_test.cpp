@@ -158,7 +158,7 @@ TEST_CASE("overflow never invents a scope: 8 threads, a small ring, nested scope
       const double dur = e.at("dur").to_number<double>();
       longest_written = std::max(longest_written, dur);
       const double real_us = longest_real_us.at(e.at("tid").as_int64());
-      if (dur > real_us + 1.0 + 1e-4 * real_us) ++too_long;  // and a few ppm between the two clocks' rates
+      if (dur > real_us + 1.0 + 1e-4 * real_us) ++too_long;  // and 100 ppm for the two clocks' rates
       if (truncated(e)) ++truncated_seen;
       if (name == "outer") outers[e.at("tid").as_int64()].push_back({e.at("ts").to_number<double>(), dur});
     }
