@@ -55,7 +55,7 @@ class perfetto_writer {
   // Inline for the commonest scope, a leaf pairing closed at once (plain by
   // construction) inside scopes whose begins are written: two short packets.
   void scope(thread_state& ts, const open_scope& s, std::int64_t end_ns) {
-    if (PROFTRACE_LIKELY(&s == &ts.leaf && !head_.with_stack && !head_.with_modules &&
+    if (PROFTRACE_LIKELY(&s == &ts.leaf && plain_slice(ts, s, head_) &&
                          (ts.stack.empty() || ts.stack.back().announced))) {
       packet_sequence& q = sequence_of(ts.tid);
       const site_ids& ids = q.ids_of(*s.where);
