@@ -6,8 +6,8 @@
 // ring waits for the flusher), so the run takes as long as the flusher
 // needs. Timed: from the first scope to the exported file in the format
 // (.json is the spool the flusher writes while recording, copied; .json.gz
-// and .json.zst compress it on export; .pftrace and .pftrace.gz stream
-// Perfetto's format, copied or compressed on export). Counters: complete
+// and .json.zst compress it on export; .pftrace, .pftrace.gz and .pftrace.zst
+// stream Perfetto's format, copied or compressed on export). Counters: complete
 // events per second (drain + write + export), the share of it spent
 // exporting, the file's bytes per scope, and the process's peak resident memory.
 //
@@ -34,7 +34,7 @@
 
 namespace {
 
-constexpr const char* formats[] = {".json", ".json.gz", ".json.zst", ".pftrace", ".pftrace.gz"};
+constexpr const char* formats[] = {".json", ".json.gz", ".json.zst", ".pftrace", ".pftrace.gz", ".pftrace.zst"};
 
 // The session streams the format it exports: Perfetto's for .pftrace.
 proftrace::trace_format stream_format_for(const std::string& format) {
@@ -141,7 +141,7 @@ void BM_flusher_drop_onset(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_flusher_throughput)
-    ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 2}})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5}, {1, 2}})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);

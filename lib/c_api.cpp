@@ -73,8 +73,9 @@ bool parse_config(std::string_view text, c_config& out, std::string& error) {
       out.out_dir = std::string(value);
       has_out = true;
     } else if (key == "format") {
-      if (value != "json" && value != "json.gz" && value != "json.zst" && value != "pftrace")
-        return bad("json, json.gz, json.zst or pftrace");
+      if (value != "json" && value != "json.gz" && value != "json.zst" && value != "pftrace" &&
+          value != "pftrace.gz" && value != "pftrace.zst")
+        return bad("json, json.gz, json.zst, pftrace, pftrace.gz or pftrace.zst");
       format = std::string(value);
     } else if (key == "table") {
       if (!parse_flag(value, has_value, out.table)) return bad("nothing, or 1/0");
@@ -114,19 +115,10 @@ bool parse_config(std::string_view text, c_config& out, std::string& error) {
     out.opts.schedule = schedule(sched);
   }
   if (!has_out) out.out_dir = ".";
-  tensorboard_handler h{out.out_dir, {}, format == "json.gz",
-                        format == "pftrace" ? trace_format::pftrace : trace_format::json};
-  if (format == "json.zst") {
-    out.opts.on_trace_ready = [h](session& s) mutable {
-      // The handler's file name with .zst: export_chrome_trace compresses by suffix.
-      tensorboard_handler named = h;
-      named.use_gzip = false;
-      named.use_zstd = true;
-      named(s);
-    };
-  } else {
-    out.opts.on_trace_ready = h;
-  }
+  tensorboard_handler h{out.out_dir, {}, format.ends_with(".gz"),
+                        format.starts_with("pftrace") ? trace_format::pftrace : trace_format::json};
+  h.use_zstd = format.ends_with(".zst");
+  out.opts.on_trace_ready = h;
   return true;
 }
 

@@ -900,7 +900,9 @@ std::int64_t enter_step(bool& drives) noexcept {
 namespace detail {
 trace_format format_of_path(const std::filesystem::path& p) {
   const std::string name = p.filename().string();
-  return name.ends_with(".pftrace") || name.ends_with(".pftrace.gz") ? trace_format::pftrace : trace_format::json;
+  return name.ends_with(".pftrace") || name.ends_with(".pftrace.gz") || name.ends_with(".pftrace.zst")
+             ? trace_format::pftrace
+             : trace_format::json;
 }
 
 void tensorboard_handler::operator()(session& p) {
@@ -922,7 +924,7 @@ void tensorboard_handler::operator()(session& p) {
   std::string file = worker_name + "." + std::to_string(now_ns) +
                      (format == trace_format::pftrace ? ".pt.trace.pftrace" : ".pt.trace.json");
   if (use_gzip) file += ".gz";
-  else if (use_zstd && format == trace_format::json) file += ".zst";
+  else if (use_zstd) file += ".zst";
   p.export_chrome_trace(dir / file);
 }
 }  // namespace detail

@@ -16,11 +16,11 @@ struct tensorboard_handler {
   std::string worker_name;
   bool use_gzip = false;
   trace_format format = trace_format::json;
-  bool use_zstd = false;  // JSON as .json.zst (PROFTRACE_CONFIG's format=json.zst)
+  bool use_zstd = false;  // .json.zst or .pftrace.zst (PROFTRACE_CONFIG's format=json.zst, pftrace.zst)
   void operator()(session& p);
 };
 
-// The format a path names: .pftrace[.gz] Perfetto's, anything else JSON.
+// The format a path names: .pftrace[.gz|.zst] Perfetto's, anything else JSON.
 trace_format format_of_path(const std::filesystem::path& p);
 
 }  // namespace detail

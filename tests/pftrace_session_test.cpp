@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include <proftrace/proftrace.hpp>
@@ -42,6 +43,13 @@ void record(proftrace::profile& p) {
   work(20);
   t.join();
   p.stop();
+}
+
+bool file_starts_with(const fs::path& file, std::string_view prefix) {
+  std::ifstream in(file, std::ios::binary);
+  std::string head(prefix.size(), '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  return in && head == prefix;
 }
 
 // Slice counts by name, and the threads they were on, from a .pftrace.
@@ -108,16 +116,21 @@ TEST_CASE("a tensorboard handler writing .pftrace: the session streams Perfetto'
   fs::remove_all(dir);
 }
 
-TEST_CASE("a JSON session exports .pftrace and .pftrace.gz by converting; stream_format picks Perfetto's directly") {
+TEST_CASE("a JSON session exports .pftrace, .pftrace.gz and .pftrace.zst by converting; stream_format picks Perfetto's directly") {
   const fs::path dir = fresh_dir("export");
   for (const auto format : {proftrace::trace_format::automatic, proftrace::trace_format::pftrace}) {
     CAPTURE(static_cast<int>(format));
     proftrace::profile p({.stream_format = format});
     record(p);
     CHECK(p.trace_path().string().ends_with(format == proftrace::trace_format::pftrace ? ".pftrace.part" : ".json.part"));
-    for (const char* name : {"t.pftrace", "t.pftrace.gz"}) {
+    for (const char* name : {"t.pftrace", "t.pftrace.gz", "t.pftrace.zst"}) {
       CAPTURE(name);
       p.export_chrome_trace(dir / name);
+      // Compressed as the suffix says, around Perfetto's bytes (a Trace.packet key first).
+      const std::string_view magic = std::string_view(name).ends_with(".zst") ? "\x28\xb5\x2f\xfd"
+                                     : std::string_view(name).ends_with(".gz") ? "\x1f\x8b"
+                                                                               : "\x0a";
+      CHECK(file_starts_with(dir / name, magic));
       pftrace_counts c = read_counts(dir / name);
       CHECK(c.by_name["outer"] == 50);
       CHECK(c.by_name["inner"] == 50);
@@ -127,7 +140,7 @@ TEST_CASE("a JSON session exports .pftrace and .pftrace.gz by converting; stream
     // Nothing but the exports is left behind (no temporary of the conversion).
     int files = 0;
     for (const auto& e : fs::directory_iterator(dir)) files += e.path().filename().string()[0] != '.' ? 1 : 100;
-    CHECK(files == 3);
+    CHECK(files == 4);
   }
   fs::remove_all(dir);
 }

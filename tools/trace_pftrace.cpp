@@ -8,6 +8,7 @@
 
 #include "trace_input.hpp"
 #include "trace_reader.hpp"
+#include "tensorboard_handler.hpp"
 #include "writers/perfetto/perfetto_reader.hpp"
 
 namespace proftrace::tools {
@@ -170,8 +171,7 @@ void add_metadata(read_result& result, const std::string& name, const std::strin
 }  // namespace
 
 bool named_perfetto_trace(const std::filesystem::path& path) {
-  const std::string name = path.filename().string();
-  return name.ends_with(".pftrace") || name.ends_with(".pftrace.gz") || name.ends_with(".pftrace.zst");
+  return pd::format_of_path(path) == trace_format::pftrace;  // the rule exports follow
 }
 
 bool is_perfetto_trace(const std::filesystem::path& path) {

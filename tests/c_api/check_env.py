@@ -3,6 +3,7 @@
 stderr, a bad key named with the program running unprofiled, and a program
 that starts its own session takes over from the environment's."""
 import glob
+import gzip
 import json
 import os
 import subprocess
@@ -35,9 +36,19 @@ with tempfile.TemporaryDirectory() as d:
     files = glob.glob(os.path.join(d, "*.pftrace"))
     assert len(files) == 1, os.listdir(d)
 
-with tempfile.TemporaryDirectory() as d:
-    run(f"out={d},format=json.gz")
-    assert len(glob.glob(os.path.join(d, "*.json.gz"))) == 1, os.listdir(d)
+# Each compressed format: one file by its suffix, compressed by it. (The
+# content is decoded in pftrace_session_test; a .pftrace.* holds Perfetto's
+# bytes, whose first is a Trace.packet key, 0x0a.)
+magic = {".gz": b"\x1f\x8b", ".zst": b"\x28\xb5\x2f\xfd"}
+for fmt in ("json.gz", "json.zst", "pftrace.gz", "pftrace.zst"):
+    with tempfile.TemporaryDirectory() as d:
+        run(f"out={d},format={fmt}")
+        files = glob.glob(os.path.join(d, "*.pt.trace." + fmt))
+        assert len(files) == 1, (fmt, os.listdir(d))
+        head = open(files[0], "rb").read(4)
+        assert head.startswith(magic["." + fmt.split(".")[1]]), (fmt, head)
+        if fmt == "pftrace.gz":
+            assert gzip.open(files[0]).read(1) == b"\x0a", fmt
 
 with tempfile.TemporaryDirectory() as d:
     for bad, key in ((f"out={d},tabel", "unknown key 'tabel'"), (f"out={d},active=two", "key 'active'"),
