@@ -87,11 +87,11 @@ problems, unknowns, tracks = [], [], set()
 # (clock, track) and the sequence's own clocks (ids 64..127).
 seqs = {}
 out = {"packets": len(trace.packet), "begin": 0, "end": 0, "slice_names": [], "json_args": 0, "sequences": 0,
-       "slices": []}
+       "slices": [], "interned_values": 0}
 open_slices = {}  # track -> [(name, begin ns)]
 
 def fresh_state():
-    return {"names": {}, "annotation_names": {}, "clock": 0, "track": 0, "clocks": {}}
+    return {"names": {}, "annotation_names": {}, "values": {}, "clock": 0, "track": 0, "clocks": {}}
 
 def event_ns(i, p, st):  # the packet's timestamp on REALTIME, or None (a problem noted)
     clock = p.timestamp_clock_id or st["clock"] or 6
@@ -118,7 +118,7 @@ for i, p in enumerate(trace.packet):
             problems.append("first packet of sequence %d: flags %d, clocks %s" % (seq, p.sequence_flags, clocks))
     st = seqs[seq]
     if p.sequence_flags & 1:
-        st["names"], st["annotation_names"], st["clock"], st["track"] = {}, {}, 0, 0
+        st["names"], st["annotation_names"], st["values"], st["clock"], st["track"] = {}, {}, {}, 0, 0
     if p.HasField("trace_packet_defaults"):
         d = p.trace_packet_defaults
         st["clock"] = d.timestamp_clock_id
@@ -137,6 +137,8 @@ for i, p in enumerate(trace.packet):
         st["names"][n.iid] = n.name
     for n in p.interned_data.debug_annotation_names:
         st["annotation_names"][n.iid] = n.name
+    for n in p.interned_data.debug_annotation_string_values:
+        st["values"][n.iid] = n.str
     if p.HasField("track_descriptor"):
         tracks.add(p.track_descriptor.uuid)
     if not p.HasField("timestamp"):
@@ -164,6 +166,10 @@ for i, p in enumerate(trace.packet):
     for a in e.debug_annotations:
         if a.name_iid not in st["annotation_names"]:
             problems.append("packet %d: annotation name %d not interned" % (i, a.name_iid))
+        if a.HasField("string_value_iid"):
+            if a.string_value_iid not in st["values"]:
+                problems.append("packet %d: string value %d not interned" % (i, a.string_value_iid))
+            out["interned_values"] += 1
         if a.HasField("legacy_json_value"):
             json.loads(a.legacy_json_value)
             out["json_args"] += 1
@@ -237,6 +243,9 @@ def check_streamed(writer: str, venv: str, tmp: str) -> bool:
         return False
     # the events', the closing counters' and each of the two threads' own
     ok = seen["begin"] == seen["end"] and seen["begin"] > 0 and seen["json_args"] > 0 and seen["sequences"] == 4
+    if seen["interned_values"] < 20:  # each scope's call stack, interned (string_value_iid)
+        print("call stacks by string_value_iid:", seen["interned_values"], "(20 or more expected)")
+        ok = False
     for name in ("outer", "matmul", "ProfilerStep#1", "transfer"):
         if name not in seen["slice_names"]:
             print("no slice named", name)

@@ -28,6 +28,9 @@ using namespace test_wire;
 
 namespace {
 
+// A string arg long enough to be interned (DebugAnnotation.string_value_iid).
+constexpr std::string_view long_text = "demo.cpp(82): gemm_block;demo.cpp(98): blocked_matmul";
+
 // A builder trace with every kind of track, event and annotation.
 struct sample {
   std::string out;
@@ -39,13 +42,15 @@ struct sample {
     CHECK(b.thread_track(100, 101, "main") == thread);
     const annotation args[] = {{.name = "i", .value = std::int64_t{-5}},   {.name = "u", .value = std::uint64_t{7}},
                                {.name = "d", .value = 2.5},                {.name = "b", .value = true},
-                               {.name = "s", .value = "text"sv},           {.name = "j", .value = json_value{"[[2, 3]]"}}};
+                               {.name = "s", .value = "text"sv},           {.name = "j", .value = json_value{"[[2, 3]]"}},
+                               {.name = "stack", .value = long_text}};
     const std::uint64_t flow[] = {42}, terminating[] = {43};
     b.slice_begin(thread, 1000, "outer", "user_annotation", args, flow);
     b.slice_begin(thread, 1100, "inner", "cpu_op");
     b.slice_end(thread, 1200);
     b.slice_end(thread, 2000, {}, terminating);
-    b.instant(thread, 1500, "mark", "cpu_op");
+    const annotation again[] = {{.name = "stack", .value = long_text}};  // interned with the first: its id alone
+    b.instant(thread, 1500, "mark", "cpu_op", again);
     counter = b.counter_track("mem", process);
     b.counter(counter, 1600, 3.5);
     stream = b.named_track("stream 7", process, 7);
@@ -64,7 +69,8 @@ namespace {
 struct trace_check {
   explicit trace_check(const sample& checked) : s(checked) {}
   const sample& s;
-  std::map<std::uint64_t, std::string> names, categories, annotation_names;
+  std::map<std::uint64_t, std::string> names, categories, annotation_names, string_values;
+  int interned_value_uses = 0;
   std::set<std::uint64_t> tracks;
   std::map<std::uint64_t, std::vector<std::string>> open;  // per track
   std::vector<std::string> seen;                            // "B outer", "E outer", ...
@@ -106,7 +112,8 @@ struct trace_check {
 
   void interned(std::string_view bytes) {
     const auto fields = decode(bytes);
-    for (auto [table, number] : {std::pair{&categories, 1u}, std::pair{&names, 2u}, std::pair{&annotation_names, 3u}})
+    for (auto [table, number] : {std::pair{&categories, 1u}, std::pair{&names, 2u}, std::pair{&annotation_names, 3u},
+                                 std::pair{&string_values, 29u}})
       for (const auto& e : all(fields, number)) {
         const auto entry = decode(e.bytes);
         const std::string text(one(entry, 2)->bytes);
@@ -121,7 +128,7 @@ struct trace_check {
     REQUIRE(annotation_names.count(one(ann, 1)->value) == 1);
     const std::string& n = annotation_names[one(ann, 1)->value];
     const std::map<std::string, std::pair<std::uint32_t, int>> expect = {
-        {"i", {4, 0}}, {"u", {3, 0}}, {"d", {5, 1}}, {"b", {2, 0}}, {"s", {6, 2}}, {"j", {9, 2}}};
+        {"i", {4, 0}}, {"u", {3, 0}}, {"d", {5, 1}}, {"b", {2, 0}}, {"s", {6, 2}}, {"j", {9, 2}}, {"stack", {17, 0}}};
     REQUIRE(expect.count(n) == 1);
     const pb_field* v = one(ann, expect.at(n).first);
     REQUIRE(v);
@@ -129,6 +136,10 @@ struct trace_check {
     if (n == "i") CHECK(static_cast<std::int64_t>(v->value) == -5);
     if (n == "d") CHECK(as_double(v->value) == 2.5);
     if (n == "j") CHECK(v->bytes == "[[2, 3]]");
+    if (n == "stack") {
+      CHECK(string_values[v->value] == long_text);  // interned in this packet or before
+      ++interned_value_uses;
+    }
   }
 
   void event(const std::vector<pb_field>& p) {
@@ -199,6 +210,9 @@ TEST_CASE("builder packets decoded independently: fields, flags, interning, trac
   CHECK(check.seen == expected);
   CHECK(check.interned_count["outer/2"] == 1);
   CHECK(check.interned_count["cpu_op/1"] == 1);
+  CHECK(check.interned_count[std::string(long_text) + "/29"] == 1);  // once, for both of its uses
+  CHECK(check.interned_value_uses == 2);
+  CHECK(check.string_values.size() == 1);  // "text" is too short to gain: written in place
   CHECK(check.tracks.size() == 4);
 }
 
@@ -238,16 +252,19 @@ TEST_CASE("read_perfetto gives back slices (in END order), instants, counters, t
   CHECK(outer.track->pid == 100);
   CHECK(outer.track->tid == 101);
   CHECK(outer.track->thread_name == "main");
-  REQUIRE(outer.args.size() == 6);
+  REQUIRE(outer.args.size() == 7);
   CHECK(std::get<std::int64_t>(outer.args[0].value) == -5);
   CHECK(std::get<std::uint64_t>(outer.args[1].value) == 7);
   CHECK(std::get<double>(outer.args[2].value) == 2.5);
   CHECK(std::get<bool>(outer.args[3].value));
   CHECK(std::get<std::string>(outer.args[4].value) == "text");
   CHECK(std::get<decoded_json>(outer.args[5].value).text == "[[2, 3]]");
+  CHECK(std::get<std::string>(outer.args[6].value) == long_text);
   CHECK(outer.flow_ids == std::vector<std::uint64_t>{42});
   CHECK(outer.terminating_flow_ids == std::vector<std::uint64_t>{43});
   CHECK(c.events[2].type == decoded_event::kind::instant);
+  REQUIRE(c.events[2].args.size() == 1);
+  CHECK(std::get<std::string>(c.events[2].args[0].value) == long_text);
   CHECK(c.events[3].type == decoded_event::kind::counter);
   CHECK(c.events[3].name == "mem");
   CHECK(c.events[3].value == 3.5);

@@ -111,11 +111,16 @@ std::vector<slice> json_slices(const std::string& events, std::int64_t base_ns) 
   return out;
 }
 
-std::string annotation_json(const std::vector<pb_field>& a) {
+std::string json_string(std::string_view text) {
+  return boost::json::serialize(boost::json::value(boost::json::string_view(text.data(), text.size())));
+}
+// An arg's value as JSON text; an interned string (17) from the sequence's values.
+std::string annotation_json(const std::vector<pb_field>& a, const std::map<std::uint64_t, std::string>& values) {
+  if (const auto* f = one(a, 17)) return json_string(values.at(f->value));
   if (const auto* f = one(a, 4)) return std::to_string(static_cast<std::int64_t>(f->value));
   if (const auto* f = one(a, 3)) return std::to_string(f->value);
   if (const auto* f = one(a, 2)) return f->value ? "true" : "false";
-  if (const auto* f = one(a, 6)) return boost::json::serialize(boost::json::value(boost::json::string_view(f->bytes.data(), f->bytes.size())));
+  if (const auto* f = one(a, 6)) return json_string(f->bytes);
   if (const auto* f = one(a, 9)) return boost::json::serialize(boost::json::parse(f->bytes));  // legacy_json_value
   FAIL("an annotation of no type this test knows");
   return {};
@@ -126,7 +131,7 @@ std::string annotation_json(const std::vector<pb_field>& a) {
 // a sequence's default track and its incremental clock 64 (deltas from
 // the value its clock snapshot gives, beside REALTIME) as Perfetto reads them.
 struct sequence_state {
-  std::map<std::uint64_t, std::string> names, categories, arg_names;
+  std::map<std::uint64_t, std::string> names, categories, arg_names, values;
   std::uint64_t default_track = 0, default_clock = 0;
   std::int64_t clock64 = 0, clock64_to_realtime = 0;
 };
@@ -160,7 +165,7 @@ void read_sequence_setup(const std::vector<pb_field>& p, sequence_state& q) {
   }
   if (const auto* interned = one(p, 12)) {
     const auto in = decode(interned->bytes);
-    for (auto [field, table] : {std::pair{2u, &q.names}, {1u, &q.categories}, {3u, &q.arg_names}})
+    for (auto [field, table] : {std::pair{2u, &q.names}, {1u, &q.categories}, {3u, &q.arg_names}, {29u, &q.values}})
       for (const auto& e : all(in, field)) {
         const auto entry = decode(e.bytes);
         (*table)[one(entry, 1)->value] = std::string(one(entry, 2)->bytes);
@@ -177,7 +182,7 @@ std::vector<slice> perfetto_slices(const std::string& bytes) {
       const auto a = decode(f.bytes);
       const auto* n = one(a, 1);
       REQUIRE(n != nullptr);
-      s.args[q.arg_names.at(n->value)] = annotation_json(a);
+      s.args[q.arg_names.at(n->value)] = annotation_json(a, q.values);
     }
   };
   for (const auto& packet : decode(bytes)) {

@@ -1,7 +1,8 @@
 // Writes a trace that a session streamed in Perfetto's format (not
 // converted from JSON) to argv[1], with every kind of record the writer
 // has: nested scopes (parents announced early), shapes, FLOPs, instants,
-// counters, memory, an async range across threads, steps, a thread's name.
+// counters, memory, an async range across threads, steps, a thread's name,
+// call stacks.
 // tests/check_perfetto_proto.py parses it with Perfetto's own classes and
 // compares its slices with the scopes this prints, as the session's
 // aggregator saw them (events(): taken from the records, not from the file):
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   }
   proftrace::profile p({.record_shapes = true,
                         .profile_memory = true,
+                        .with_stack = true,  // call stacks: string args repeated, interned once
                         .with_flops = true,
                         .retain_events = true,
                         .stream_format = proftrace::trace_format::pftrace});

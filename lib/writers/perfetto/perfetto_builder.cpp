@@ -38,7 +38,7 @@ constexpr std::uint32_t category_iids = 3, debug_annotations = 4, type = 9, name
 constexpr std::uint32_t iid = 1, entry_name = 2;
 // DebugAnnotation
 constexpr std::uint32_t annotation_name_iid = 1, bool_value = 2, uint_value = 3, int_value = 4, double_value = 5,
-                        string_value = 6, legacy_json_value = 9;
+                        string_value = 6, legacy_json_value = 9, string_value_iid = 17;
 // ChromeEventBundle and its ChromeMetadata
 constexpr std::uint32_t chrome_metadata = 2, metadata_name = 1, metadata_json_value = 5;
 }  // namespace field
@@ -308,11 +308,24 @@ std::uint64_t perfetto_builder::intern_annotation_name(std::string_view name) {
   return intern(annotation_names_, table::annotation_name, name);
 }
 
+std::uint64_t perfetto_builder::string_value_iid(std::string_view value) {
+  if (value.size() < min_interned_value) return 0;
+  if (const auto found = string_values_.find(value); found != string_values_.end()) return found->second;
+  if (string_values_.size() >= max_interned_values || interned_value_bytes_ + value.size() > max_interned_value_bytes)
+    return 0;
+  interned_value_bytes_ += value.size();
+  return intern(string_values_, table::string_value, value);
+}
+
 // ---- events ----
 
-void perfetto_builder::write_annotation(const annotation& a, std::uint64_t name_iid) {
+void perfetto_builder::write_annotation(const annotation& a, std::uint64_t name_iid, std::uint64_t value_iid) {
   const std::size_t at = proto::open(out_, field::debug_annotations);
   proto::put_uint(out_, field::annotation_name_iid, name_iid);
+  if (value_iid) {
+    proto::put_uint(out_, field::string_value_iid, value_iid);
+    return proto::close(out_, at);
+  }
   std::visit(
       [&](const auto& v) {
         using T = std::decay_t<decltype(v)>;
@@ -353,6 +366,11 @@ bool perfetto_builder::write_short_event(const event_fields& e, std::uint64_t ti
   for (std::size_t i = 0; i < e.args.size(); ++i) {
     char* const a = m.open(field::debug_annotations);
     m.uint(field::annotation_name_iid, arg_iids_[i]);
+    if (value_iids_[i]) {
+      m.uint(field::string_value_iid, value_iids_[i]);
+      m.close(a);
+      continue;
+    }
     std::visit(
         [&](const auto& v) {
           using T = std::decay_t<decltype(v)>;
@@ -380,7 +398,12 @@ bool perfetto_builder::write_short_event(const event_fields& e, std::uint64_t ti
 
 void perfetto_builder::write_event(const event_fields& e) {
   arg_iids_.clear();
-  for (const annotation& a : e.args) arg_iids_.push_back(a.name_iid ? a.name_iid : intern_annotation_name(a.name));
+  value_iids_.clear();
+  for (const annotation& a : e.args) {
+    arg_iids_.push_back(a.name_iid ? a.name_iid : intern_annotation_name(a.name));
+    const auto* text = std::get_if<std::string_view>(&a.value);
+    value_iids_.push_back(text ? string_value_iid(*text) : 0);
+  }
   const std::uint64_t timestamp = timestamp_value(e.unix_ns);
   if (write_short_event(e, timestamp)) return;
   const std::size_t packet = open_packet();
@@ -404,7 +427,7 @@ void perfetto_builder::write_event(const event_fields& e) {
   if (e.name_iid) proto::put_uint(out_, field::name_iid, e.name_iid);
   if (!e.name.empty()) proto::put_string(out_, field::name, e.name);
   if (e.category_iid) proto::put_uint(out_, field::category_iids, e.category_iid);
-  for (std::size_t i = 0; i < e.args.size(); ++i) write_annotation(e.args[i], arg_iids_[i]);
+  for (std::size_t i = 0; i < e.args.size(); ++i) write_annotation(e.args[i], arg_iids_[i], value_iids_[i]);
   for (const std::uint64_t id : e.flow_ids) proto::put_fixed64(out_, field::flow_ids, id);
   for (const std::uint64_t id : e.terminating_flow_ids) proto::put_fixed64(out_, field::terminating_flow_ids, id);
   if (e.has_counter) proto::put_double(out_, field::double_counter_value, e.counter_value);

@@ -3,7 +3,7 @@
 // A .pftrace file is nothing but `Trace.packet` fields (field 1), so the
 // builder appends whole packets to a byte buffer that the caller writes out
 // when it likes: a file cut between packets still loads. Names, categories
-// and annotation names are interned on one packet sequence (ids from 1,
+// annotation names and long string values are interned on one packet sequence (ids from 1,
 // SEQ_INCREMENTAL_STATE_CLEARED on the first packet). Timestamps are Unix
 // nanoseconds (REALTIME, clock id 1), placed by a clock snapshot in the
 // first packet. ../shared/reference/perfetto-trace-format.md has the fields.
@@ -175,7 +175,8 @@ class perfetto_builder {
   }
 
  private:
-  enum class table : std::uint8_t { category = 1, name = 2, annotation_name = 3 };  // InternedData field numbers
+  // InternedData field numbers
+  enum class table : std::uint8_t { category = 1, name = 2, annotation_name = 3, string_value = 29 };
   struct pending_entry {
     table in;
     std::uint64_t iid;
@@ -219,7 +220,7 @@ class perfetto_builder {
                           std::uint64_t category_iid, std::uint64_t arg_name_iid, std::uint64_t arg_value);
   void write_slice_with_id(int type, std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
                            std::uint64_t category_iid, std::uint64_t arg_name_iid, std::uint64_t arg_value);
-  void write_annotation(const annotation& a, std::uint64_t name_iid);
+  void write_annotation(const annotation& a, std::uint64_t name_iid, std::uint64_t value_iid);
   std::size_t open_packet();
   // False when `uuid` was emitted already; otherwise opens its descriptor
   // packet and TrackDescriptor (positions in `at`) with the uuid written.
@@ -289,9 +290,18 @@ class perfetto_builder {
   void pair_with_pending(std::uint64_t track, std::int64_t begin_ns, std::int64_t end_ns, std::uint64_t name_iid,
                          std::uint64_t category_iid, std::uint64_t arg_name_iid, std::uint64_t arg_value);
   slice_fields begin_fields_, end_fields_;
-  intern_map names_, categories_, annotation_names_;
+  // A string arg's value (a call stack, a module path, a PROF_ARG text) is
+  // interned (DebugAnnotation.string_value_iid) when it is long enough to
+  // gain, while the table stays within its bounds; past them, new values
+  // are written in place and the table stops growing.
+  std::uint64_t string_value_iid(std::string_view value);
+  static constexpr std::size_t min_interned_value = 16, max_interned_values = 1 << 16;
+  static constexpr std::size_t max_interned_value_bytes = std::size_t{16} << 20;
+  std::size_t interned_value_bytes_ = 0;
+  intern_map names_, categories_, annotation_names_, string_values_;
   std::vector<pending_entry> pending_;  // interned since the last event packet
   std::vector<std::uint64_t> arg_iids_;  // scratch: one event's annotation name ids
+  std::vector<std::uint64_t> value_iids_;  // scratch: its string values' ids (0: in place)
   std::unordered_set<std::uint64_t> tracks_;
 };
 
