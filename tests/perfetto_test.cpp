@@ -236,6 +236,43 @@ collected read_bytes(const std::string& bytes) {
 }
 }  // namespace
 
+TEST_CASE("string args past the interning bounds are written in place; those interned before keep their ids") {
+  std::string out;
+  {
+    perfetto_builder b(out, 1);
+    const std::uint64_t track = b.thread_track(1, 2, "main");
+    const auto value = [](std::size_t i) { return "a value that never repeats #" + std::to_string(i); };
+    for (std::size_t i = 0; i <= perfetto_builder::max_interned_values + 1; ++i) {
+      const std::string v = value(i == perfetto_builder::max_interned_values + 1 ? 0 : i);  // the last: the first again
+      const annotation args[] = {{.name = "s", .value = std::string_view(v)}};
+      b.instant(track, 1000 + static_cast<std::int64_t>(i), "mark", "cpu_op", args);
+    }
+  }
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> values;  // per instant: the value's field, its iid
+  std::size_t interned_entries = 0;
+  for (const auto& packet : decode(out)) {
+    const auto p = decode(packet.bytes);
+    if (const pb_field* in = one(p, 12)) interned_entries += all(decode(in->bytes), 29).size();
+    if (const pb_field* ev = one(p, 11))
+      for (const auto& a : all(decode(ev->bytes), 4)) {
+        const auto ann = decode(a.bytes);
+        if (const pb_field* iid = one(ann, 17)) values.emplace_back(17, iid->value);
+        else if (one(ann, 6)) values.emplace_back(6, 0);
+      }
+  }
+  const std::size_t cap = perfetto_builder::max_interned_values;
+  REQUIRE(values.size() == cap + 2);
+  CHECK(interned_entries == cap);
+  CHECK(values[0] == std::pair<std::uint32_t, std::uint64_t>{17, 1});
+  CHECK(values[cap - 1].first == 17);
+  CHECK(values[cap].first == 6);  // past the bound: in place
+  CHECK(values[cap + 1] == std::pair<std::uint32_t, std::uint64_t>{17, 1});  // the first value, by its id still
+  const collected c = read_bytes(out);
+  REQUIRE(c.events.size() == cap + 2);
+  CHECK(std::get<std::string>(c.events[cap].args[0].value) == "a value that never repeats #" + std::to_string(cap));
+  CHECK(std::get<std::string>(c.events[cap + 1].args[0].value) == "a value that never repeats #0");
+}
+
 TEST_CASE("read_perfetto gives back slices (in END order), instants, counters, tracks and typed args") {
   const sample s;
   const collected c = read_bytes(s.out);

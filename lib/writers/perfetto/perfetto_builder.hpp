@@ -129,6 +129,12 @@ class perfetto_builder {
   // "cr-<name>". Each value is raw JSON text.
   void trace_metadata(std::span<const std::pair<std::string, std::string>> entries);
 
+  // String args interned (see string_value_iid): this long at least, and
+  // per sequence (one per thread) this many and these bytes at most, so a
+  // program whose args never repeat costs each thread about 1.5 MiB here.
+  static constexpr std::size_t min_interned_value = 16, max_interned_values = 4096;
+  static constexpr std::size_t max_interned_value_bytes = std::size_t{1} << 20;
+
   // The hot path's form: ids from intern_*() (stable for the builder's
   // life), so a writer caches them per call site instead of hashing text
   // per event. An annotation whose name_iid is nonzero uses it.
@@ -295,8 +301,6 @@ class perfetto_builder {
   // gain, while the table stays within its bounds; past them, new values
   // are written in place and the table stops growing.
   std::uint64_t string_value_iid(std::string_view value);
-  static constexpr std::size_t min_interned_value = 16, max_interned_values = 1 << 16;
-  static constexpr std::size_t max_interned_value_bytes = std::size_t{16} << 20;
   std::size_t interned_value_bytes_ = 0;
   intern_map names_, categories_, annotation_names_, string_values_;
   std::vector<pending_entry> pending_;  // interned since the last event packet
