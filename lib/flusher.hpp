@@ -70,6 +70,9 @@ struct finished_trace {
   std::string tail(const std::string& trace_name) const;
   // proftrace's counters as the trace reports them, in order.
   std::vector<std::pair<const char*, std::uint64_t>> counter_list() const;
+  // The trace's "proftrace" key: the overflow policy, the counters and, when
+  // the spool is incomplete, why (a JSON object's text; both formats write it).
+  std::string counters_json() const;
 };
 
 class flusher {

@@ -176,6 +176,22 @@ std::string finished_trace::tail(const std::string& trace_name) const {
                                          : kineto_json_writer::tail(*this, trace_name);
 }
 
+std::string finished_trace::counters_json() const {
+  std::string t = "{\"overflow_policy\": ";
+  append_json_string(t, to_string(current_overflow_policy()));
+  for (const auto& [key, value] : counter_list()) {
+    t += ", \"";
+    t += key;
+    t += "\": ";
+    append_int(t, value);
+  }
+  if (!write_error.empty()) {  // the spool stops where a write failed: what follows was not kept
+    t += ", \"incomplete\": ";
+    append_json_string(t, write_error);
+  }
+  return t + "}";
+}
+
 std::vector<std::pair<const char*, std::uint64_t>> finished_trace::counter_list() const {
   return {{"dropped_events", losses.dropped},
           {"overwritten_events", losses.overwritten},

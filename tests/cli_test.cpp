@@ -2388,6 +2388,74 @@ TEST_CASE("merge takes .pftrace traces, in a directory or named, converted on th
   CHECK(left == 0);
 }
 
+TEST_CASE("ranks streamed as .pftrace merge as their JSON would: rank, time base, no stray process; -o picks the format") {
+  temp_dir dir("pftrace-ranks");
+  std::int64_t base_ns = 0;
+  struct rank_env {  // a torchrun-style rank for the sessions below, and none after
+    explicit rank_env(int rank) {
+      ::setenv("RANK", std::to_string(rank).c_str(), 1);
+      ::setenv("WORLD_SIZE", "2", 1);
+    }
+    ~rank_env() {
+      ::unsetenv("RANK");
+      ::unsetenv("WORLD_SIZE");
+    }
+  };
+  for (const int rank : {0, 1}) {
+    const rank_env env(rank);
+    proftrace::profile p({.stream_format = proftrace::trace_format::pftrace});
+    p.start();
+    for (int i = 0; i < 3; ++i) {
+      PROF_SCOPE("work");
+    }
+    p.stop();
+    p.export_chrome_trace(dir.path / ("rank" + std::to_string(rank) + ".pt.trace.pftrace"));
+    p.export_chrome_trace(dir.path / ("rank" + std::to_string(rank) + ".json"));  // converted from the stream
+  }
+  // The converted JSON is laid out as proftrace's own: rank and time base
+  // before the events (where a reader stopping at them finds them), the
+  // counters after, as the "proftrace" key rather than an event.
+  const std::string converted = slurp(dir.path / "rank1.json");
+  const auto at = [&](const char* key) { return converted.find(key); };
+  CHECK(at("\"distributedInfo\"") < at("\"traceEvents\""));
+  CHECK(at("\"baseTimeNanoseconds\"") < at("\"traceEvents\""));
+  CHECK(at("\"traceEvents\"") < at("\"proftrace\": {"));
+  CHECK(at("\"traceEvents\"") < at("\"traceName\""));
+  const auto object = boost::json::parse(converted).as_object();
+  base_ns = object.at("baseTimeNanoseconds").as_int64();
+  CHECK(object.at("proftrace").as_object().at("lost_events_total").as_int64() == 0);
+  for (const auto& e : object.at("traceEvents").as_array()) CHECK(e.as_object().at("pid").as_int64() != 0);
+  for (const auto& e : std::filesystem::directory_iterator(dir.path))
+    if (e.path().extension() == ".json") std::filesystem::remove(e.path());
+
+  const auto merged = dir.path.parent_path() / "pftrace-ranks-merged.json";
+  auto r = run_cli({"merge", dir.path.string(), "-o", merged.string()});
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("2 traces") != std::string::npos);
+  CHECK(r.out.find("2 ranks") != std::string::npos);
+  const auto m = boost::json::parse(slurp(merged)).as_object();
+  CHECK(m.at("baseTimeNanoseconds").as_int64() == base_ns);
+  std::vector<std::string> processes;
+  for (const auto& e : m.at("traceEvents").as_array())
+    if (e.as_object().at("name") == "process_name")
+      processes.emplace_back(e.as_object().at("args").as_object().at("name").as_string());
+  REQUIRE(processes.size() == 2);
+  CHECK(processes[0].starts_with("rank 0 ("));
+  CHECK(processes[1].starts_with("rank 1 ("));
+
+  // -o names the format: Perfetto's, or a refusal for a name of neither.
+  const auto merged_pf = dir.path.parent_path() / "pftrace-ranks-merged.pftrace";
+  REQUIRE(run_cli({"merge", dir.path.string(), "-o", merged_pf.string()}).rc == 0);
+  CHECK(slurp(merged_pf).substr(0, 1) == "\x0a");
+  CHECK(run_cli({"summary", merged_pf.string()}).out == run_cli({"summary", merged.string()}).out);
+  const auto txt = dir.path.parent_path() / "pftrace-ranks-merged.txt";
+  r = run_cli({"merge", dir.path.string(), "-o", txt.string()});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("unknown output format") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(txt));
+  for (const auto& f : {merged, merged_pf}) std::filesystem::remove(f);
+}
+
 TEST_CASE("a Perfetto trace is told by content whatever its name; JSON starting with newlines stays JSON") {
   temp_dir dir("pftrace-content");
   const auto json = std::filesystem::path(data_dir) / "pytorch_style.pt.trace.json";

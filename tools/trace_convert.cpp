@@ -8,14 +8,14 @@
 
 namespace proftrace::tools {
 
-namespace {
-
-namespace pd = proftrace::detail;
-
 bool named_json(const std::filesystem::path& p) {
   const std::string name = p.filename().string();
   return name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".json.zst");
 }
+
+namespace {
+
+namespace pd = proftrace::detail;
 
 // The uncompressed bytes of `input` written to `output`, compressed by its suffix.
 std::uint64_t recompress(const std::filesystem::path& input, const std::filesystem::path& output) {
@@ -38,9 +38,9 @@ std::uint64_t recompress(const std::filesystem::path& input, const std::filesyst
 conversion_report convert_trace(const std::filesystem::path& input, const std::filesystem::path& output) {
   const bool in_perfetto = is_perfetto_trace(input);
   if (!in_perfetto && !named_json(input))
-    throw trace_error(input.string() + ": cannot tell its format (.json, .json.gz, .json.zst, .pftrace, .pftrace.gz)");
+    throw trace_error(input.string() + ": cannot tell its format (" + std::string(trace_suffixes) + ")");
   if (!named_perfetto_trace(output) && !named_json(output))
-    throw trace_error(output.string() + ": unknown output format (.json, .json.gz, .json.zst, .pftrace, .pftrace.gz)");
+    throw trace_error(output.string() + ": unknown output format (" + std::string(trace_suffixes) + ")");
   conversion_report report;
   try {
     if (in_perfetto && named_json(output)) {

@@ -59,7 +59,15 @@ input read_header(const std::filesystem::path& file) {
   input in;
   in.file = file;
   read_options opts;
-  opts.on_event = [](const trace_event&) { return false; };  // the metadata before traceEvents is enough
+  opts.on_event = [](const trace_event&) { return false; };  // the metadata before traceEvents is enough,
+  read_result header = read_trace(file, opts);
+  const auto has_base = [](const read_result& r) {
+    return std::any_of(r.metadata.begin(), r.metadata.end(), [](const auto& m) { return m.key == "baseTimeNanoseconds"; });
+  };
+  if (header.stopped && !has_base(header)) {  // unless the keys follow the events (a trace converted by an older proftrace)
+    opts.on_event = [](const trace_event&) { return true; };
+    header = read_trace(file, opts);
+  }
   const auto integer = [&](const metadata_entry& m, std::int64_t lo, std::int64_t hi, const char* what) {
     const auto v = integer_value(m, lo, hi);
     if (!v)
@@ -67,7 +75,7 @@ input read_header(const std::filesystem::path& file) {
                         "; merge cannot place this trace's events");
     return *v;
   };
-  for (const auto& m : read_trace(file, opts).metadata) {
+  for (const auto& m : header.metadata) {
     if (m.key == "distributedInfo.rank") in.rank = static_cast<int>(integer(m, 0, max_rank, "a rank from 0 to 999999"));
     else if (m.key == "distributedInfo.host" && m.type == json_type::string) in.host = m.value;
     else if (m.key == "baseTimeNanoseconds") in.base_ns = integer(m, INT64_MIN, INT64_MAX, "an integer of nanoseconds");
@@ -163,6 +171,9 @@ void append_json(std::string& out, const json::value& v) {
 }  // namespace
 
 merge_result merge_traces(std::vector<std::filesystem::path> files, const std::filesystem::path& output) {
+  const bool to_perfetto = named_perfetto_trace(output);  // merged as JSON, then converted
+  if (!to_perfetto && !named_json(output))
+    throw trace_error(output.string() + ": unknown output format (" + std::string(trace_suffixes) + ")");
   std::vector<input> inputs;
   for (const auto& f : files) inputs.push_back(read_header(f));
   // By rank, then a rank's traces (schedule cycles) in time order.
@@ -189,6 +200,7 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
   // (a bad input, a full disk) leaves an existing MERGED as it was.
   std::filesystem::path temp = output;
   temp += ".merging-" + std::to_string(::getpid());
+  if (to_perfetto) temp += ".json";
   struct remove_on_failure {
     const std::filesystem::path& path;
     bool armed = true;
@@ -201,8 +213,8 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
   if (!file) throw trace_error(output.string() + ": cannot write: " + std::strerror(errno ? errno : EIO));
   io::filtering_ostream out;
   const std::string out_name = output.filename().string();
-  if (has_suffix(out_name, ".gz")) out.push(io::gzip_compressor(io::gzip_params(io::zlib::best_speed)), 1 << 16);
-  else if (has_suffix(out_name, ".zst")) out.push(io::zstd_compressor(io::zstd_params(io::zstd::best_speed)), 1 << 16);
+  if (!to_perfetto && has_suffix(out_name, ".gz")) out.push(io::gzip_compressor(io::gzip_params(io::zlib::best_speed)), 1 << 16);
+  else if (!to_perfetto && has_suffix(out_name, ".zst")) out.push(io::zstd_compressor(io::zstd_params(io::zstd::best_speed)), 1 << 16);
   out.push(file);
 
   out << "{\n  \"schemaVersion\": 1,\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": " << base
@@ -355,6 +367,10 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
   if (!file) throw trace_error(output.string() + ": write failed: " + std::strerror(errno ? errno : EIO));
   file.close();
   if (!file) throw trace_error(output.string() + ": write failed: " + std::strerror(errno ? errno : EIO));
+  if (to_perfetto) {  // written whole or not at all; the JSON is removed either way
+    convert_trace(temp, output);
+    return result;
+  }
   std::error_code ec;
   std::filesystem::rename(temp, output, ec);
   if (ec) throw trace_error(output.string() + ": cannot write: " + ec.message());

@@ -133,6 +133,8 @@ read_result read_trace(const std::filesystem::path& path, const read_options& op
 // Never throws.
 bool is_perfetto_trace(const std::filesystem::path& path);
 bool named_perfetto_trace(const std::filesystem::path& path);  // by the suffix alone
+bool named_json(const std::filesystem::path& path);            // .json, .json.gz, .json.zst
+inline constexpr const char* trace_suffixes = ".json, .json.gz, .json.zst, .pftrace, .pftrace.gz, .pftrace.zst";
 
 // read_trace's work for a Perfetto trace: its slices become "X" events,
 // instants "i", counters "C" (in the order their END appears), with pid,

@@ -39,19 +39,8 @@ std::string kineto_json_writer::tail(const finished_trace& f, const std::string&
     append_json_string(t, k);
     t += ": " + v + ",\n";
   }
-  t += "  \"proftrace\": {\"overflow_policy\": ";
-  append_json_string(t, to_string(current_overflow_policy()));
-  for (const auto& [key, value] : f.counter_list()) {
-    t += ", \"";
-    t += key;
-    t += "\": ";
-    append_int(t, value);
-  }
-  if (!f.write_error.empty()) {  // the spool stops where a write failed: what follows was not kept
-    t += ", \"incomplete\": ";
-    append_json_string(t, f.write_error);
-  }
-  t += "},\n  \"traceName\": ";
+  t += "  \"proftrace\": " + f.counters_json();
+  t += ",\n  \"traceName\": ";
   append_json_string(t, trace_name);
   t += "\n}\n";
   return t;

@@ -54,6 +54,7 @@ void decoded_json_writer::metadata(const std::string& name, const std::string& j
     return;
   }
   if (name == "traceEvents" || name == "displayTimeUnit") return;  // this writer's own keys
+  if (name == "proftrace") has_counters_key_ = true;
   std::string& into = opened_ ? tail_keys_ : head_keys_;
   into += "  ";
   append_json_string(into, name);
@@ -62,23 +63,26 @@ void decoded_json_writer::metadata(const std::string& name, const std::string& j
   into += ",\n";
 }
 
-// The object opens at the first element: the trace-wide keys that came
-// before it (a proftrace trace's come first) go before "traceEvents", as in
-// the JSON trace they came from.
+// The object opens at the first event: the trace-wide keys that came before
+// it (a proftrace trace's come first, after its process's and threads'
+// descriptors) and the time base go before "traceEvents", as in the JSON
+// trace they came from, where a reader that stops at the events finds them.
 void decoded_json_writer::open() {
   if (opened_) return;
   opened_ = true;
-  buf_ = "{\n" + head_keys_ + "  \"traceEvents\": [";
+  std::string head = "{\n" + head_keys_ + "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ";
+  append_int(head, base_ns_);
+  head += ",\n  \"traceEvents\": [";
+  buf_.insert(0, head);
 }
 
 void decoded_json_writer::begin_element() {
-  open();
   buf_ += first_ ? "\n  " : ",\n  ";
   first_ = false;
 }
 
 void decoded_json_writer::flush_if_big() {
-  if (buf_.size() < flush_bytes) return;
+  if (!opened_ || buf_.size() < flush_bytes) return;
   out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
   buf_.clear();
 }
@@ -133,10 +137,15 @@ void decoded_json_writer::append_flow(const decoded_event& e, std::uint64_t id, 
 }
 
 void decoded_json_writer::event(const decoded_event& e) {
+  // proftrace's closing instant, when its counters came as the "proftrace" key too.
+  if (has_counters_key_ && e.type == decoded_event::kind::instant && e.category == "proftrace" &&
+      e.name == "proftrace" && !e.track->has_pid)
+    return;
   if (!has_base_) {
     base_ns_ = e.start_ns - e.start_ns % trace_base_period_ns;
     has_base_ = true;
   }
+  open();
   static constexpr const char* ph[] = {"X", "i", "C"};
   begin_element();
   buf_ += "{\"ph\": \"";
@@ -161,9 +170,12 @@ void decoded_json_writer::event(const decoded_event& e) {
 
 void decoded_json_writer::finish() {
   open();
-  buf_ += "\n  ],\n" + tail_keys_ + "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ";
-  append_int(buf_, base_ns_);
-  buf_ += "\n}\n";
+  if (tail_keys_.empty()) {
+    buf_ += "\n  ]\n}\n";
+  } else {
+    tail_keys_.resize(tail_keys_.size() - 2);  // the last key's ",\n"
+    buf_ += "\n  ],\n" + tail_keys_ + "\n}\n";
+  }
   out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
   buf_.clear();
   out_.flush();

@@ -5,8 +5,11 @@
 // and process descriptors become "M" thread_name/process_name events.
 // Threads' events carry their pid and tid; a named track's carry its
 // ancestor process's pid (else 0) and the track's name as "tid". `ts` is
-// relative to "baseTimeNanoseconds", taken from the first event (a multiple
-// of 2^51 ns, as the recorder's) and written after "traceEvents".
+// relative to "baseTimeNanoseconds": the trace's own (its metadata), else
+// taken from the first event (a multiple of 2^51 ns, as the recorder's).
+// Trace-wide keys that come before the first event, and the base, are
+// written before "traceEvents", the rest after it; proftrace's closing
+// instant is left out where its counters also came as the "proftrace" key.
 //
 //   std::ofstream out("t.json");
 //   decoded_json_writer w(out);
@@ -48,9 +51,10 @@ class decoded_json_writer {
   void flush_if_big();
 
   std::ostream& out_;
-  std::string buf_;
+  std::string buf_;  // before open(): the descriptors before the first event
   std::string head_keys_, tail_keys_;  // top-level keys, each line ending in a comma
   bool opened_ = false, first_ = true, has_base_ = false;
+  bool has_counters_key_ = false;  // the trace had a "proftrace" key
   std::int64_t base_ns_ = 0;
 };
 

@@ -4,6 +4,7 @@
 
 #include "cuda/gpu_trace_writer.hpp"
 #include "flusher.hpp"
+#include "json_text.hpp"
 #include "proftrace/detail/recorder.hpp"
 #include "registry.hpp"
 
@@ -34,7 +35,14 @@ perfetto_writer::perfetto_writer(const trace_head& head)
 std::string perfetto_writer::tail(const finished_trace& f, const std::string& trace_name) {
   std::string out;
   perfetto_builder b(out, tail_sequence);
-  b.trace_metadata(f.tail_metadata);
+  // The JSON trace's closing keys, so that a converted trace ends as a JSON
+  // one does; the instant below shows the same counters in Perfetto UI.
+  std::vector<std::pair<std::string, std::string>> metadata = f.tail_metadata;
+  metadata.emplace_back("proftrace", f.counters_json());
+  std::string name_json;
+  append_json_string(name_json, trace_name);
+  metadata.emplace_back("traceName", std::move(name_json));
+  b.trace_metadata(metadata);
   std::vector<annotation> args;
   const std::string_view policy = to_string(current_overflow_policy());
   args.push_back({.name = "traceName", .value = std::string_view(trace_name)});
