@@ -696,7 +696,13 @@ void session::export_stacks(const std::filesystem::path& path, std::string_view 
       throw std::logic_error("proftrace: export_stacks() requires with_stack=true");
     event_averages all;
     if (has_trace()) all.rows = last->averages;  // finest grouping: every distinct stack
-    text = all.collapsed_stacks(metric);         // checks the metric, trace or not
+    // A frame is its scope's name, as a line's last frame (the row's own
+    // key) and as `proftrace stacks` writes the same trace: one scope, one
+    // frame, caller or not. (A row's stack holds "file(line): name".)
+    for (event_average& r : all.rows)
+      for (std::string& frame : r.stack)
+        if (const auto at = frame.find("): "); at != std::string::npos) frame.erase(0, at + 3);
+    text = all.collapsed_stacks(metric);  // checks the metric, trace or not
     if (!has_trace()) return impl_->warn_no_trace("export_stacks()", path, active_session == this);
   }
   std::ofstream out(path, std::ios::trunc);

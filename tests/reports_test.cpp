@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "test_support.hpp"
@@ -176,10 +177,21 @@ TEST_CASE("a live session: self time, stacks grouping, events() and export_stack
     CHECK(std::stoll(line.substr(space + 1)) > 0);
   }
   // "branch;b" as a frame: its ';' and ' ' became '_', and leaf sits under it.
+  // A scope is one frame, by its name, whether it is a caller or the last
+  // frame (its own time): as `proftrace stacks` writes the trace.
+  std::set<std::string> frames;
   bool leaf_under_b = false;
-  for (auto& line : stacks)
-    if (line.find("):_branch_b;leaf ") != std::string::npos) leaf_under_b = true;
+  for (auto& line : stacks) {
+    if (line.starts_with("root;branch_b;leaf ")) leaf_under_b = true;
+    std::string path = line.substr(0, line.rfind(' '));
+    for (std::size_t at = 0; at <= path.size();) {
+      const std::size_t end = std::min(path.find(';', at), path.size());
+      frames.insert(path.substr(at, end - at));
+      at = end + 1;
+    }
+  }
   CHECK(leaf_under_b);
+  CHECK(frames == std::set<std::string>{"root", "branch_a", "branch_b", "leaf"});
   CHECK_THROWS_AS(p.export_stacks(out.path / "x.txt", "wall_time"), std::invalid_argument);
   CHECK_THROWS_AS(p.export_stacks("/etc/passwd/stacks.txt"), std::runtime_error);
 
