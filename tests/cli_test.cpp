@@ -237,6 +237,49 @@ TEST_CASE("events written in end order (children first) nest like events in star
   }
 }
 
+TEST_CASE("a full ring's waits and losses: summary gives the session's rows and its Lost events line, in both formats") {
+  temp_dir dir("cli-full-ring");
+  for (const auto policy : {proftrace::overflow_policy::block, proftrace::overflow_policy::drop})
+    for (const auto format : {proftrace::trace_format::json, proftrace::trace_format::pftrace}) {
+      CAPTURE(static_cast<int>(policy));
+      CAPTURE(static_cast<int>(format));
+      proftrace::profile p({.overflow = policy, .ring_events = 64, .stream_format = format});
+      p.start();
+      std::vector<std::thread> threads;
+      for (int t = 0; t < 2; ++t)
+        threads.emplace_back([] {
+          for (int i = 0; i < 20000; ++i) {
+            PROF_SCOPE("outer");
+            PROF_SCOPE("inner");
+          }
+        });
+      for (auto& t : threads) t.join();
+      p.stop();
+      const auto session = p.key_averages();
+      const auto expected = by_key(session);
+      if (policy == proftrace::overflow_policy::block) REQUIRE(expected.count("ring full: waiting") == 1);
+      else REQUIRE(session.losses.dropped > 0);
+      const auto file = dir.path / (format == proftrace::trace_format::json ? "t.json" : "t.pftrace");
+      p.export_chrome_trace(file);
+      const auto read = summarize(file);
+      const auto got = by_key(read);
+      REQUIRE(got.size() == expected.size());
+      for (auto& [name, w] : expected) {
+        const std::string& key = name;
+        CAPTURE(key);
+        REQUIRE(got.count(key) == 1);
+        CHECK(got.at(key).count == w.count);
+        CHECK(got.at(key).self_cpu_time_total_ns == w.self_cpu_time_total_ns);  // waits out of "outer"'s
+      }
+      CHECK(read.losses.dropped == session.losses.dropped);
+      CHECK(read.losses.unpaired == session.losses.unpaired);
+      CHECK(read.losses.total() == session.losses.total());
+      const std::string table = run_cli({"summary", file.string()}).out;
+      CHECK((table.find("Lost events: " + std::to_string(session.losses.total())) != std::string::npos) ==
+            (session.losses.total() > 0));
+    }
+}
+
 TEST_CASE("a trace written by proftrace summarises to key_averages(), in .json, .json.gz and .json.zst") {
   temp_dir dir("cli-own");
   proftrace::profile p({.schedule = proftrace::schedule({.wait = 0, .warmup = 1, .active = 3, .repeat = 1}),

@@ -51,7 +51,10 @@ bool is_host_op(const trace_event& e) noexcept {
   using namespace std::string_view_literals;  // compared as views: lengths first, no strlen
   const std::string_view cat = e.cat;
   if (e.ph != "X"sv || e.has_stream) return false;
-  return cat == "cpu_op"sv || cat == "user_annotation"sv || cat == "cuda_runtime"sv || cat == "cuda_driver"sv;
+  // "proftrace": a producer's wait for room in its full ring, a row of its
+  // own and out of its scope's self time, as in the session's table.
+  return cat == "cpu_op"sv || cat == "user_annotation"sv || cat == "cuda_runtime"sv || cat == "cuda_driver"sv ||
+         cat == "proftrace"sv;
 }
 
 aggregator::aggregator(bool group_by_input_shape, std::size_t max_pending_per_thread, std::size_t max_buffered_events)
@@ -746,10 +749,20 @@ proftrace::event_averages summarize(const std::filesystem::path& path, bool grou
   const read_result r = aggregate(path, agg, warnings, progress);
   auto out = agg.finish();
   trace_info t;
+  // proftrace's loss counters ("proftrace": {...}): the table's "Lost events" line, as the session's.
+  const std::pair<const char*, std::uint64_t proftrace::loss_counts::*> losses[] = {
+      {"proftrace.dropped_events", &proftrace::loss_counts::dropped},
+      {"proftrace.overwritten_events", &proftrace::loss_counts::overwritten},
+      {"proftrace.unattached_events", &proftrace::loss_counts::unattached},
+      {"proftrace.late_events", &proftrace::loss_counts::late},
+      {"proftrace.unpaired_events", &proftrace::loss_counts::unpaired}};
   for (const auto& m : r.metadata) {
     const bool on = (m.type == json_type::number || m.type == json_type::string) && m.value == "1";
     if (m.key == "with_flops" && on) t.with_flops = true;
     if (m.key == "profile_memory" && on) t.profile_memory = true;
+    for (const auto& [key, field] : losses)
+      if (m.key == key)
+        if (const auto n = integer_value(m, 0, INT64_MAX)) out.losses.*field = static_cast<std::uint64_t>(*n);
   }
   t.memory_events = agg.saw_memory();
   t.profile_memory = t.profile_memory || t.memory_events;
