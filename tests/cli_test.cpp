@@ -20,6 +20,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <tuple>
 #include <sstream>
 #include <thread>
 
@@ -2331,10 +2332,67 @@ TEST_CASE("convert: string tids as named tracks, names from later M events, inst
   }
   const std::set<std::string> expected = {
       R"(X gemm "stream 7" @1000010000 +5000)", "X outer 2 @1000010000 +100000", "X inner 2 @1000020000 +10000",
-      "i mark 2 @1000050000",                  R"(C mem "mem" @1000060000)",     R"(X req "req" @1000030000 +40000)",
-      R"(M thread_name 2 {"name":"worker"})"};
+      "i mark 2 @1000050000",                  R"(C mem "mem" @1000060000)",     R"(b req "req" @1000030000)",
+      R"(e req "req" @1000070000)",            R"(M thread_name 2 {"name":"worker"})"};
   CHECK(seen == expected);
+  std::vector<std::int64_t> async_ids;  // the async range's pair shares one id
+  for (const auto& v : doc.at("traceEvents").as_array())
+    if (v.as_object().at("ph") == "b" || v.as_object().at("ph") == "e") async_ids.push_back(v.as_object().at("id").as_int64());
+  CHECK(async_ids == std::vector<std::int64_t>{1, 1});
   CHECK(slurp(out).find(R"("grid": [1,2])") != std::string::npos);  // an array arg kept as JSON
+}
+
+TEST_CASE("async ranges across threads keep their pairs through .pftrace and back, twice, and from a streamed session") {
+  temp_dir dir("pftrace-async");
+  std::map<proftrace::trace_format, std::filesystem::path> written;
+  for (const auto format : {proftrace::trace_format::json, proftrace::trace_format::pftrace}) {
+    proftrace::profile p({.stream_format = format});
+    p.start();
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 3; ++i) {
+      auto range = PROF_ASYNC_RANGE("request");
+      threads.emplace_back([range = std::move(range), i]() mutable {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1 + i));
+        range.end();
+      });
+    }
+    for (auto& t : threads) t.join();
+    p.stop();
+    written[format] = dir.path / (format == proftrace::trace_format::json ? "own.json" : "streamed.json");
+    p.export_chrome_trace(written[format]);  // the streamed one converted from its .pftrace
+  }
+  // Each range as (name, begin tid, end tid, duration ns), from its "b"/"e" pair.
+  const auto ranges = [](const std::filesystem::path& f) {
+    std::map<std::int64_t, const boost::json::object*> begins;
+    const auto doc = boost::json::parse(slurp(f));
+    std::multiset<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>> out;
+    for (const auto& v : doc.at("traceEvents").as_array())
+      if (v.as_object().at("ph") == "b") begins[v.as_object().at("id").as_int64()] = &v.as_object();
+    for (const auto& v : doc.at("traceEvents").as_array()) {
+      const auto& e = v.as_object();
+      if (e.at("ph") != "e") continue;
+      REQUIRE(begins.count(e.at("id").as_int64()) == 1);
+      const auto& b = *begins[e.at("id").as_int64()];
+      out.emplace(std::string(b.at("name").as_string()), b.at("tid").as_int64(), e.at("tid").as_int64(),
+                  std::llround((e.at("ts").as_double() - b.at("ts").as_double()) * 1000));
+    }
+    return out;
+  };
+  for (const auto& [format, json] : written) {
+    CAPTURE(json.string());
+    const auto want = ranges(json);
+    REQUIRE(want.size() == 3);
+    for (const auto& r : want) CHECK(std::get<1>(r) != std::get<2>(r));  // begun on one thread, ended on another
+    auto from = json;
+    for (int trip = 0; trip < 2; ++trip) {
+      const auto pf = dir.path / ("trip" + std::to_string(trip) + ".pftrace");
+      const auto back = dir.path / ("trip" + std::to_string(trip) + ".json");
+      REQUIRE(run_cli({"convert", from.string(), pf.string()}).rc == 0);
+      REQUIRE(run_cli({"convert", pf.string(), back.string()}).rc == 0);
+      CHECK(ranges(back) == want);
+      from = back;
+    }
+  }
 }
 
 TEST_CASE("summary --group-by-shape gives a .pftrace's Input Dims as its JSON's") {

@@ -97,6 +97,7 @@ void decoded_json_writer::append_where(const decoded_track& t) {
 }
 
 void decoded_json_writer::track(const decoded_track& t) {
+  if (t.is_process) process_tracks_.insert(t.uuid);
   if (!(t.is_thread && !t.thread_name.empty()) && !(t.is_process && !t.process_name.empty())) return;
   begin_element();
   buf_ += t.is_thread ? "{\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": 0, "
@@ -136,6 +137,46 @@ void decoded_json_writer::append_flow(const decoded_event& e, std::uint64_t id, 
   buf_ += "}";
 }
 
+// proftrace's async ranges (category "async", each on a track of its own
+// under its process) as the JSON trace holds them: a "b"/"e" pair on the
+// threads that began and ended it (its args name them), paired by an id
+// (one per track, so one per range).
+bool decoded_json_writer::is_async_range(const decoded_event& e) const {
+  const decoded_track& t = *e.track;
+  return e.type == decoded_event::kind::slice && e.category == "async" && !t.is_thread && !t.is_process &&
+         !t.is_counter && process_tracks_.contains(t.parent);
+}
+
+void decoded_json_writer::async_range(const decoded_event& e) {
+  // Small ids, dense from 1: a uuid may be past 2^53, where JSON readers in JavaScript round.
+  const std::uint64_t id = async_ids_.try_emplace(e.track->uuid, async_ids_.size() + 1).first->second;
+  const auto thread = [&](std::string_view arg) {
+    for (const decoded_arg& a : e.args)
+      if (a.name == arg && std::holds_alternative<std::int64_t>(a.value)) return std::to_string(std::get<std::int64_t>(a.value));
+    std::string name;
+    append_json_string(name, e.track->name);
+    return name;
+  };
+  const auto open_event = [&](const char* ph, std::string_view tid, std::int64_t ns) {
+    begin_element();
+    buf_ += ph;
+    append_json_string(buf_, e.name);
+    buf_ += ", \"pid\": ";
+    append_int(buf_, e.track->has_pid ? e.track->pid : 0);
+    buf_ += ", \"tid\": ";
+    buf_ += tid;
+    buf_ += ", \"ts\": ";
+    append_us3(buf_, ns_after(ns, base_ns_));
+    buf_ += ", \"id\": ";
+    append_int(buf_, id);
+  };
+  open_event("{\"ph\": \"b\", \"cat\": \"async\", \"name\": ", thread("begin thread"), e.start_ns);
+  append_args(e);
+  open_event("{\"ph\": \"e\", \"cat\": \"async\", \"name\": ", thread("end thread"), e.start_ns + e.dur_ns);
+  buf_ += "}";
+  flush_if_big();
+}
+
 void decoded_json_writer::event(const decoded_event& e) {
   // proftrace's closing instant, when its counters came as the "proftrace" key too.
   if (has_counters_key_ && e.type == decoded_event::kind::instant && e.category == "proftrace" &&
@@ -146,6 +187,7 @@ void decoded_json_writer::event(const decoded_event& e) {
     has_base_ = true;
   }
   open();
+  if (is_async_range(e)) return async_range(e);
   static constexpr const char* ph[] = {"X", "i", "C"};
   begin_element();
   buf_ += "{\"ph\": \"";

@@ -1,6 +1,7 @@
 // Internal: decoded Perfetto events (perfetto_reader.hpp) written as a
 // Kineto-layout JSON trace, streaming: each event is written as it comes.
-// Slices are "X" events, instants "i" ("s": "t"), counters "C" with args
+// Slices are "X" events (async ranges, category "async" on a track of their
+// own under a process, "b"/"e" pairs), instants "i" ("s": "t"), counters "C" with args
 // {name: value}, flows "s"/"f" (cat "ac2g") at their slice's start; thread
 // and process descriptors become "M" thread_name/process_name events.
 // Threads' events carry their pid and tid; a named track's carry its
@@ -26,6 +27,8 @@
 #include <filesystem>
 #include <ostream>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
@@ -49,12 +52,16 @@ class decoded_json_writer {
   void append_args(const decoded_event& e);
   void append_flow(const decoded_event& e, std::uint64_t id, bool start);
   void flush_if_big();
+  bool is_async_range(const decoded_event& e) const;
+  void async_range(const decoded_event& e);
 
   std::ostream& out_;
   std::string buf_;  // before open(): the descriptors before the first event
   std::string head_keys_, tail_keys_;  // top-level keys, each line ending in a comma
   bool opened_ = false, first_ = true, has_base_ = false;
   bool has_counters_key_ = false;  // the trace had a "proftrace" key
+  std::unordered_set<std::uint64_t> process_tracks_;
+  std::unordered_map<std::uint64_t, std::uint64_t> async_ids_;  // an async range's track -> its JSON id
   std::int64_t base_ns_ = 0;
 };
 
