@@ -252,6 +252,51 @@ TEST_CASE("threads that come and go while streaming .pftrace: each on a sequence
 // (perfetto_writer.hpp). The sequence's clock is incremental: each packet's
 // timestamp (field 8) is a delta, which may be negative (two's complement)
 // for the thread's other events, such as instants, and stays exact.
+// The slice packets of each thread's sequence (incremental clock), decoded
+// independently: how many, how many go back in time from the previous one,
+// and on how many sequences BEGINs and ENDs differ in number.
+struct slice_order {
+  int slices = 0, out_of_order = 0, unbalanced = 0;
+};
+slice_order slice_order_of(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  struct sequence_time {
+    bool incremental = false;
+    std::uint64_t now = 0;         // relative to the sequence's origin, wrapping as the deltas do
+    std::uint64_t last_slice = 0;  // the time of its last slice packet
+    bool any_slice = false;
+    int open = 0;  // BEGINs less ENDs
+  };
+  std::map<std::uint64_t, sequence_time> sequences;
+  slice_order r;
+  for (const auto& packet : test_wire::decode(bytes)) {
+    const auto fields = test_wire::decode(packet.bytes);
+    const auto* id = test_wire::one(fields, 10);
+    if (id == nullptr) continue;
+    sequence_time& seq = sequences[id->value];
+    if (const auto* defaults = test_wire::one(fields, 59)) {  // trace_packet_defaults: timestamp_clock_id (58)
+      const auto default_fields = test_wire::decode(defaults->bytes);
+      const auto* clock = test_wire::one(default_fields, 58);
+      seq.incremental = clock != nullptr && clock->value >= 64;  // a sequence-scoped clock: ours is incremental
+    }
+    const auto* ts = test_wire::one(fields, 8);
+    if (!seq.incremental || ts == nullptr) continue;
+    seq.now += ts->value;
+    const auto* event = test_wire::one(fields, 11);  // track_event
+    const auto event_fields = event ? test_wire::decode(event->bytes) : std::vector<test_wire::pb_field>{};
+    const auto* type = test_wire::one(event_fields, 9);
+    if (type == nullptr || (type->value != 1 && type->value != 2)) continue;  // slice begins and ends only
+    ++r.slices;
+    seq.open += type->value == 1 ? 1 : -1;
+    if (seq.any_slice && static_cast<std::int64_t>(seq.now - seq.last_slice) < 0) ++r.out_of_order;
+    seq.last_slice = seq.now;
+    seq.any_slice = true;
+  }
+  for (const auto& [id, seq] : sequences) r.unbalanced += seq.open != 0;
+  return r;
+}
+
 TEST_CASE("on a thread's sequence, slice begins and ends are in time order: an outer scope's begin precedes its children") {
   const fs::path dir = fresh_dir("slice-order");
   proftrace::profile p({.stream_format = proftrace::trace_format::pftrace, .spool_dir = dir});
@@ -277,39 +322,42 @@ TEST_CASE("on a thread's sequence, slice begins and ends are in time order: an o
   const fs::path file = dir / "t.pftrace";
   p.export_chrome_trace(file);
   CHECK(read_counts(file).by_name.at("leaf") == 2 * 50 * 3);
-  std::ifstream in(file, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  struct sequence_time {
-    bool incremental = false;
-    std::uint64_t now = 0;         // relative to the sequence's origin, wrapping as the deltas do
-    std::uint64_t last_slice = 0;  // the time of its last slice packet
-    bool any_slice = false;
-  };
-  std::map<std::uint64_t, sequence_time> sequences;
-  int slices = 0, out_of_order = 0;
-  for (const auto& packet : test_wire::decode(bytes)) {
-    const auto fields = test_wire::decode(packet.bytes);
-    const auto* id = test_wire::one(fields, 10);
-    if (id == nullptr) continue;
-    sequence_time& seq = sequences[id->value];
-    if (const auto* defaults = test_wire::one(fields, 59)) {  // trace_packet_defaults: timestamp_clock_id (58)
-      const auto default_fields = test_wire::decode(defaults->bytes);
-      const auto* clock = test_wire::one(default_fields, 58);
-      seq.incremental = clock != nullptr && clock->value >= 64;  // a sequence-scoped clock: ours is incremental
+  const slice_order order = slice_order_of(file);
+  CHECK(order.slices == 2 * 50 * 5 * 2);  // outer, mid and three leaves, a begin and an end each, on two threads
+  CHECK(order.out_of_order == 0);
+  CHECK(order.unbalanced == 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("leaves directly under profile::step()'s spans: in order, balanced, as many as the JSON's, a step ended elsewhere too") {
+  const fs::path dir = fresh_dir("step-leaves");
+  proftrace::profile p({.schedule = proftrace::schedule({.wait = 0, .warmup = 1, .active = 6, .repeat = 1}),
+                        .stream_format = proftrace::trace_format::pftrace,
+                        .spool_dir = dir});
+  const auto leaves = [] {
+    for (int i = 0; i < 20; ++i) {
+      PROF_SCOPE("leaf");  // its parent is the step's span, on a track of its own
     }
-    const auto* ts = test_wire::one(fields, 8);
-    if (!seq.incremental || ts == nullptr) continue;
-    seq.now += ts->value;
-    const auto* event = test_wire::one(fields, 11);  // track_event
-    const auto event_fields = event ? test_wire::decode(event->bytes) : std::vector<test_wire::pb_field>{};
-    const auto* type = test_wire::one(event_fields, 9);
-    if (type == nullptr || (type->value != 1 && type->value != 2)) continue;  // slice begins and ends only
-    ++slices;
-    if (seq.any_slice && static_cast<std::int64_t>(seq.now - seq.last_slice) < 0) ++out_of_order;
-    seq.last_slice = seq.now;
-    seq.any_slice = true;
+    PROF_SCOPE("parent");
+    { PROF_SCOPE("inner"); }
+  };
+  p.start();
+  for (int step = 0; step < 6; ++step) {  // the first in warmup
+    leaves();
+    p.flush();  // drained as while recording: leaves closed at once
+    if (step == 3) std::thread([&] { p.step(); }).join();  // this step's span ends on another thread
+    else p.step();
   }
-  CHECK(slices == 2 * 50 * 5 * 2);  // outer, mid and three leaves, a begin and an end each, on two threads
-  CHECK(out_of_order == 0);
+  p.stop();
+  const fs::path file = dir / "t.pftrace";
+  p.export_chrome_trace(file);
+  p.export_chrome_trace(dir / "t.json");
+  const slice_order order = slice_order_of(file);
+  CHECK(order.out_of_order == 0);
+  CHECK(order.unbalanced == 0);
+  const auto counts = read_counts(file);
+  const auto json = json_counts(dir / "t.json");
+  CHECK(counts.by_name.at("leaf") == 5 * 20);
+  for (const char* name : {"leaf", "parent", "inner"}) CHECK(counts.by_name.at(name) == json.at(name));
   fs::remove_all(dir);
 }

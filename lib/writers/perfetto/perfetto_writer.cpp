@@ -153,9 +153,8 @@ void perfetto_writer::any_scope(thread_state& ts, const open_scope& s, std::int6
   while (first > 0 && !ts.stack[first - 1].announced) --first;
   for (std::size_t i = first; i < ts.stack.size(); ++i) {
     open_scope& outer = ts.stack[i];
-    if (outer.where == &api_step_site) continue;
-    outer.announced = true;
-    begin(q, track, ts, outer, false);
+    outer.announced = true;  // a step's span too, on a track of its own: its children take the inline path
+    if (outer.where != &api_step_site) begin(q, track, ts, outer, false);
   }
   if (!s.announced) {
     if (plain_slice(ts, s, head_)) {  // the common scope: two short packets
@@ -183,7 +182,8 @@ void perfetto_writer::async(const open_async& a, std::uint64_t id, std::int64_t 
   main_.builder.slice_end(track, std::max(end_ns, a.begin_ns));
 }
 
-void perfetto_writer::withdrawn(std::int64_t tid, const open_scope&, std::int64_t ns) {
+void perfetto_writer::withdrawn(std::int64_t tid, const open_scope& s, std::int64_t ns) {
+  if (s.where == &api_step_site) return;  // its begin was never on the thread's track
   const annotation moved[] = {{.name = "ended on another thread", .value = true}};
   packet_sequence& q = sequence_of(tid);
   q.builder.slice_end(q.track, ns, moved);
