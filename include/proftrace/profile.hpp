@@ -71,7 +71,7 @@ enum class fork_child : std::uint8_t { profiling_off, fresh_session };
 // (HTA, TensorBoard). pftrace: Perfetto's protobuf — a fraction of the
 // size, a fraction of the flusher's work, what Perfetto UI and
 // trace_processor load best. Exports take the format their path names
-// (.json[.gz|.zst], .pftrace[.gz]) and convert when it is the other one.
+// (.json[.gz|.zst], .pftrace[.gz|.zst]) and convert when it is the other one.
 // automatic: pftrace when on_trace_ready is a tensorboard_trace_handler
 // writing .pftrace, else json.
 enum class trace_format : std::uint8_t { automatic, json, pftrace };
