@@ -141,3 +141,40 @@ TEST_CASE("PROF_SCOPE_DYNAMIC: with_stack frames show the runtime name") {
   CHECK(stack.find("): solver cg") != std::string::npos);
   CHECK(stack.find("dynamic scope") == std::string::npos);
 }
+
+TEST_CASE("PROF_ARG with a key given again: its last value, one key in JSON and in .pftrace, the 16 still fit") {
+  for (const auto format : {proftrace::trace_format::json, proftrace::trace_format::pftrace}) {
+    CAPTURE(static_cast<int>(format));
+    temp_dir out("arg-again");
+    proftrace::profile p({.stream_format = format});
+    p.start();
+    {
+      PROF_SCOPE("solve");
+      for (int i = 0; i < 40; ++i) PROF_ARG("iteration", i);  // one key, its last value
+      PROF_ARG("residual", 0.5);
+      PROF_ARG("residual", "converged");                          // another type replaces it too
+    }
+    p.stop();
+    p.export_chrome_trace(out.path / "t.json");
+    const std::string text = test_support::read_text(out.path / "t.json");
+    CHECK(text.find("\"iteration\": 39") != std::string::npos);
+    CHECK(text.find("\"iteration\": 38") == std::string::npos);
+    const auto trace = read_trace(out.path / "t.json");
+    const auto solve = events_named(trace, "solve");
+    REQUIRE(solve.size() == 1);
+    const auto& args = solve[0].at("args").as_object();
+    CHECK(args.at("iteration").as_int64() == 39);
+    CHECK(args.at("residual").as_string() == "converged");
+    CHECK(trace.at("proftrace").as_object().at("dropped_args").as_int64() == 0);
+    p.export_chrome_trace(out.path / "t.pftrace");
+    int annotations = 0;
+    proftrace::detail::perfetto_callbacks cb;
+    cb.on_event = [&](const proftrace::detail::decoded_event& e) {
+      if (e.name == "solve")
+        for (const auto& a : e.args) annotations += a.name == "iteration" || a.name == "residual";
+      return true;
+    };
+    proftrace::detail::read_perfetto(out.path / "t.pftrace", cb);
+    CHECK(annotations == 2);
+  }
+}

@@ -280,8 +280,9 @@ class pairing {
 
   // A PROF_ARG value: attached to the innermost open scope (none open, or
   // more than max_scope_args on it: dropped and counted).
+  // A key given again replaces its value (the last wins, as one JSON key).
   void add_arg(thread_state& ts, const event& e, Sink* w) {
-    if (ts.stack.empty() || ts.stack.back().args.size() >= max_scope_args) {
+    if (ts.stack.empty()) {
       ++w->counts.dropped_args;
       return;
     }
@@ -292,7 +293,14 @@ class pairing {
     else if (a.type == arg_type::string) {
       if (decode_text(e, a.text)) ++w->counts.truncated_names;
     } else a.integer = static_cast<std::int64_t>(e.payload);
-    ts.stack.back().args.push_back(std::move(a));
+    std::vector<scope_arg>& args = ts.stack.back().args;
+    for (scope_arg& same : args)
+      if (std::string_view(same.key) == a.key) return void(same = std::move(a));
+    if (args.size() >= max_scope_args) {
+      ++w->counts.dropped_args;
+      return;
+    }
+    args.push_back(std::move(a));
   }
 
   // An allocation, free or reserve report: resolved (in time order when the
