@@ -145,6 +145,7 @@ struct flusher::impl {
       // What is still open will not end on this thread (a coroutine it
       // began, resumed elsewhere), or lost its end.
       pairs.freeze_if_unmarked_drops(ts, rec->events->dropped());
+      ts.last_ticks = std::max(ts.last_ticks, rec->exit_ticks);  // what is open ran until the thread ended
       pairs.give_up_all(ts, current.get());
       if (current) current->thread_done(ts.tid);
       threads.erase(rec);

@@ -18,22 +18,27 @@ constexpr std::size_t max_pooled_rings = 16;
 
 constinit thread_local bool this_thread_exiting = false;
 
+std::int64_t current_tid() noexcept { return static_cast<std::int64_t>(::syscall(SYS_gettid)); }
+
 // Destroyed when the thread exits: hands the ring to the flusher, which
-// drains what is left and then frees it.
+// drains what is left and then frees it. Not the main thread's: its
+// thread-locals are destroyed by exit() (returning from main calls it)
+// before the atexit handlers, one of which stops a running session; its
+// scopes still open then close at that stop as at any stop, not as scopes
+// that will end on another thread.
 struct thread_exit_hook {
   thread_record* record = nullptr;
   ~thread_exit_hook() {
     this_thread_exiting = true;
     this_thread_ring = nullptr;
-    if (record) {
+    if (record && current_tid() != ::getpid()) {
+      record->exit_ticks = now_ticks();
       record->exited.store(true, std::memory_order_release);
       wake_flusher();
     }
   }
 };
 thread_local thread_exit_hook exit_hook;
-
-std::int64_t current_tid() noexcept { return static_cast<std::int64_t>(::syscall(SYS_gettid)); }
 
 }  // namespace
 

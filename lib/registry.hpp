@@ -22,6 +22,7 @@ struct thread_record {
   std::int64_t tid = 0;
   std::string name;                  // guarded by registry::mutex
   std::atomic<bool> exited{false};   // set by the thread on exit; the flusher then drains and frees
+  std::uint64_t exit_ticks = 0;      // when it exited: written before `exited`, read after it
 };
 
 class registry {

@@ -8,6 +8,8 @@
 
 #include <cstring>
 #include <string>
+#include <thread>
+#include <chrono>
 
 #include <proftrace/proftrace.h>
 #include <proftrace/macros.hpp>
@@ -83,6 +85,31 @@ TEST_CASE("the C API: scopes, runtime names, literals, args, steps and a mismatc
   CHECK(end(lit[0]) <= end(k0[0]));
   CHECK(events_named(trace, "fortran name").size() == 1);
   CHECK(events_named(trace, "mark").size() == 3);
+}
+
+TEST_CASE("the C API: a push its thread never popped ends when the thread ended, by its name, counted truncated") {
+  temp_dir out("c-api-unpopped");
+  const std::string config = "out=" + out.path.string() + ",format=json";
+  REQUIRE(proftrace_start(config.c_str()) == 0);
+  std::thread([] {
+    proftrace_push("solver iteration");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }).join();  // returned without its pop
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  proftrace_stop();
+  const auto files = files_in(out.path);
+  REQUIRE(files.size() == 1);
+  const auto trace = read_trace(files[0]);
+  const auto range = events_named(trace, "solver iteration");
+  REQUIRE(range.size() == 2);  // an async pair: it may have ended on another thread, none did
+  CHECK(range[0].at("ph").as_string() == "b");
+  CHECK(range[1].at("ph").as_string() == "e");
+  const double ms = (range[1].at("ts").as_double() - range[0].at("ts").as_double()) / 1e3;
+  CHECK(ms >= 20);
+  CHECK(ms < 200);  // at its thread's end, not at the stop
+  const auto& counts = trace.at("proftrace").as_object();
+  CHECK(counts.at("truncated_scopes").as_int64() == 1);
+  CHECK(counts.at("scopes_ended_on_another_thread").as_int64() == 0);
 }
 
 TEST_CASE("the C API: proftrace_step drives a schedule; C++ macros land in the same trace") {

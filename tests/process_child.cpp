@@ -244,6 +244,17 @@ int file_size_limit() {
   return 0;
 }
 
+
+// exit(0) from main inside a scope with children: the atexit stop closes it
+// on main's track as a complete scope around them.
+[[noreturn]] void exit_with_scope_open(const std::filesystem::path& out) {
+  leaked_profile = new proftrace::profile(to(out));
+  leaked_profile->start();
+  PROF_SCOPE("main scope");
+  record_work(work_scopes);
+  std::exit(0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -257,6 +268,7 @@ int main(int argc, char** argv) {
   if (mode == "leaked-session") return leaked_session(out);
   if (mode == "exit-while-stepping") return exit_while_stepping(out);
   if (mode == "exit-in-handler") return exit_in_handler();
+  if (mode == "exit-with-scope-open") exit_with_scope_open(out);
   if (mode == "fork-latency") return fork_latency();
   if (mode == "static-session") return static_session_without_handler();
   if (mode == "signal") return on_signal(out, false);

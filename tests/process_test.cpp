@@ -153,6 +153,23 @@ TEST_CASE("exit() inside on_trace_ready: the handler runs once and the program e
   CHECK(child.stdout_text() == "handler\n");
 }
 
+TEST_CASE("exit() from main inside a scope: the scope is complete on main's track, around its children") {
+  child_process child("exit-with-scope-open");
+  REQUIRE(exited_cleanly(child.wait()));
+  const auto trace = only_trace_in(child, child.out);
+  check_complete(trace, 1000);
+  const auto outer = events_named(trace, "main scope");
+  REQUIRE(outer.size() == 1);
+  CHECK(outer[0].at("ph").as_string() == "X");
+  const double begin = outer[0].at("ts").as_double(), end = begin + outer[0].at("dur").as_double();
+  for (const auto& w : events_named(trace, "work")) {
+    CHECK(w.at("tid") == outer[0].at("tid"));
+    CHECK(w.at("ts").as_double() >= begin);
+    CHECK(w.at("ts").as_double() + w.at("dur").as_double() <= end);
+  }
+  CHECK(trace.at("proftrace").as_object().at("scopes_ended_on_another_thread").as_int64() == 0);
+}
+
 TEST_CASE("a session never stopped (leaked, then return from main) is finished at exit") {
   child_process child("leaked-session");
   REQUIRE(exited_cleanly(child.wait()));

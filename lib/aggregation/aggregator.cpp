@@ -120,14 +120,14 @@ void aggregator::retain(const thread_state& ts, const open_scope& s, std::int64_
 void aggregator::add_async(const open_async& a, std::int64_t end_ns, std::int64_t end_tid) {
   const std::int64_t dur = end_ns > a.begin_ns ? end_ns - a.begin_ns : 0;
   std::string key = "\x1e";
-  key += a.where->name;
-  event_average& row = keyed_row(std::move(key), a.where->name);
+  key += a.name();
+  event_average& row = keyed_row(std::move(key), a.name());
   row.top_level = true;
   row.count += 1;
   row.cpu_time_total_ns += dur;
   if (!opts_.retain_events) return;
   function_event& e = retained_.emplace_back();
-  e.name = a.where->name;
+  e.name = a.name();
   e.thread = a.tid;
   e.start_unix_ns = a.begin_ns;
   e.duration_ns = dur;

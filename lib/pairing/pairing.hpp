@@ -137,7 +137,7 @@ class pairing {
   // The thread is gone: what is still open will not end on it (a coroutine
   // it began, resumed elsewhere), or lost its end.
   void give_up_all(thread_state& ts, Sink* w) {
-    while (!ts.stack.empty()) give_up_top(ts, w);
+    while (!ts.stack.empty()) give_up_top(ts, w, true);
     detach(ts);
   }
 
@@ -172,12 +172,22 @@ class pairing {
   // Async ranges still open are clipped and carried like scopes; an end
   // whose begin never came lost it.
   void clip_and_carry_asyncs(Sink* old, std::int64_t old_at, Sink* next, std::int64_t next_at) {
-    for (auto& [id, a] : open_asyncs_) {
+    for (auto it = open_asyncs_.begin(); it != open_asyncs_.end();) {
+      auto& [id, a] = *it;
+      if (a.thread_gone) {  // no other thread ended it: it ran until its own thread ended, and no further
+        if (old) {
+          ++old->counts.truncated_scopes;
+          old->async(a, id, std::clamp(a.thread_gone_ns, a.begin_ns, std::max(old_at, a.begin_ns)), a.tid);
+        }
+        it = open_asyncs_.erase(it);
+        continue;
+      }
       if (old) old->async(a, id, old_at, a.tid);
       if (next) {
         a.begin_ns = next_at;
         a.external_id = next->next_external_id++;
       }
+      ++it;
     }
     if (!next) {
       open_asyncs_.clear();
@@ -431,7 +441,7 @@ class pairing {
   // The top entry's end will not come on this thread. After a gap it was
   // lost: written truncated. Without one, it ended (or will end) on another
   // thread: an async range from here to that end.
-  void give_up_top(thread_state& ts, Sink* w) {
+  void give_up_top(thread_state& ts, Sink* w, bool thread_gone = false) {
     open_scope& top = ts.stack.back();
     if (top.frozen || w == nullptr) {
       close_truncated_top(ts, w);
@@ -440,7 +450,7 @@ class pairing {
     open_scope s = std::move(top);
     pop(ts);
     if (s.announced) w->withdrawn(ts, s, std::max(w->to_ns(ts.last_ticks), s.begin_ns));
-    const open_async a{s.where, s.begin_ns, ts.tid, s.external_id};
+    const open_async a{s.where, s.begin_ns, ts.tid, s.external_id, w->to_ns(ts.last_ticks), thread_gone, s.dynamic_name};
     if (const auto early = early_moved_ends_.find(s.index); early != early_moved_ends_.end()) {
       write_moved(*w, a, early->second.end_ns, early->second.tid);
       early_moved_ends_.erase(early);
@@ -488,7 +498,7 @@ class pairing {
     const auto it = std::lower_bound(o.stack.begin(), o.stack.end(), begin,
                                      [](const open_scope& s, std::uint64_t i) { return s.index < i; });
     if (it == o.stack.end() || it->index != begin) return false;
-    const open_async a{it->where, it->begin_ns, o.tid, it->external_id};
+    const open_async a{it->where, it->begin_ns, o.tid, it->external_id, 0, false, it->dynamic_name};
     if (it->announced) w->withdrawn(o, *it, std::max(ns, it->begin_ns));
     const auto at = static_cast<std::size_t>(it - o.stack.begin());
     o.stack.erase(it);
@@ -501,7 +511,8 @@ class pairing {
   bool begin_of_moved_scope(thread_state& ts, const open_scope& s, Sink* w) {
     const auto early = early_moved_ends_.find(s.index);
     if (early == early_moved_ends_.end()) return false;
-    write_moved(*w, open_async{s.where, s.begin_ns, ts.tid, s.external_id}, early->second.end_ns, early->second.tid);
+    write_moved(*w, open_async{s.where, s.begin_ns, ts.tid, s.external_id, 0, false, s.dynamic_name},
+                early->second.end_ns, early->second.tid);
     early_moved_ends_.erase(early);
     return true;
   }

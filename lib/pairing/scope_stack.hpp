@@ -173,6 +173,12 @@ struct open_async {
   std::int64_t begin_ns = 0;
   std::int64_t tid = 0;  // the thread that began it
   std::uint64_t external_id = 0;
+  // A scope still open when its thread ended: when that was. If no other
+  // thread ends it before the trace closes, it ends there (truncated).
+  std::int64_t thread_gone_ns = 0;
+  bool thread_gone = false;
+  std::string dynamic_name;  // a scope's runtime name (PROF_SCOPE_DYNAMIC, proftrace_push)
+  const char* name() const noexcept { return dynamic_name.empty() ? where->name : dynamic_name.c_str(); }
 };
 // An async range's end that reached the flusher before its begin (the
 // beginning thread's ring was drained first).

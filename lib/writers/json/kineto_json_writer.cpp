@@ -258,7 +258,7 @@ void kineto_json_writer::scope_args(const thread_state& ts, const open_scope& s)
 // and chrome://tracing).
 void kineto_json_writer::async(const open_async& a, std::uint64_t id, std::int64_t end_ns, std::int64_t end_tid) {
   const auto open = [&](std::string_view ph_and_cat, std::int64_t tid, std::int64_t ns) {
-    open_event(ph_and_cat, a.where->name, tid, ns);
+    open_event(ph_and_cat, a.name(), tid, ns);
     buffer() += ", \"id\": ";
     append_int(buffer(), id);
   };

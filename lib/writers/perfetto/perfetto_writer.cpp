@@ -174,11 +174,11 @@ void perfetto_writer::any_scope(thread_state& ts, const open_scope& s, std::int6
 // An async range (or a scope that ended on another thread): a slice on a
 // track of its own, named after it, under the process.
 void perfetto_writer::async(const open_async& a, std::uint64_t id, std::int64_t end_ns, std::int64_t end_tid) {
-  const std::uint64_t track = main_.builder.named_track(a.where->name, process_track_, id);
+  const std::uint64_t track = main_.builder.named_track(a.name(), process_track_, id);
   const annotation args[] = {{.name = {}, .name_iid = main_.external_id_iid, .value = a.external_id},
                              {.name = "begin thread", .value = a.tid},
                              {.name = "end thread", .value = end_tid}};
-  main_.builder.slice_begin(track, a.begin_ns, a.where->name, "async", args);
+  main_.builder.slice_begin(track, a.begin_ns, a.name(), "async", args);
   main_.builder.slice_end(track, std::max(end_ns, a.begin_ns));
 }
 
