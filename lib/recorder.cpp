@@ -77,6 +77,9 @@ void record_arg_integer(const site* key, std::int64_t value) noexcept {
   if (ring* r = thread_ring())
     r->push(r->now(), encode_arg_where(key, arg_type::integer), static_cast<std::uint64_t>(value), event_kind::arg);
 }
+void record_arg_unsigned(const site* key, std::uint64_t value) noexcept {
+  if (ring* r = thread_ring()) r->push(r->now(), encode_arg_where(key, arg_type::unsigned_integer), value, event_kind::arg);
+}
 void record_arg_floating(const site* key, double value) noexcept {
   std::uint64_t bits;
   std::memcpy(&bits, &value, sizeof bits);

@@ -178,3 +178,39 @@ TEST_CASE("PROF_ARG with a key given again: its last value, one key in JSON and 
     CHECK(annotations == 2);
   }
 }
+
+TEST_CASE("PROF_ARG with a 64-bit unsigned value past INT64_MAX keeps it, in JSON and in .pftrace") {
+  for (const auto format : {proftrace::trace_format::json, proftrace::trace_format::pftrace}) {
+    CAPTURE(static_cast<int>(format));
+    temp_dir out("arg-unsigned");
+    proftrace::profile p({.stream_format = format});
+    p.start();
+    {
+      PROF_SCOPE("hash");
+      PROF_ARG("seed", std::uint64_t{0x9e3779b97f4a7c15});
+      PROF_ARG("max", ~std::uint64_t{0});
+      PROF_ARG("small", std::uint64_t{7});
+      PROF_ARG("negative", std::int64_t{-3});
+    }
+    p.stop();
+    p.export_chrome_trace(out.path / "t.json");
+    const std::string text = test_support::read_text(out.path / "t.json");
+    CHECK(text.find("\"seed\": 11400714819323198485") != std::string::npos);
+    CHECK(text.find("\"max\": 18446744073709551615") != std::string::npos);
+    CHECK(text.find("\"small\": 7") != std::string::npos);
+    CHECK(text.find("\"negative\": -3") != std::string::npos);
+    p.export_chrome_trace(out.path / "t.pftrace");
+    std::map<std::string, proftrace::detail::decoded_value> args;
+    proftrace::detail::perfetto_callbacks cb;
+    cb.on_event = [&](const proftrace::detail::decoded_event& e) {
+      if (e.name == "hash")
+        for (const auto& a : e.args) args[a.name] = a.value;
+      return true;
+    };
+    proftrace::detail::read_perfetto(out.path / "t.pftrace", cb);
+    REQUIRE(args.count("seed"));
+    CHECK(std::get<std::uint64_t>(args.at("seed")) == 0x9e3779b97f4a7c15u);
+    CHECK(std::get<std::uint64_t>(args.at("max")) == ~std::uint64_t{0});
+    CHECK(std::get<std::int64_t>(args.at("negative")) == -3);
+  }
+}

@@ -30,7 +30,7 @@ constexpr const char* category_name(const site& where) noexcept {
 struct scope_arg {
   const char* key = nullptr;
   arg_type type = arg_type::integer;
-  std::int64_t integer = 0;
+  std::int64_t integer = 0;  // an unsigned_integer's bits too
   double floating = 0;
   std::string text;
 };

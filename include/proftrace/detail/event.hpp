@@ -36,7 +36,7 @@ enum class event_kind : std::uint32_t {
 };
 
 // The type of a PROF_ARG value, in the low bits of an arg record's `where`.
-enum class arg_type : std::uint32_t { integer = 0, floating = 1, string = 2 };
+enum class arg_type : std::uint32_t { integer = 0, floating = 1, string = 2, unsigned_integer = 3 };
 
 // Four 64-bit words so that slots can be written and read word by word with
 // relaxed atomics (drop_oldest lets the producer overwrite a slot the flusher

@@ -311,13 +311,16 @@ class dynamic_scope_guard {
 // PROF_ARG: a value for the innermost scope open on this thread. `key` is
 // the site naming it; string values are copied (cut as dynamic names are).
 void record_arg_integer(const site* key, std::int64_t value) noexcept;
+void record_arg_unsigned(const site* key, std::uint64_t value) noexcept;  // past INT64_MAX too
 void record_arg_floating(const site* key, double value) noexcept;
 void record_arg_string(const site* key, std::string_view value) noexcept;
 template <class>
 inline constexpr bool unsupported_arg_value = false;
 template <class T>
 void record_arg(const site* key, const T& value) noexcept {
-  if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) {
+  if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T> && sizeof(T) == sizeof(std::uint64_t)) {
+    record_arg_unsigned(key, value);
+  } else if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) {
     record_arg_integer(key, static_cast<std::int64_t>(value));
   } else if constexpr (std::is_floating_point_v<T>) {
     record_arg_floating(key, static_cast<double>(value));

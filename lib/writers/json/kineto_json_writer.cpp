@@ -239,6 +239,7 @@ void kineto_json_writer::scope_args(const thread_state& ts, const open_scope& s)
     append_json_string(buffer(), a.key);
     buffer() += ": ";
     if (a.type == arg_type::integer) append_int(buffer(), a.integer);
+    else if (a.type == arg_type::unsigned_integer) append_int(buffer(), static_cast<std::uint64_t>(a.integer));
     else if (a.type == arg_type::floating) append_double(buffer(), a.floating);
     else append_json_string(buffer(), a.text);
   }

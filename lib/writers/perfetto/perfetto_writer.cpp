@@ -101,6 +101,7 @@ std::size_t perfetto_writer::scope_args(const packet_sequence& q, const thread_s
   if (s.comm_bytes >= 0 && s.comm_peer >= 0) out[n++] = {.name = "peer", .value = std::int64_t{s.comm_peer}};
   for (const scope_arg& a : s.args) {
     if (a.type == arg_type::integer) out[n++] = {.name = a.key, .value = a.integer};
+    else if (a.type == arg_type::unsigned_integer) out[n++] = {.name = a.key, .value = static_cast<std::uint64_t>(a.integer)};
     else if (a.type == arg_type::floating) out[n++] = {.name = a.key, .value = a.floating};
     else out[n++] = {.name = a.key, .value = std::string_view(a.text)};
   }
