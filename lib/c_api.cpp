@@ -138,6 +138,7 @@ c_session* current = nullptr;  // under c_session_mutex
 thread_local std::string last_error;
 
 std::atomic<std::uint64_t> unmatched_pops{0};
+std::atomic<std::uint64_t> too_deep_pushes{0};  // recording, past max_c_depth: not recorded
 
 // The calling thread's C scopes: what each push opened (a pop closes it).
 // Beyond max_c_depth pushes are not recorded, only counted, so pops still
@@ -218,6 +219,7 @@ const site* intern_site_n(const char* name, std::size_t length, category cat) no
 void push_frame(const site* where, std::uint64_t begin, counter_marks counters) noexcept {
   c_stack& st = c_scopes;
   if (st.depth < max_c_depth) st.frames[st.depth] = {where, begin, counters};
+  else if (recording()) too_deep_pushes.fetch_add(1, std::memory_order_relaxed);
   ++st.depth;
 }
 
@@ -228,12 +230,18 @@ void end_thread_step() noexcept {
 }
 
 void report_unmatched_pops() {
-  static std::uint64_t reported = 0;
+  static std::uint64_t reported = 0, reported_deep = 0;
   const std::uint64_t n = unmatched_pops.load(std::memory_order_relaxed);
   if (n > reported) {
     warn(std::to_string(n - reported) +
          " proftrace_pop() call(s) had no proftrace_push() open on their thread; they were ignored");
     reported = n;
+  }
+  const std::uint64_t deep = too_deep_pushes.load(std::memory_order_relaxed);
+  if (deep > reported_deep) {
+    warn(std::to_string(deep - reported_deep) + " proftrace_push() call(s) nested deeper than " +
+         std::to_string(max_c_depth) + " on their thread were not recorded (their pops still pair with them)");
+    reported_deep = deep;
   }
 }
 

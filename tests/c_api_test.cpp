@@ -112,6 +112,28 @@ TEST_CASE("the C API: a push its thread never popped ends when the thread ended,
   CHECK(counts.at("scopes_ended_on_another_thread").as_int64() == 0);
 }
 
+namespace {
+void nest(int depth) {
+  if (depth == 0) return;
+  proftrace_push_literal("level");
+  nest(depth - 1);
+  proftrace_pop();
+}
+}  // namespace
+
+TEST_CASE("the C API: pushes nested past 256 are not recorded, and the stop says how many") {
+  temp_dir out("c-api-deep");
+  test_support::warning_capture warnings;
+  const std::string config = "out=" + out.path.string() + ",format=json";
+  REQUIRE(proftrace_start(config.c_str()) == 0);
+  nest(300);
+  proftrace_stop();
+  const auto files = files_in(out.path);
+  REQUIRE(files.size() == 1);
+  CHECK(events_named(read_trace(files[0]), "level").size() == 256);
+  CHECK(warnings.contains("44 proftrace_push() call(s) nested deeper than 256"));
+}
+
 TEST_CASE("the C API: proftrace_step drives a schedule; C++ macros land in the same trace") {
   temp_dir out("c-api-steps");
   const std::string config = "out=" + out.path.string() + ",wait=1,warmup=1,active=2,repeat=1";
