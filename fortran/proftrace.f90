@@ -109,7 +109,7 @@ contains
     if (present(status)) then
       status = int(rc)
     else if (rc /= 0) then
-      write (error_unit, '(a)') 'proftrace_start: ' // proftrace_last_error()
+      write (error_unit, '(a)') proftrace_last_error()  ! it names proftrace_start already
     end if
   end subroutine
 
