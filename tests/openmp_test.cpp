@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <map>
 #include <set>
 #include <string>
@@ -291,6 +292,66 @@ TEST_CASE("OMPT: a contended lock's wait is a span; a failed test lock leaves no
     CHECK_FALSE(inside_a_wait);  // the failed test opened no wait that stayed open
   }
 }
+
+#if PROFTRACE_WITH_COUNTERS
+// Busy for `ms` of this thread's CPU time.
+void spin_cpu_ms(int ms) {
+  const auto cpu_ns = [] {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return std::int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
+  };
+  const std::int64_t until = cpu_ns() + std::int64_t{ms} * 1'000'000;
+  while (cpu_ns() < until) {
+  }
+}
+
+TEST_CASE("OMPT with counters: a scope's self count is less its counted children inside a region, counted once") {
+  temp_dir out("openmp-counters");
+  proftrace::profile p({.counters = {"task-clock"}});
+  p.start();
+  {
+    PROF_SCOPE("outer");
+#pragma omp parallel num_threads(2)
+    {
+      PROF_SCOPE("inner");  // under the region's scopes, which count nothing
+      spin_cpu_ms(20);
+    }
+  }
+  p.stop();
+  const auto rows = p.key_averages();
+  const proftrace::event_average* outer = nullptr;
+  for (const auto& r : rows)
+    if (r.key == "outer") outer = &r;
+  REQUIRE(outer);
+  const auto* counted = outer->counter("task-clock");
+  if (counted == nullptr) {
+    MESSAGE("this machine exposes no task-clock counter: skipped");
+    return;
+  }
+  // The primary thread's own inner: the only counted child of outer.
+  p.export_chrome_trace(out.path / "t.json");
+  const auto trace = read_trace(out.path / "t.json");
+  std::int64_t outer_tid = -1, outer_count = -1, inner_count = -1;
+  for (const auto& v : trace.at("traceEvents").as_array()) {
+    const auto& e = v.as_object();
+    if (e.at("ph").as_string() == "X" && e.at("name").as_string() == "outer") {
+      outer_tid = e.at("tid").to_number<std::int64_t>();
+      outer_count = e.at("args").as_object().at("task-clock").to_number<std::int64_t>();
+    }
+  }
+  for (const auto& v : trace.at("traceEvents").as_array()) {
+    const auto& e = v.as_object();
+    if (e.at("ph").as_string() == "X" && e.at("name").as_string() == "inner" &&
+        e.at("tid").to_number<std::int64_t>() == outer_tid)
+      inner_count = e.at("args").as_object().at("task-clock").to_number<std::int64_t>();
+  }
+  REQUIRE(inner_count > 0);
+  CHECK(counted->total == outer_count);
+  CHECK(counted->self == outer_count - inner_count);  // was outer's total: the regions' scopes reset it
+  CHECK(counted->self < counted->total / 2);           // 20 ms of the inner's, little of its own
+}
+#endif
 
 TEST_CASE("OMPT: regions while no session records cost nothing in a later trace") {
   imbalanced_loop(1);  // no session

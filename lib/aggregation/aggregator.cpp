@@ -73,7 +73,10 @@ void aggregator::note_launcher(const thread_state& ts, const open_scope& s, cons
 }
 
 // A scope's counter deltas (args keyed by a counter's site) to its row:
-// total as recorded, self less what its closed children counted.
+// total as recorded, self less what its closed children counted. A scope
+// with no value of a counter (an OpenMP region's, or one that began before
+// the counter was read) hands its children's counts up to its parent, so
+// they come out of that parent's self once, not never.
 void aggregator::add_counters([[maybe_unused]] const thread_state& ts, [[maybe_unused]] const open_scope& s,
                               [[maybe_unused]] event_average& row) {
 #if PROFTRACE_WITH_COUNTERS
@@ -82,6 +85,7 @@ void aggregator::add_counters([[maybe_unused]] const thread_state& ts, [[maybe_u
   auto& levels = counter_children_[ts.tid];
   if (levels.size() < depth + 1) levels.resize(depth + 1, std::vector<std::int64_t>(kinds, 0));
   std::vector<std::int64_t>& children = levels[depth];
+  counted_.assign(kinds, false);
   for (const scope_arg& a : s.args) {
     const int kind = counter_kind_of_key(a.key);
     if (kind < 0 || a.type != arg_type::integer) continue;
@@ -90,7 +94,11 @@ void aggregator::add_counters([[maybe_unused]] const thread_state& ts, [[maybe_u
     c.total += a.integer;
     c.self += a.integer - children[k];
     if (depth > 0) levels[depth - 1][k] += a.integer;
+    counted_[k] = true;
   }
+  if (depth > 0)
+    for (std::size_t k = 0; k < kinds; ++k)
+      if (!counted_[k]) levels[depth - 1][k] += children[k];
   std::fill(children.begin(), children.end(), 0);
 #endif
 }

@@ -132,6 +132,7 @@ class aggregator {
   // Counters' deltas of the closed children of each thread's open scopes,
   // by depth, for their self counts: [tid][depth] -> per counter kind.
   std::unordered_map<std::int64_t, std::vector<std::vector<std::int64_t>>> counter_children_;
+  std::vector<bool> counted_;  // add_counters' scratch: the kinds a scope has a value of
 };
 
 }  // namespace detail

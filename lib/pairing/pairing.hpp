@@ -263,7 +263,7 @@ class pairing {
   }
 
   void async_begin(thread_state& ts, const event& e, const site* where, std::int64_t ns, Sink* w) {
-    const open_async a{where, ns, ts.tid, w->next_external_id++};
+    const open_async a{where, ns, ts.tid, w->next_external_id++, 0, false, {}};
     if (const auto early = early_async_ends_.find(e.payload); early != early_async_ends_.end()) {
       w->async(a, e.payload, early->second.end_ns, early->second.tid);
       early_async_ends_.erase(early);
