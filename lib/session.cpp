@@ -594,11 +594,16 @@ void session::stop() {
     // Torch closes a trace still recording at the end; the report says it
     // stopped short of the schedule's last active step.
     const bool cut_short = s.record_steps && s.trace_open && s.current == profiler_action::record;
+    // Stopped in warmup, torch finishes a trace of nothing: the report says so.
+    const bool in_warmup = s.record_steps && s.current == profiler_action::warmup;
     const std::int64_t at_step = s.step_num;
     s.transit(*this, s.current, std::nullopt);
     if (cut_short && s.last)
       s.last_note = "partial trace: stop() ended it at step " + std::to_string(at_step) +
                     ", before its schedule's last active step";
+    if (in_warmup && s.last)
+      s.last_note = "empty trace: stop() ended it at step " + std::to_string(at_step) +
+                    ", during its schedule's warmup (a schedule records from its first active step)";
   }
   // The observer writes its graph over the same window (an unwritable path throws from here).
   if (s.observing()) s.opts.execution_trace_observer->on_session_stop();

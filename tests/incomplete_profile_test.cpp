@@ -76,6 +76,19 @@ TEST_CASE("a run stopped during its active steps: the partial trace is reported,
   CHECK(std::filesystem::exists(out.path / "t.json"));
 }
 
+TEST_CASE("a run stopped during its warmup: an empty trace, as torch's, with a note saying so") {
+  proftrace::profile p({.schedule = proftrace::schedule({.wait = 2, .warmup = 2, .active = 1})});
+  p.start();
+  work(3, p, false);  // steps 0..2: wait, wait, warmup
+  p.stop();
+  CHECK(p.has_trace());
+  const auto avg = p.key_averages();
+  CHECK(avg.empty());
+  CHECK(avg.note == "empty trace: stop() ended it at step 3, during its schedule's warmup (a schedule records from "
+                    "its first active step)");
+  CHECK(p.table().find("Note: empty trace") != std::string::npos);
+}
+
 TEST_CASE("without a schedule, or with a complete cycle, there is no note") {
   proftrace::profile whole;
   whole.start();
