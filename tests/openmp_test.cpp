@@ -293,6 +293,22 @@ TEST_CASE("OMPT: a contended lock's wait is a span; a failed test lock leaves no
   }
 }
 
+TEST_CASE("OMPT: a single's block is 'omp single' on the thread that ran it, 'omp single: skipped' on the other") {
+  proftrace::profile p;
+  p.start();
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp single
+    { std::this_thread::sleep_for(std::chrono::milliseconds(5)); }
+  }
+  p.stop();
+  std::map<std::string, std::int64_t> counts;
+  for (const auto& r : p.key_averages()) counts[r.key] += r.count;
+  CHECK(counts["omp single"] == 1);
+  CHECK(counts["omp single: skipped"] == 1);
+  CHECK(counts.count("omp workshare") == 0);
+}
+
 #if PROFTRACE_WITH_COUNTERS
 // Busy for `ms` of this thread's CPU time.
 void spin_cpu_ms(int ms) {

@@ -221,6 +221,16 @@ void on_work(ompt_work_t type, ompt_scope_endpoint_t endpoint, ompt_data_t*, omp
       s = &single;
       break;
     }
+    case ompt_work_single_other: {  // the threads that skip the block go on to its barrier
+      static const site skipped{"omp single: skipped", "", __FILE__, 0, category::openmp};
+      s = &skipped;
+      break;
+    }
+    case ompt_work_distribute: {
+      static const site distribute{"omp distribute", "", __FILE__, 0, category::openmp};
+      s = &distribute;
+      break;
+    }
     case ompt_work_taskloop: {
       static const site taskloop{"omp taskloop", "", __FILE__, 0, category::openmp};
       s = &taskloop;
