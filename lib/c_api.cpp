@@ -294,7 +294,7 @@ int start_session(const char* config, bool from_environment) {
     s->p->start();
     current = s.release();
   } catch (const std::exception& e) {
-    last_error = e.what();
+    last_error = (from_environment ? "PROFTRACE_CONFIG: " : "proftrace_start: ") + std::string(e.what());
     return 3;
   }
   last_error.clear();

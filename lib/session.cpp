@@ -596,12 +596,13 @@ void session::stop() {
     const bool cut_short = s.record_steps && s.trace_open && s.current == profiler_action::record;
     // Stopped in warmup, torch finishes a trace of nothing: the report says so.
     const bool in_warmup = s.record_steps && s.current == profiler_action::warmup;
+    const auto* before = s.last.get();  // the note goes on the trace this stop finishes, if it finishes one
     const std::int64_t at_step = s.step_num;
     s.transit(*this, s.current, std::nullopt);
     if (cut_short && s.last)
       s.last_note = "partial trace: stop() ended it at step " + std::to_string(at_step) +
                     ", before its schedule's last active step";
-    if (in_warmup && s.last)
+    if (in_warmup && s.last && s.last.get() != before)
       s.last_note = "empty trace: stop() ended it at step " + std::to_string(at_step) +
                     ", during its schedule's warmup (a schedule records from its first active step)";
   }

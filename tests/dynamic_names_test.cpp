@@ -191,6 +191,8 @@ TEST_CASE("PROF_ARG with a 64-bit unsigned value past INT64_MAX keeps it, in JSO
       PROF_ARG("max", ~std::uint64_t{0});
       PROF_ARG("small", std::uint64_t{7});
       PROF_ARG("negative", std::int64_t{-3});
+      enum class wide : std::uint64_t { top = ~std::uint64_t{0} };
+      PROF_ARG("enum", wide::top);  // by its underlying type
     }
     p.stop();
     p.export_chrome_trace(out.path / "t.json");
@@ -199,6 +201,7 @@ TEST_CASE("PROF_ARG with a 64-bit unsigned value past INT64_MAX keeps it, in JSO
     CHECK(text.find("\"max\": 18446744073709551615") != std::string::npos);
     CHECK(text.find("\"small\": 7") != std::string::npos);
     CHECK(text.find("\"negative\": -3") != std::string::npos);
+    CHECK(text.find("\"enum\": 18446744073709551615") != std::string::npos);
     p.export_chrome_trace(out.path / "t.pftrace");
     std::map<std::string, proftrace::detail::decoded_value> args;
     proftrace::detail::perfetto_callbacks cb;

@@ -587,6 +587,7 @@ int cmd_merge(const std::vector<std::string>& args) {
             << (r.ranks == 1 ? " rank" : " ranks");
   if (r.unaligned) std::cout << "; " << r.unaligned << " without a measured clock offset (their Unix time taken as is)";
   std::cout << "\n";
+  for (const auto& w : r.warnings) std::cerr << "proftrace merge: warning: " << w << "\n";
   return exit_ok;
 }
 

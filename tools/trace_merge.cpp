@@ -64,7 +64,7 @@ input read_header(const std::filesystem::path& file) {
   const auto has_base = [](const read_result& r) {
     return std::any_of(r.metadata.begin(), r.metadata.end(), [](const auto& m) { return m.key == "baseTimeNanoseconds"; });
   };
-  if (header.stopped && !has_base(header)) {  // unless the keys follow the events (a trace converted by an older proftrace)
+  if (header.stopped && !has_base(header)) {  // unless the keys follow the events (Kineto's base may): all of it
     opts.on_event = [](const trace_event&) { return true; };
     header = read_trace(file, opts);
   }
@@ -200,7 +200,7 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
   // (a bad input, a full disk) leaves an existing MERGED as it was.
   std::filesystem::path temp = output;
   temp += ".merging-" + std::to_string(::getpid());
-  if (to_perfetto) temp += ".json";
+  if (to_perfetto) temp += ".json.zst";
   struct remove_on_failure {
     const std::filesystem::path& path;
     bool armed = true;
@@ -213,8 +213,9 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
   if (!file) throw trace_error(output.string() + ": cannot write: " + std::strerror(errno ? errno : EIO));
   io::filtering_ostream out;
   const std::string out_name = output.filename().string();
-  if (!to_perfetto && has_suffix(out_name, ".gz")) out.push(io::gzip_compressor(io::gzip_params(io::zlib::best_speed)), 1 << 16);
-  else if (!to_perfetto && has_suffix(out_name, ".zst")) out.push(io::zstd_compressor(io::zstd_params(io::zstd::best_speed)), 1 << 16);
+  if (to_perfetto) out.push(io::zstd_compressor(io::zstd_params(io::zstd::best_speed)), 1 << 16);
+  else if (has_suffix(out_name, ".gz")) out.push(io::gzip_compressor(io::gzip_params(io::zlib::best_speed)), 1 << 16);
+  else if (has_suffix(out_name, ".zst")) out.push(io::zstd_compressor(io::zstd_params(io::zstd::best_speed)), 1 << 16);
   out.push(file);
 
   out << "{\n  \"schemaVersion\": 1,\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": " << base
@@ -368,7 +369,7 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
   file.close();
   if (!file) throw trace_error(output.string() + ": write failed: " + std::strerror(errno ? errno : EIO));
   if (to_perfetto) {  // written whole or not at all; the JSON is removed either way
-    convert_trace(temp, output);
+    result.warnings = convert_trace(temp, output).warnings;
     return result;
   }
   std::error_code ec;

@@ -169,16 +169,21 @@ class pairing {
     }
   }
 
-  // Async ranges still open are clipped and carried like scopes; an end
+  // Async ranges still open are clipped and carried like scopes, but for
+  // scopes whose thread ended with them open: no other thread ended them,
+  // so they end where their thread did, counted truncated, and are not
+  // carried (an end that comes later finds no begin: unpaired). An end
   // whose begin never came lost it.
   void clip_and_carry_asyncs(Sink* old, std::int64_t old_at, Sink* next, std::int64_t next_at) {
+    std::vector<std::uint64_t> ended;
     for (auto it = open_asyncs_.begin(); it != open_asyncs_.end();) {
       auto& [id, a] = *it;
-      if (a.thread_gone) {  // no other thread ended it: it ran until its own thread ended, and no further
+      if (a.thread_gone) {
         if (old) {
           ++old->counts.truncated_scopes;
           old->async(a, id, std::clamp(a.thread_gone_ns, a.begin_ns, std::max(old_at, a.begin_ns)), a.tid);
         }
+        ended.push_back(id);
         it = open_asyncs_.erase(it);
         continue;
       }
@@ -188,6 +193,10 @@ class pairing {
         a.external_id = next->next_external_id++;
       }
       ++it;
+    }
+    if (!ended.empty()) {
+      std::sort(ended.begin(), ended.end());
+      std::erase_if(moved_async_ids_, [&](const auto& m) { return std::binary_search(ended.begin(), ended.end(), m.second); });
     }
     if (!next) {
       open_asyncs_.clear();

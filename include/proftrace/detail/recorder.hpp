@@ -318,9 +318,11 @@ template <class>
 inline constexpr bool unsupported_arg_value = false;
 template <class T>
 void record_arg(const site* key, const T& value) noexcept {
-  if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T> && sizeof(T) == sizeof(std::uint64_t)) {
+  if constexpr (std::is_enum_v<T>) {
+    record_arg(key, static_cast<std::underlying_type_t<T>>(value));
+  } else if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T> && sizeof(T) == sizeof(std::uint64_t)) {
     record_arg_unsigned(key, value);
-  } else if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) {
+  } else if constexpr (std::is_integral_v<T>) {
     record_arg_integer(key, static_cast<std::int64_t>(value));
   } else if constexpr (std::is_floating_point_v<T>) {
     record_arg_floating(key, static_cast<double>(value));

@@ -66,12 +66,14 @@ struct uuid_hash {
   uuid_hash& add(std::uint64_t v) { return add(&v, sizeof v); }
   uuid_hash& add(std::string_view s) { return add(s.size()).add(s.data(), s.size()); }
   // 32 bits: a uuid is written in every event packet, as a varint (5
-  // bytes, not 10); a trace has far too few tracks for a collision to be likely.
-  std::uint64_t done() const {
+  // bytes, not 10); a trace has far too few threads, processes and counters
+  // for a collision to be likely. 64 for a named track with a key: every
+  // async range has one, and a program may have millions.
+  std::uint64_t done(bool wide = false) const {
     std::uint64_t z = h ^ (h >> 31);
     z *= 0xbf58476d1ce4e5b9ull;
     z ^= z >> 27;
-    z &= 0xffffffffu;
+    if (!wide) z &= 0xffffffffu;
     return z ? z : 1;
   }
 };
@@ -269,7 +271,7 @@ std::uint64_t perfetto_builder::thread_track(std::int64_t pid, std::int64_t tid,
 }
 
 std::uint64_t perfetto_builder::named_track(std::string_view name, std::uint64_t parent, std::uint64_t key) {
-  const std::uint64_t uuid = uuid_hash{}.add("named").add(name).add(parent).add(key).done();
+  const std::uint64_t uuid = uuid_hash{}.add("named").add(name).add(parent).add(key).done(key != 0);
   std::size_t at[2];
   if (!open_track(uuid, at)) return uuid;
   proto::put_string(out_, field::track_name, name);

@@ -2,7 +2,7 @@
 //
 // A .pftrace file is nothing but `Trace.packet` fields (field 1), so the
 // builder appends whole packets to a byte buffer that the caller writes out
-// when it likes: a file cut between packets still loads. Names, categories
+// when it likes: a file cut between packets still loads. Names, categories,
 // annotation names and long string values are interned on one packet sequence (ids from 1,
 // SEQ_INCREMENTAL_STATE_CLEARED on the first packet). Timestamps are Unix
 // nanoseconds (REALTIME, clock id 1), placed by a clock snapshot in the
