@@ -41,6 +41,7 @@ int counted() { return ++evaluations; }
 struct pftrace_slice {
   int count = 0;
   std::map<std::string, proftrace::detail::decoded_value> args;
+  int annotations = 0;  // args as written, a key given twice counted twice
 };
 std::map<std::string, pftrace_slice> read_pftrace(const std::filesystem::path& file) {
   std::map<std::string, pftrace_slice> out;
@@ -50,6 +51,7 @@ std::map<std::string, pftrace_slice> read_pftrace(const std::filesystem::path& f
       auto& s = out[e.name];
       ++s.count;
       for (const auto& a : e.args) s.args[a.name] = a.value;
+      s.annotations += static_cast<int>(e.args.size());
     }
     return true;
   };
@@ -167,15 +169,10 @@ TEST_CASE("PROF_ARG with a key given again: its last value, one key in JSON and 
     CHECK(args.at("residual").as_string() == "converged");
     CHECK(trace.at("proftrace").as_object().at("dropped_args").as_int64() == 0);
     p.export_chrome_trace(out.path / "t.pftrace");
-    int annotations = 0;
-    proftrace::detail::perfetto_callbacks cb;
-    cb.on_event = [&](const proftrace::detail::decoded_event& e) {
-      if (e.name == "solve")
-        for (const auto& a : e.args) annotations += a.name == "iteration" || a.name == "residual";
-      return true;
-    };
-    proftrace::detail::read_perfetto(out.path / "t.pftrace", cb);
-    CHECK(annotations == 2);
+    const auto slices = read_pftrace(out.path / "t.pftrace");
+    REQUIRE(slices.count("solve"));
+    CHECK(slices.at("solve").args.count("iteration"));
+    CHECK(slices.at("solve").annotations == 3);  // External id, iteration, residual
   }
 }
 
@@ -203,14 +200,9 @@ TEST_CASE("PROF_ARG with a 64-bit unsigned value past INT64_MAX keeps it, in JSO
     CHECK(text.find("\"negative\": -3") != std::string::npos);
     CHECK(text.find("\"enum\": 18446744073709551615") != std::string::npos);
     p.export_chrome_trace(out.path / "t.pftrace");
-    std::map<std::string, proftrace::detail::decoded_value> args;
-    proftrace::detail::perfetto_callbacks cb;
-    cb.on_event = [&](const proftrace::detail::decoded_event& e) {
-      if (e.name == "hash")
-        for (const auto& a : e.args) args[a.name] = a.value;
-      return true;
-    };
-    proftrace::detail::read_perfetto(out.path / "t.pftrace", cb);
+    const auto slices = read_pftrace(out.path / "t.pftrace");
+    REQUIRE(slices.count("hash"));
+    const auto& args = slices.at("hash").args;
     REQUIRE(args.count("seed"));
     CHECK(std::get<std::uint64_t>(args.at("seed")) == 0x9e3779b97f4a7c15u);
     CHECK(std::get<std::uint64_t>(args.at("max")) == ~std::uint64_t{0});
