@@ -910,13 +910,6 @@ std::int64_t enter_step(bool& drives) noexcept {
 }  // namespace detail
 
 namespace detail {
-trace_format format_of_path(const std::filesystem::path& p) {
-  const std::string name = p.filename().string();
-  return name.ends_with(".pftrace") || name.ends_with(".pftrace.gz") || name.ends_with(".pftrace.zst")
-             ? trace_format::pftrace
-             : trace_format::json;
-}
-
 void tensorboard_handler::operator()(session& p) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {

@@ -21,7 +21,13 @@ struct tensorboard_handler {
 };
 
 // The format a path names: .pftrace[.gz|.zst] Perfetto's, anything else JSON.
-trace_format format_of_path(const std::filesystem::path& p);
+// (Inline: the command line and its fuzzer ask it without the session.)
+inline trace_format format_of_path(const std::filesystem::path& p) {
+  const std::string name = p.filename().string();
+  return name.ends_with(".pftrace") || name.ends_with(".pftrace.gz") || name.ends_with(".pftrace.zst")
+             ? trace_format::pftrace
+             : trace_format::json;
+}
 
 }  // namespace detail
 }  // namespace PROFTRACE_ABI_NAMESPACE

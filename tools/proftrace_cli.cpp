@@ -552,6 +552,10 @@ int cmd_merge(const std::vector<std::string>& args) {
   }
   if (!a.output) throw usage_error{"merge needs -o MERGED"};
   if (a.positional.empty()) throw usage_error{"merge takes a directory or trace files"};
+  const std::filesystem::path output = *a.output;
+  const bool to_perfetto = pt::named_perfetto_trace(output);  // merged as JSON, then converted
+  if (!to_perfetto && !pt::named_json(output))
+    throw pt::trace_error(output.string() + ": unknown output format (" + std::string(pt::trace_suffixes) + ")");
   std::vector<std::filesystem::path> files;
   std::vector<pt::skipped_file> skipped;
   // merge copies each event's JSON text: a Perfetto trace is converted to
@@ -582,12 +586,14 @@ int cmd_merge(const std::vector<std::string>& args) {
   }
   print_skipped(skipped);
   if (files.empty()) throw pt::trace_error("no trace to merge");
-  const auto r = pt::merge_traces(files, *a.output);
+  if (to_perfetto && !scratch) scratch.emplace(output);
+  const std::filesystem::path merged = to_perfetto ? scratch->path / "merged.json.zst" : output;
+  const auto r = pt::merge_traces(files, merged);
+  if (to_perfetto) print_warnings(pt::convert_trace(merged, output).warnings);  // whole or not at all
   std::cout << *a.output << ": " << r.traces << " traces, " << r.events << " events, " << r.ranks
             << (r.ranks == 1 ? " rank" : " ranks");
   if (r.unaligned) std::cout << "; " << r.unaligned << " without a measured clock offset (their Unix time taken as is)";
   std::cout << "\n";
-  for (const auto& w : r.warnings) std::cerr << "proftrace merge: warning: " << w << "\n";
   return exit_ok;
 }
 

@@ -8,11 +8,6 @@
 
 namespace proftrace::tools {
 
-bool named_json(const std::filesystem::path& p) {
-  const std::string name = p.filename().string();
-  return name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".json.zst");
-}
-
 namespace {
 
 namespace pd = proftrace::detail;

@@ -171,9 +171,8 @@ void append_json(std::string& out, const json::value& v) {
 }  // namespace
 
 merge_result merge_traces(std::vector<std::filesystem::path> files, const std::filesystem::path& output) {
-  const bool to_perfetto = named_perfetto_trace(output);  // merged as JSON, then converted
-  if (!to_perfetto && !named_json(output))
-    throw trace_error(output.string() + ": unknown output format (" + std::string(trace_suffixes) + ")");
+  if (!named_json(output))  // (the command line merges to JSON first for a .pftrace)
+    throw trace_error(output.string() + ": unknown output format (.json, .json.gz, .json.zst)");
   std::vector<input> inputs;
   for (const auto& f : files) inputs.push_back(read_header(f));
   // By rank, then a rank's traces (schedule cycles) in time order.
@@ -200,7 +199,6 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
   // (a bad input, a full disk) leaves an existing MERGED as it was.
   std::filesystem::path temp = output;
   temp += ".merging-" + std::to_string(::getpid());
-  if (to_perfetto) temp += ".json.zst";
   struct remove_on_failure {
     const std::filesystem::path& path;
     bool armed = true;
@@ -213,8 +211,7 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
   if (!file) throw trace_error(output.string() + ": cannot write: " + std::strerror(errno ? errno : EIO));
   io::filtering_ostream out;
   const std::string out_name = output.filename().string();
-  if (to_perfetto) out.push(io::zstd_compressor(io::zstd_params(io::zstd::best_speed)), 1 << 16);
-  else if (has_suffix(out_name, ".gz")) out.push(io::gzip_compressor(io::gzip_params(io::zlib::best_speed)), 1 << 16);
+  if (has_suffix(out_name, ".gz")) out.push(io::gzip_compressor(io::gzip_params(io::zlib::best_speed)), 1 << 16);
   else if (has_suffix(out_name, ".zst")) out.push(io::zstd_compressor(io::zstd_params(io::zstd::best_speed)), 1 << 16);
   out.push(file);
 
@@ -368,10 +365,6 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
   if (!file) throw trace_error(output.string() + ": write failed: " + std::strerror(errno ? errno : EIO));
   file.close();
   if (!file) throw trace_error(output.string() + ": write failed: " + std::strerror(errno ? errno : EIO));
-  if (to_perfetto) {  // written whole or not at all; the JSON is removed either way
-    result.warnings = convert_trace(temp, output).warnings;
-    return result;
-  }
   std::error_code ec;
   std::filesystem::rename(temp, output, ec);
   if (ec) throw trace_error(output.string() + ": cannot write: " + ec.message());

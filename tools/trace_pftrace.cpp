@@ -174,6 +174,11 @@ bool named_perfetto_trace(const std::filesystem::path& path) {
   return pd::format_of_path(path) == trace_format::pftrace;  // the rule exports follow
 }
 
+bool named_json(const std::filesystem::path& path) {
+  const std::string name = path.filename().string();
+  return name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".json.zst");
+}
+
 bool is_perfetto_trace(const std::filesystem::path& path) {
   if (named_perfetto_trace(path)) return true;
   try {

@@ -398,7 +398,6 @@ struct merge_result {
   std::uint64_t ranks = 0;  // distinct distributedInfo.rank values (each trace without one counts alone)
   std::uint64_t events = 0;
   std::uint64_t unaligned = 0;  // traces without a measured clock offset (taken as 0)
-  std::vector<std::string> warnings;  // the conversion's, for a MERGED of Perfetto's format
 };
 
 // Writes one trace holding every input's events: one process per rank (and
@@ -408,9 +407,9 @@ struct merge_result {
 // "rank N (host) steps 10-14, 20-24"; process names are unique; times
 // moved onto rank 0's clock by each trace's clockAlignment offset and onto
 // one base; flow ids and correlations kept apart per rank. Streaming: one
-// event in memory at a time (for a MERGED named .pftrace[.gz|.zst], merged
-// so into a scratch .json.zst beside it, then converted, which holds the
-// events). Throws trace_error on a bad input or output.
+// event in memory at a time. Writes JSON (.json, .json.gz, .json.zst; the
+// command line converts it for a .pftrace). Throws trace_error on a bad
+// input or output.
 merge_result merge_traces(std::vector<std::filesystem::path> files, const std::filesystem::path& output);
 
 // ---- validation ----
