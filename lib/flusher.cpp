@@ -95,7 +95,7 @@ struct flusher::impl {
   // cannot keep the flusher here.
   void take(thread_state& ts, ring& r) {
     ts.batch.clear();
-    for (std::size_t round = 0; round <= r.capacity() / chunk.size() + 1; ++round) {
+    for (std::size_t round = 0; round <= 2 * r.capacity() / chunk.size() + 1; ++round) {
       std::size_t first = 0;
       const std::size_t n = r.consume(chunk.data(), chunk.size(), &first);
       ts.batch.insert(ts.batch.end(), chunk.data() + first, chunk.data() + first + n);
@@ -166,7 +166,7 @@ struct flusher::impl {
       // adds meanwhile only in batches: consuming right behind it would make
       // it take back every cache line of the ring from this core.
       std::uint64_t owed = r.unread();
-      for (std::size_t round = 0; round <= r.capacity() / chunk.size() + 1 && !(yield && caller_waits()); ++round) {
+      for (std::size_t round = 0; round <= 2 * r.capacity() / chunk.size() + 1 && !(yield && caller_waits()); ++round) {
         if (owed == 0 && yield && r.unread() < min_batch) break;
         std::size_t first = 0;
         const std::size_t n = r.consume(chunk.data(), chunk.size(), &first);

@@ -32,7 +32,6 @@ std::uint64_t fresh_base() noexcept {
 // Set on the flusher's thread: what it records itself never waits for it.
 constinit thread_local bool flusher_thread = false;
 
-std::uint32_t extra_of(std::uint64_t word3) noexcept { return static_cast<std::uint32_t>(word3 >> 32); }
 }  // namespace
 
 void mark_flusher_thread() noexcept { flusher_thread = true; }
@@ -41,12 +40,13 @@ bool on_flusher_thread() noexcept { return flusher_thread; }
 ring::ring(std::uint32_t capacity) {
   if (capacity < 64 || (capacity & (capacity - 1)) != 0) throw std::invalid_argument("proftrace: ring capacity must be a power of two >= 64");
   constexpr std::size_t page = 4096;
-  const std::size_t bytes = (std::size_t{capacity} * sizeof(event) + page - 1) / page * page;
+  const std::uint64_t slots = std::uint64_t{capacity} * 2;
+  const std::size_t bytes = (slots * words_per_slot * sizeof(std::uint64_t) + page - 1) / page * page;
   words_ = static_cast<std::uint64_t*>(std::aligned_alloc(page, bytes));
   if (!words_) throw std::bad_alloc();
   std::memset(words_, 0, bytes);  // touch every page now, not on the hot path
-  mask_ = capacity - 1;
-  watermark_ = capacity / 2;
+  mask_ = slots - 1;
+  watermark_ = slots / 2;
   tsc_ = choose_clock_source();
   reset();
 }
@@ -74,8 +74,8 @@ void ring::overwrite_oldest(std::uint64_t h, std::uint32_t n) noexcept {
     std::uint64_t f = t;
     std::uint64_t records = 0;
     while (h + n - f > cap) {
-      const std::uint64_t* s = words_ + (f & mask_) * words_per_event;
-      f += 1 + extra_of(std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(s[3])).load(std::memory_order_relaxed));
+      const std::uint64_t* s = words_ + (f & mask_) * words_per_slot;
+      f += slots_of(std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(s[1])).load(std::memory_order_relaxed));
       ++records;
     }
     // Success: the consumer had not freed them; it now cannot hand them out.
@@ -145,7 +145,7 @@ void ring::set_limit(std::uint64_t h) noexcept {
 
 std::uint64_t ring::make_room(std::uint64_t h, std::uint32_t n, std::uint64_t ticks, event_kind kind) noexcept {
   const std::uint64_t cap = mask_ + 1;
-  const std::uint32_t need = n + (unmarked_drops_ != 0 ? 1 : 0);  // a gap record is owed first
+  const std::uint32_t need = n + (unmarked_drops_ != 0 ? 2 : 0);  // a gap record is owed first
   tail_cache_ = tail_.load(std::memory_order_acquire);
   if (h + need - tail_cache_ >= watermark_ && h >= next_wake_) {
     next_wake_ = h + watermark_ / 4;
@@ -166,7 +166,7 @@ std::uint64_t ring::make_room(std::uint64_t h, std::uint32_t n, std::uint64_t ti
         // behave as drop.
         if (flusher_thread) return drop();
         wait_begin = now();
-        if (!wait_for_room(h, need + 1)) return drop();  // one slot more: the wait's record
+        if (!wait_for_room(h, need + 2)) return drop();  // two slots more: the wait's record
         wait_end_ = now();
         break;
       case overflow_policy::drop_oldest:
@@ -179,42 +179,50 @@ std::uint64_t ring::make_room(std::uint64_t h, std::uint32_t n, std::uint64_t ti
   }
   set_limit(h + need);
   if (unmarked_drops_ != 0) {
-    store_slot(h, ticks, unmarked_drops_, 0, static_cast<std::uint64_t>(event_kind::gap));
+    store_full(h, ticks, unmarked_drops_, 0, static_cast<std::uint64_t>(event_kind::gap));
     unmarked_drops_ = 0;
-    ++h;
+    h += 2;
   }
   if (wait_end_ != 0) {
     const bool before = opens_scope(kind);
-    store_slot(before ? h : h + n, wait_end_, reinterpret_cast<std::uintptr_t>(&ring_wait_site), wait_begin,
+    store_full(before ? h : h + n, wait_end_, reinterpret_cast<std::uintptr_t>(&ring_wait_site), wait_begin,
                static_cast<std::uint64_t>(event_kind::complete));
-    if (before) ++h;
+    if (before) h += 2;
   }
   return h;
+}
+
+std::uint64_t ring::store_record(std::uint64_t h, std::uint64_t ticks, std::uint64_t where, std::uint64_t payload,
+                                 event_kind kind, const std::uint64_t* ext_words, std::uint32_t n_ext) noexcept {
+  if (n_ext == 0 && takes_one_slot(kind, where, payload, ring_uid_of(base_))) {
+    store_short(h, ticks, where, payload, kind);
+    return 1;
+  }
+  store_full(h, ticks, where, payload, static_cast<std::uint64_t>(kind) | (std::uint64_t{n_ext} << 32));
+  for (std::uint32_t i = 0; i < n_ext; ++i) {
+    const std::uint64_t* w = ext_words + i * words_per_event;
+    store_words(h + 2 + 2 * i, w[0], w[1]);
+    store_words(h + 3 + 2 * i, w[2], static_cast<std::uint64_t>(event_kind::extension));
+  }
+  return 2 + 2 * std::uint64_t{n_ext};
 }
 
 std::uint64_t ring::push_record(std::uint64_t ticks, std::uint64_t where, std::uint64_t payload, event_kind kind,
                                 const std::uint64_t* ext_words, std::uint32_t n_ext) noexcept {
   std::uint64_t h = head_.load(std::memory_order_relaxed);
-  const std::uint32_t n = 1 + n_ext;
+  const std::uint64_t n = record_slots(where, payload, kind, n_ext);
   std::uint64_t next = h + n;  // where the head goes
   if (h + n > limit_) {
-    h = make_room(h, n, ticks, kind);
+    h = make_room(h, static_cast<std::uint32_t>(n), ticks, kind);
     if (h == no_begin) return no_begin;
     next = h + n;
     if (PROFTRACE_UNLIKELY(wait_end_ != 0)) {  // make_room waited and wrote the wait's record
       if (opens_scope(kind)) ticks = wait_end_;  // the scope starts when the wait ended
-      else ++next;
+      else next += 2;
       wait_end_ = 0;
     }
   }
-  store_slot(h, ticks, where, payload, static_cast<std::uint64_t>(kind) | (std::uint64_t{n_ext} << 32));
-  for (std::uint32_t i = 0; i < n_ext; ++i) {
-    const std::uint64_t* w = ext_words + i * words_per_event;
-    std::uint64_t* s = words_ + ((h + 1 + i) & mask_) * words_per_event;
-    for (std::uint32_t k = 0; k < words_per_event; ++k)
-      std::atomic_ref<std::uint64_t>(s[k]).store(k == 3 ? static_cast<std::uint64_t>(event_kind::extension) : w[k],
-                                                 std::memory_order_relaxed);
-  }
+  store_record(h, ticks, where, payload, kind, ext_words, n_ext);
   head_.store(next, std::memory_order_release);
   return h;
 }
@@ -222,6 +230,9 @@ std::uint64_t ring::push_record(std::uint64_t ticks, std::uint64_t where, std::u
 std::size_t ring::consume(event* out, std::size_t max, std::size_t* first) noexcept {
   *first = 0;
   if (max < 2) return 0;
+  const auto load = [](const std::uint64_t& w) {
+    return std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(w)).load(std::memory_order_relaxed);
+  };
   // A producer overwriting as fast as this copies could make it retry for
   // ever: a few rounds, then the next call goes on.
   for (int attempt = 0; attempt < 8; ++attempt) {
@@ -231,42 +242,53 @@ std::size_t ring::consume(event* out, std::size_t max, std::size_t* first) noexc
       consumed_ = t;
     }
     const std::size_t at = gap_owed_ ? 1 : 0;
-    const std::uint64_t h = head_.load(std::memory_order_acquire);
-    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(h - t, max - at));
-    for (std::size_t i = 0; i < n; ++i) {  // word by word, unrolled: four moves in, four out
-      std::uint64_t* s = words_ + ((t + i) & mask_) * words_per_event;
-      event& o = out[at + i];
-      o.ticks = std::atomic_ref<std::uint64_t>(s[0]).load(std::memory_order_relaxed);
-      o.where = std::atomic_ref<std::uint64_t>(s[1]).load(std::memory_order_relaxed);
-      o.payload = std::atomic_ref<std::uint64_t>(s[2]).load(std::memory_order_relaxed);
-      const std::uint64_t w3 = std::atomic_ref<std::uint64_t>(s[3]).load(std::memory_order_relaxed);
-      o.kind = static_cast<std::uint32_t>(w3);
-      o.extra = static_cast<std::uint32_t>(w3 >> 32);
+    const std::uint64_t available = head_.load(std::memory_order_acquire) - t;
+    // Whole records only: one cut by `max` (or, under drop_oldest, torn by
+    // an overwrite, which the compare-and-swap below then rejects) stays.
+    std::uint64_t taken = 0;
+    std::size_t k = at;
+    while (taken < available && k < max) {
+      const std::uint64_t index = t + taken;
+      const std::uint64_t* s = words_ + (index & mask_) * words_per_slot;
+      const std::uint64_t ticks = load(s[0]);
+      const std::uint64_t tag_word = load(s[1]);
+      const std::uint64_t tag = tag_word >> slot_tag_shift;
+      if (tag == tag_short_begin) {
+        out[k++] = event{ticks, tag_word & slot_low_bits, 0, static_cast<std::uint32_t>(event_kind::begin), 0};
+        taken += 1;
+        continue;
+      }
+      if (tag == tag_short_end) {
+        out[k++] = event{ticks, 0, index - (tag_word & slot_low_bits), static_cast<std::uint32_t>(event_kind::end), 0};
+        taken += 1;
+        continue;
+      }
+      const std::uint64_t slots = slots_of(tag_word);
+      const std::uint32_t extra = static_cast<std::uint32_t>((slots - 2) / 2);
+      if (taken + slots > available || k + 1 + extra > max) break;
+      const std::uint64_t* s1 = words_ + ((index + 1) & mask_) * words_per_slot;
+      out[k++] = event{ticks, load(s1[0]), load(s1[1]), static_cast<std::uint32_t>(tag_word), extra};
+      for (std::uint32_t x = 0; x < extra; ++x) {
+        const std::uint64_t* a = words_ + ((index + 2 + 2 * x) & mask_) * words_per_slot;
+        const std::uint64_t* b = words_ + ((index + 3 + 2 * x) & mask_) * words_per_slot;
+        out[k++] = event{load(a[0]), load(a[1]), load(b[0]), static_cast<std::uint32_t>(event_kind::extension), 0};
+      }
+      taken += slots;
     }
-    // Keep records whole: a record cut by `max` stays for the next call.
-    // (The head and the tail only ever stop at record boundaries: with no
-    // cut, everything copied is whole records; with one, only the last head
-    // copied can be cut, and only extension slots follow it.)
-    std::size_t end = n;
-    if (n != h - t) {
-      std::size_t last = n;
-      while (last > 0 && static_cast<event_kind>(out[at + last - 1].kind) == event_kind::extension) --last;
-      if (last > 0 && last + out[at + last - 1].extra > n) end = last - 1;
-    }
-    if (end == 0) return 0;
-    // Fails only when the producer overwrote records below t + end meanwhile:
-    // what was copied may be torn, so copy again from the new tail.
-    if (!tail_.compare_exchange_strong(t, t + end, std::memory_order_seq_cst, std::memory_order_acquire)) continue;
-    consumed_ = t + end;
+    if (taken == 0) return 0;
+    // Fails only when the producer overwrote records below t + taken
+    // meanwhile: what was copied may be torn, so copy again from the new tail.
+    if (!tail_.compare_exchange_strong(t, t + taken, std::memory_order_seq_cst, std::memory_order_acquire)) continue;
+    consumed_ = t + taken;
     if (producer_sleeps_.load(std::memory_order_seq_cst) != 0 &&
-        t + end >= resume_tail_.load(std::memory_order_relaxed)) {
+        t + taken >= resume_tail_.load(std::memory_order_relaxed)) {
       room_epoch_.fetch_add(1, std::memory_order_release);
       futex_wake_all(room_epoch_);
     }
-    if (!gap_owed_) return end;
+    if (!gap_owed_) return k;
     gap_owed_ = false;
     out[0] = event{out[1].ticks, 0, t, static_cast<std::uint32_t>(event_kind::gap), 0};  // payload: where the survivors start
-    return end + 1;
+    return k;
   }
   return 0;
 }

@@ -118,7 +118,7 @@ TEST_CASE("pairing: a gap freezes what is open; a scope whose end was lost there
   fixture f;
   auto ts = thread_of(7, 1);
   f.pairs.attach(ts);
-  // b's end was dropped with one other record: the producer's gap record took slot 2.
+  // b's end was dropped with one other record: the producer's gap record took slots 2 and 3.
   const pt::event gap{25, 2, 0, static_cast<std::uint32_t>(pt::event_kind::gap), 0};
   f.feed(ts, {begin(10, site_a), begin(20, site_b), gap, end(60, site_a, index_of(1, 0))});
   REQUIRE(f.sink.scopes.size() == 2);
@@ -229,6 +229,13 @@ void push_text_record(std::vector<pt::event>& out, pt::event head, std::string_v
     out.push_back(e);
   }
 }
+// The ring index the record at `position` of `events` (from the ring's
+// first slot on) would have: records take 16-byte slots (pt::ring_slots).
+std::uint64_t ring_index_at(const std::vector<pt::event>& events, std::uint64_t uid, std::size_t position) {
+  std::uint64_t n = 0;
+  for (std::size_t i = 0; i < position; i += pt::record_length(events[i])) n += pt::ring_slots(events[i], uid);
+  return index_of(uid, n);
+}
 pt::event dynamic_begin(std::uint64_t t, const pt::site& s) {
   return {t, reinterpret_cast<std::uintptr_t>(&s), 0, static_cast<std::uint32_t>(pt::event_kind::dynamic_begin), 0};
 }
@@ -255,9 +262,9 @@ TEST_CASE("pairing: a dynamic begin's name and a scope's args become fields of i
   events.push_back(arg(11, key_n, pt::arg_type::integer, static_cast<std::uint64_t>(std::int64_t{-42})));
   events.push_back(arg(12, key_x, pt::arg_type::floating, xbits));
   push_text_record(events, arg(13, key_s, pt::arg_type::string, 0), "value with \"quotes\"");
-  const std::uint64_t inner = events.size();
+  const std::uint64_t inner = ring_index_at(events, 1, events.size());
   events.push_back(begin(20, site_b));
-  events.push_back(end(30, site_b, index_of(1, inner)));
+  events.push_back(end(30, site_b, inner));
   events.push_back(end(50, site_a, index_of(1, outer)));
   events.push_back(arg(60, key_n, pt::arg_type::integer, 1));  // no scope open: dropped, counted
   f.feed(ts, events);
@@ -319,7 +326,8 @@ TEST_CASE("pairing: leaf scopes closed in one step give what the stack gives, ar
       begin(10, site_a),  begin(11, site_b), end(15, site_b, index_of(1, 1)), begin(16, site_b),
       end(20, site_b, index_of(1, 3)), begin(21, site_c), begin(22, site_b), end(30, site_b, index_of(1, 6)),
       end(40, site_c, index_of(1, 5)), end(50, site_a, index_of(1, 0)),
-      begin(60, site_a), gap, begin(100, site_b), end(120, site_b, index_of(1, 12)), end(130, site_a, index_of(1, 10))};
+      begin(60, site_a), gap, begin(100, site_b), end(120, site_b, index_of(1, 13)), end(130, site_a, index_of(1, 10))};
+  // (One slot each but the gap's two: b's begin is at 13.)
   const auto run = [&](int how) {
     fixture f;
     auto ts = thread_of(7, 1);

@@ -136,12 +136,13 @@ std::vector<pd::event> consume_slots(pd::ring& r, std::size_t count) {
   return out;
 }
 
-// `r` is full under block: runs `produce` on a thread of its own, which
-// waits for room, drains the ring once that thread sleeps for room and
-// returns the `count` slots written after it was full. `drained_at`: when
+// `r` is full under block, with `filled` records: runs `produce` on a
+// thread of its own, which waits for room, drains the ring once that thread
+// sleeps for room and returns the `count` records written after it was full. `drained_at`: when
 // the consumer made room, in the ring's ticks.
 template <class Produce>
-std::vector<pd::event> drain_after_wait(pd::ring& r, std::size_t count, Produce produce, std::uint64_t& drained_at) {
+std::vector<pd::event> drain_after_wait(pd::ring& r, std::size_t filled, std::size_t count, Produce produce,
+                                        std::uint64_t& drained_at) {
   std::thread producer([&] { produce(); });
   // The producer's wait has begun once it sleeps for room (its record's
   // start is taken before): seen, however late a loaded machine runs it.
@@ -151,10 +152,10 @@ std::vector<pd::event> drain_after_wait(pd::ring& r, std::size_t count, Produce 
     if (!asleep) std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
   drained_at = r.now();
-  const std::size_t drained = consume_slots(r, r.capacity()).size();
+  const std::size_t drained = consume_slots(r, filled).size();
   producer.join();
   REQUIRE(asleep);
-  REQUIRE(drained == r.capacity());
+  REQUIRE(drained == filled);
   auto rest = consume_slots(r, count);
   CHECK(rest.size() == count);
   CHECK(r.empty());
@@ -180,7 +181,7 @@ TEST_CASE("ring: a begin that waited under block follows the wait's record and s
   std::uint64_t stamped = 0;
   std::uint64_t begin = 0;
   std::uint64_t drained_at = 0;
-  const auto rest = drain_after_wait(r, 3, [&] {
+  const auto rest = drain_after_wait(r, 64, 3, [&] {
     stamped = r.now();
     begin = r.push(stamped, scope, 0, pd::event_kind::begin);
     r.push(r.now(), scope, begin, pd::event_kind::end);
@@ -189,7 +190,7 @@ TEST_CASE("ring: a begin that waited under block follows the wait's record and s
   CHECK(rest[0].payload >= stamped);
   CHECK(kind_of(rest[1]) == pd::event_kind::begin);
   CHECK(rest[1].ticks >= rest[0].ticks);  // re-stamped: the scope does not contain the wait
-  CHECK(begin == base + 65);             // its own slot, after the wait's
+  CHECK(begin == base + 130);            // its own slot, after the wait's two (64 instants took 128)
   CHECK(kind_of(rest[2]) == pd::event_kind::end);
   CHECK(rest[2].payload == begin);
   CHECK(rest[2].ticks >= rest[1].ticks);
@@ -206,7 +207,7 @@ TEST_CASE("ring: a begin with extension slots that waited comes whole after the 
   std::uint64_t begin = 0;
   std::uint64_t after = 0;
   std::uint64_t drained_at = 0;
-  const auto rest = drain_after_wait(r, 5, [&] {
+  const auto rest = drain_after_wait(r, 64, 5, [&] {
     begin = r.push_record(r.now(), scope, 7, pd::event_kind::shapes, words, 2);
     after = r.push(r.now(), scope, begin, pd::event_kind::end);
   }, drained_at);
@@ -217,8 +218,8 @@ TEST_CASE("ring: a begin with extension slots that waited comes whole after the 
   CHECK(rest[1].ticks >= rest[0].ticks);
   CHECK(rest[2].ticks == 1);
   CHECK(rest[3].where == 5);
-  CHECK(begin == base + 65);
-  CHECK(after == base + 68);
+  CHECK(begin == base + 130);
+  CHECK(after == base + 136);  // the shapes' record took six slots: two per event
   CHECK(rest[4].payload == begin);
   pd::set_overflow_policy(proftrace::overflow_policy::drop);
 }
@@ -228,13 +229,15 @@ TEST_CASE("ring: an end that waited under block comes before the wait's record")
   pd::set_overflow_policy(proftrace::overflow_policy::block);
   pd::ring r(64);
   const std::uint64_t base = r.uid() << pd::ring_uid_shift;
+  // A plain begin takes one slot, an instant two: 128 slots in all.
   const std::uint64_t begin = r.push(r.now(), scope, 0, pd::event_kind::begin);
   for (int i = 1; i < 64; ++i) r.push(r.now(), scope, 0, pd::event_kind::instant);
+  r.push(r.now(), scope, 0, pd::event_kind::begin);
   std::uint64_t stamped = 0;
   std::uint64_t end = 0;
   std::uint64_t next = 0;
   std::uint64_t drained_at = 0;
-  const auto rest = drain_after_wait(r, 3, [&] {
+  const auto rest = drain_after_wait(r, 65, 3, [&] {
     stamped = r.now();
     end = r.push(stamped, scope, begin, pd::event_kind::end);
     next = r.push(r.now(), scope, 0, pd::event_kind::instant);
@@ -245,8 +248,8 @@ TEST_CASE("ring: an end that waited under block comes before the wait's record")
   check_waited(rest[1], drained_at);
   CHECK(rest[1].payload >= stamped);
   CHECK(kind_of(rest[2]) == pd::event_kind::instant);
-  CHECK(end == base + 64);
-  CHECK(next == base + 66);  // after the wait's slot
+  CHECK(end == base + 128);
+  CHECK(next == base + 131);  // after the end's slot and the wait's two
   pd::set_overflow_policy(proftrace::overflow_policy::drop);
 }
 
@@ -259,16 +262,20 @@ TEST_CASE("ring: under block, a ring that never waits holds exactly what was pus
   const std::uint64_t begin = r.push(10, scope, 0, pd::event_kind::begin);
   const std::uint64_t shapes = r.push_record(11, scope, 0, pd::event_kind::shapes, words, 1);
   CHECK(begin == base);
-  CHECK(shapes == base + 1);
-  CHECK(r.push(13, scope, shapes, pd::event_kind::end) == base + 3);  // ticks: 10 + its slot
+  CHECK(shapes == base + 1);  // a plain begin takes one slot
+  // The shapes' head and extension took two slots each.
+  CHECK(r.push(15, scope, shapes, pd::event_kind::end) == base + 5);  // ticks: 10 + its slot
   // Up to the last slot: room for a wait's record is asked only when waiting.
-  for (std::uint64_t i = 4; i < 64; ++i) CHECK(r.push(i + 10, scope, begin, pd::event_kind::end) == base + i);
-  std::vector<pd::event> buf(128);
+  for (std::uint64_t i = 6; i < 128; ++i) CHECK(r.push(i + 10, scope, begin, pd::event_kind::end) == base + i);
+  std::vector<pd::event> buf(256);
   std::size_t first = 0;
-  REQUIRE(r.consume(buf.data(), buf.size(), &first) == 64);
-  for (std::uint64_t i = 0; i < 64; ++i) {
+  REQUIRE(r.consume(buf.data(), buf.size(), &first) == 126);
+  CHECK(buf[0].ticks == 10);
+  CHECK(buf[1].ticks == 11);
+  CHECK(buf[2].ticks == 1);  // the shapes' extension: its words
+  for (std::uint64_t i = 0; i < 126; ++i) {
     CHECK_FALSE(is_wait(buf[i]));
-    if (i != 2) CHECK(buf[i].ticks == i + 10);  // slot 2: the shapes' extension
+    if (i >= 3) CHECK(buf[i].ticks == i + 12);  // from the end at slot 5 on, one slot each
   }
   CHECK(r.dropped() == 0);
   pd::set_overflow_policy(proftrace::overflow_policy::drop);
@@ -296,12 +303,13 @@ TEST_CASE("ring: under block with a slow consumer, every wait lies outside the s
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   producer.join();
-  // Walk the slots as the flusher does: each record's index is its slot count.
+  // Walk the records as the flusher does: each record's index counts the
+  // slots before it.
   std::uint64_t index = r.uid() << pd::ring_uid_shift;
   std::uint64_t open = pd::no_begin;
   std::uint64_t begins = 0;
   std::uint64_t waits = 0;
-  for (std::size_t i = 0; i < all.size(); ++i, ++index) {
+  for (std::size_t i = 0; i < all.size(); index += pd::ring_slots(all[i], r.uid()), ++i) {
     const pd::event& e = all[i];
     if (is_wait(e)) {
       ++waits;
@@ -356,20 +364,22 @@ TEST_CASE("ring: a copy cut anywhere keeps records whole, one-slot and longer on
     CAPTURE(room);
     pd::ring r(64);
     std::size_t pushed = 0;
-    for (int i = 0; i < 12; ++i) {  // 1, 3, 1, 3, ... slots
-      if (i % 2 == 0) r.push(7, 0, static_cast<std::uint64_t>(i), pd::event_kind::instant);
-      else r.push_record(7, 0, static_cast<std::uint64_t>(i), pd::event_kind::shapes, words, 2);
-      pushed += i % 2 == 0 ? 1 : 3;
+    for (int i = 0; i < 18; ++i) {  // records of 1, 2 and 6 slots (1, 1 and 3 events)
+      const auto ticks = static_cast<std::uint64_t>(i);
+      if (i % 3 == 0) r.push(ticks, scope, 0, pd::event_kind::begin);
+      else if (i % 3 == 1) r.push(ticks, 0, 0, pd::event_kind::instant);
+      else r.push_record(ticks, 0, 0, pd::event_kind::shapes, words, 2);
+      pushed += i % 3 == 2 ? 3 : 1;
     }
     std::vector<pd::event> buf(room);
     std::size_t first = 0, total = 0;
-    std::uint64_t next_payload = 0;
+    std::uint64_t next_ticks = 0;
     for (int round = 0; round < 40 && total < pushed; ++round) {
       const std::size_t n = r.consume(buf.data(), buf.size(), &first);
       for (std::size_t i = 0; i < n;) {
         const pd::event& head = buf[first + i];
         REQUIRE(static_cast<pd::event_kind>(head.kind) != pd::event_kind::extension);
-        CHECK(head.payload == next_payload++);  // in order, none skipped
+        CHECK(head.ticks == next_ticks++);  // in order, none skipped
         REQUIRE(i + 1 + head.extra <= n);        // whole
         i += 1 + head.extra;
       }
@@ -378,6 +388,58 @@ TEST_CASE("ring: a copy cut anywhere keeps records whole, one-slot and longer on
     CHECK(total == pushed);
     CHECK(r.empty());
   }
+}
+
+TEST_CASE("ring: drop_oldest overwrites whole records of every size, and ends still name their begins") {
+  pd::set_overflow_policy(proftrace::overflow_policy::drop_oldest);
+  pd::ring r(64);
+  constexpr std::uint64_t count = 60000;
+  const std::uint64_t words[8] = {1, 2, 3, 0, 4, 5, 6, 0};
+  std::vector<std::uint64_t> index(count);
+  std::atomic<bool> done{false};
+  std::thread producer([&] {
+    for (std::uint64_t i = 0; i < count; ++i) {  // 1, 1, 2 and 6 slots
+      if (i % 4 == 0) index[i] = r.push(i, scope, 0, pd::event_kind::begin);
+      else if (i % 4 == 1) index[i] = r.push(i, scope, index[i - 1], pd::event_kind::end);
+      else if (i % 4 == 2) index[i] = r.push(i, 0, 0, pd::event_kind::instant);
+      else index[i] = r.push_record(i, scope, 0, pd::event_kind::shapes, words, 2);
+    }
+    done.store(true, std::memory_order_release);
+  });
+  std::vector<pd::event> all;
+  std::vector<pd::event> buf(7);
+  for (bool finished = false; !(finished && r.empty());) {
+    finished = done.load(std::memory_order_acquire);
+    std::size_t first = 0;
+    const std::size_t n = r.consume(buf.data(), buf.size(), &first);
+    all.insert(all.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  producer.join();
+  std::uint64_t seen = 0;
+  std::uint64_t last = 0;
+  for (std::size_t i = 0; i < all.size(); i += 1 + all[i].extra) {
+    const pd::event& e = all[i];
+    REQUIRE(kind_of(e) != pd::event_kind::extension);  // a record is never cut
+    if (kind_of(e) == pd::event_kind::gap) continue;
+    REQUIRE((seen == 0 || e.ticks > last));
+    last = e.ticks;
+    ++seen;
+    const std::uint64_t kinds[4] = {1, 2, 4, 6};  // begin, end, instant, shapes
+    REQUIRE(e.kind == kinds[e.ticks % 4]);
+    if (kind_of(e) == pd::event_kind::end) CHECK(e.payload == index[e.ticks - 1]);
+    if (kind_of(e) == pd::event_kind::begin) CHECK(e.where == scope);
+    if (kind_of(e) == pd::event_kind::shapes) {
+      REQUIRE(e.extra == 2);
+      REQUIRE(i + 2 < all.size());
+      CHECK(all[i + 1].ticks == 1);
+      CHECK(all[i + 2].payload == 6);
+    }
+  }
+  CHECK(r.overwritten() > 0);
+  CHECK(seen + r.overwritten() == count);
+  CHECK(last == count - 1);  // the newest record survives
+  pd::set_overflow_policy(proftrace::overflow_policy::drop);
 }
 
 TEST_CASE("two producers and the flusher: count in = count out, order per thread kept") {

@@ -283,7 +283,11 @@ TEST_CASE("the JSON and Perfetto writers give the same slices for the same recor
   for (const pt::event& e : {rec(150, nullptr, 48, pt::event_kind::flops), rec(400, &op_site, idx(1, 1), pt::event_kind::end),
                              rec(400, &send_site, 0, pt::event_kind::comm, 1), comm_ext})
     on_1.push_back(e);
-  on_1.push_back(rec(900, &send_site, idx(1, after_shapes + 2), pt::event_kind::end));
+  // The send's begin is the record after the flops and op's end: its ring
+  // index counts the 16-byte slots before it (pt::ring_slots).
+  std::uint64_t send_slot = 0;
+  for (std::size_t i = 0; i < after_shapes + 2; i += pt::record_length(on_1[i])) send_slot += pt::ring_slots(on_1[i], 1);
+  on_1.push_back(rec(900, &send_site, idx(1, send_slot), pt::event_kind::end));
   on_1.push_back(rec(1000, &outer_site, idx(1, 0), pt::event_kind::end));
   // Thread 12: outer { outer } — same site nested.
   const std::vector<pt::event> on_2 = {rec(200, &outer_site, 0, pt::event_kind::begin),

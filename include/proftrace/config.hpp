@@ -69,8 +69,9 @@
 #define PROFTRACE_OVERFLOW_POLICY 0
 #endif
 
-// Default events per thread ring (a power of two; a session may choose
-// another). 32 bytes per event: 1 MiB per thread by default.
+// Default size of a thread's ring in 32-byte records (a power of two; a
+// session may choose another): 1 MiB per thread by default. A plain scope's
+// begin and end take 16 bytes each, so a ring holds as many plain scopes.
 #ifndef PROFTRACE_RING_EVENTS
 #define PROFTRACE_RING_EVENTS 32768
 #endif

@@ -45,6 +45,7 @@ namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
 
+// The events a record takes in a consumed array (its slots in the ring: ring_slots).
 inline std::size_t record_length(const event& e) noexcept {
   return static_cast<event_kind>(e.kind) == event_kind::extension ? 1 : 1 + e.extra;
 }
@@ -71,7 +72,7 @@ class pairing {
       return;
     }
     const std::uint64_t index = ts.next_index;
-    ts.next_index += record_length(*e);
+    ts.next_index += ring_slots(*e, ts.uid);
     ts.last_ticks = e->ticks;
     if (kind == event_kind::extension) return;  // its head was lost
     if (is_memory(kind)) {
@@ -226,7 +227,7 @@ class pairing {
     const site* where = reinterpret_cast<const site*>(b.where);
     if (where->cat == category::step || where == &api_step_site || !early_moved_ends_.empty()) return false;
     if (!ts.stack.empty() && ts.stack.back().frozen) return false;
-    ts.next_index += 2;
+    ts.next_index += ring_slots(b, ts.uid) + 1;  // the end takes one slot: it names a begin of this ring
     ts.last_ticks = end.ticks;
     open_scope& s = ts.leaf;  // only these fields ever change in it
     s.where = where;
@@ -358,7 +359,7 @@ class pairing {
     if (e.payload != 0) {
       ts.next_index = e.payload;  // handed out by consume(): the survivors start there
     } else {
-      ts.next_index += 1;  // written by the producer: it took a slot
+      ts.next_index += 2;  // written by the producer: it took two slots
       ts.marked_drops += e.where;
     }
     freeze(ts);

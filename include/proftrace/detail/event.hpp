@@ -91,6 +91,35 @@ constexpr bool names_a_begin(std::uint64_t end_payload) noexcept {
 }
 constexpr std::uint64_t ring_uid_of(std::uint64_t index) noexcept { return index >> ring_uid_shift; }
 
+// In its ring an event takes 16-byte slots, and indices count slots. A
+// plain begin (payload 0) and an end that names a begin of the same ring,
+// the two records of a plain scope, take one slot each: [ticks][tag | site]
+// and [ticks][tag | how many slots back its begin is]. Every other record
+// takes two, [ticks][tag | extra << 32 | kind] and [where][payload], and
+// two more per extension slot. The consumer hands them out as 32-byte
+// events all the same (an end's `where` then reads 0).
+inline constexpr std::uint32_t words_per_slot = 2;
+inline constexpr int slot_tag_shift = 56;
+inline constexpr std::uint64_t slot_low_bits = (std::uint64_t{1} << slot_tag_shift) - 1;
+enum slot_tag : std::uint64_t { tag_full = 0x80, tag_short_begin = 0x81, tag_short_end = 0x82 };
+
+// Whether a record takes one slot: a pure function of the record, so that
+// the consumer (pairing counts indices) agrees with the producer. `uid`:
+// the ring's.
+constexpr bool takes_one_slot(event_kind kind, std::uint64_t where, std::uint64_t payload, std::uint64_t uid) noexcept {
+  if (kind == event_kind::begin) return payload == 0 && where <= slot_low_bits;
+  // No ring's uid is 0 (the uid of payloads 0 and cancel_end) nor all ones
+  // (no_begin's): a matching uid names a begin.
+  return kind == event_kind::end && ring_uid_of(payload) == uid;
+}
+// The slots a handed-out event took in a ring of `uid` (an extension: its
+// two; a head: its whole record's).
+constexpr std::uint64_t ring_slots(const event& e, std::uint64_t uid) noexcept {
+  const auto kind = static_cast<event_kind>(e.kind);
+  if (kind == event_kind::extension) return 2;
+  return takes_one_slot(kind, e.where, e.payload, uid) ? 1 : 2 + 2 * std::uint64_t{e.extra};
+}
+
 }  // namespace detail
 }  // namespace PROFTRACE_ABI_NAMESPACE
 }  // namespace proftrace

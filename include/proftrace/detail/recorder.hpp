@@ -1,7 +1,7 @@
 // proftrace/detail/recorder.hpp — what the macros expand to. Not API.
 //
 // Off at run time, a macro costs one relaxed load of `session_state` and a
-// predicted branch. Recording, a scope costs two clock reads and two 32-byte
+// predicted branch. Recording, a scope costs two clock reads and two 16-byte
 // ring writes; no lock, no allocation, no string work after the thread's
 // first event (which attaches its ring). Every event goes to the ring of the
 // thread that records it: an end names its begin by the begin's index (which

@@ -40,14 +40,15 @@ namespace detail {
 
 class ring {
  public:
-  // Allocates capacity (a power of two >= 64) events and touches every page,
-  // so the hot path never takes a first-touch fault.
+  // Allocates room for `capacity` (a power of two >= 64) two-slot records,
+  // 32 bytes each (so as many plain scopes), and touches every page, so the
+  // hot path never takes a first-touch fault.
   explicit ring(std::uint32_t capacity);
   ~ring();
   ring(const ring&) = delete;
   ring& operator=(const ring&) = delete;
 
-  std::uint32_t capacity() const noexcept { return static_cast<std::uint32_t>(mask_ + 1); }
+  std::uint32_t capacity() const noexcept { return static_cast<std::uint32_t>((mask_ + 1) / 2); }
 
   // Back to empty with zeroed counters and a fresh uid, for reuse by another
   // thread. Only while no producer is attached and nobody consumes.
@@ -68,19 +69,26 @@ class ring {
   }
 
   // Returns the record's index (what an end names its begin by), or no_begin
-  // when the record was dropped.
+  // when the record was dropped. A plain scope's begin and end take one
+  // 16-byte slot each, other records two (takes_one_slot in event.hpp).
   PROFTRACE_ALWAYS_INLINE std::uint64_t push(std::uint64_t ticks, std::uint64_t where, std::uint64_t payload,
                                              event_kind kind) noexcept {
     const std::uint64_t h = head_.load(std::memory_order_relaxed);
-    if (PROFTRACE_UNLIKELY(h >= limit_)) return push_record(ticks, where, payload, kind, nullptr, 0);
-    store_slot(h, ticks, where, payload, static_cast<std::uint64_t>(kind));
-    head_.store(h + 1, std::memory_order_release);
+    if (takes_one_slot(kind, where, payload, ring_uid_of(base_))) {
+      if (PROFTRACE_UNLIKELY(h >= limit_)) return push_record(ticks, where, payload, kind, nullptr, 0);
+      store_short(h, ticks, where, payload, kind);
+      head_.store(h + 1, std::memory_order_release);
+      return h;
+    }
+    if (PROFTRACE_UNLIKELY(h + 1 >= limit_)) return push_record(ticks, where, payload, kind, nullptr, 0);
+    store_full(h, ticks, where, payload, static_cast<std::uint64_t>(kind));
+    head_.store(h + 2, std::memory_order_release);
     return h;
   }
 
-  // A record of 1 + n_ext slots: the head event, then `ext_words` (n_ext * 4
-  // words) in extension slots. Published all at once. Returns its index, or
-  // no_begin.
+  // A record with n_ext extension events: the head, then `ext_words`
+  // (n_ext * 4 words, the fourth of each unused) in two slots each.
+  // Published all at once. Returns its index, or no_begin.
   std::uint64_t push_record(std::uint64_t ticks, std::uint64_t where, std::uint64_t payload, event_kind kind,
                             const std::uint64_t* ext_words, std::uint32_t n_ext) noexcept;
 
@@ -90,15 +98,15 @@ class ring {
 
   // ---- consumer side (the flusher lock holder only) ----
 
-  // Copies the unread records (at most `max` slots, whole records only) into
-  // `out`, frees their slots and returns how many valid slots start at
-  // `out + *first` (*first is always 0 now; kept for callers). When records
-  // were overwritten under drop_oldest since the last call, the first slot
-  // handed out is a `gap` record. Records overwritten are counted, in
-  // records, in overwritten().
+  // Copies the unread records (at most `max` events, whole records only)
+  // into `out` as 32-byte events, frees their slots and returns how many
+  // events start at `out + *first` (*first is always 0 now; kept for
+  // callers). When records were overwritten under drop_oldest since the last
+  // call, the first event handed out is a `gap` record. Records overwritten
+  // are counted, in records, in overwritten().
   std::size_t consume(event* out, std::size_t max, std::size_t* first) noexcept;
   std::uint64_t overwritten() const noexcept { return overwritten_.load(std::memory_order_relaxed); }
-  // Slots published and not yet consumed (or overwritten).
+  // Slots (16 bytes) published and not yet consumed (or overwritten).
   std::uint64_t unread() const noexcept {
     return head_.load(std::memory_order_acquire) - tail_.load(std::memory_order_relaxed);
   }
@@ -108,13 +116,38 @@ class ring {
   bool producer_asleep() const noexcept { return producer_sleeps_.load(std::memory_order_seq_cst) != 0; }
 
  private:
-  PROFTRACE_ALWAYS_INLINE void store_slot(std::uint64_t index, std::uint64_t w0, std::uint64_t w1,
-                                          std::uint64_t w2, std::uint64_t w3) noexcept {
-    std::uint64_t* s = words_ + (index & mask_) * words_per_event;
+  PROFTRACE_ALWAYS_INLINE void store_words(std::uint64_t slot, std::uint64_t w0, std::uint64_t w1) noexcept {
+    std::uint64_t* s = words_ + (slot & mask_) * words_per_slot;
     std::atomic_ref<std::uint64_t>(s[0]).store(w0, std::memory_order_relaxed);
     std::atomic_ref<std::uint64_t>(s[1]).store(w1, std::memory_order_relaxed);
-    std::atomic_ref<std::uint64_t>(s[2]).store(w2, std::memory_order_relaxed);
-    std::atomic_ref<std::uint64_t>(s[3]).store(w3, std::memory_order_relaxed);
+  }
+  // A one-slot record (takes_one_slot): a begin keeps its site, an end the
+  // distance back to its begin.
+  PROFTRACE_ALWAYS_INLINE void store_short(std::uint64_t index, std::uint64_t ticks, std::uint64_t where,
+                                           std::uint64_t payload, event_kind kind) noexcept {
+    store_words(index, ticks,
+                kind == event_kind::begin ? std::uint64_t{tag_short_begin} << slot_tag_shift | where
+                                          : std::uint64_t{tag_short_end} << slot_tag_shift | (index - payload));
+  }
+  // A two-slot head; `kind_word`: the kind | its extension count << 32.
+  PROFTRACE_ALWAYS_INLINE void store_full(std::uint64_t index, std::uint64_t ticks, std::uint64_t where,
+                                          std::uint64_t payload, std::uint64_t kind_word) noexcept {
+    store_words(index, ticks, std::uint64_t{tag_full} << slot_tag_shift | kind_word);
+    store_words(index + 1, where, payload);
+  }
+  // How many slots the record at `index` takes (the producer's own, or a
+  // consumer's copy of its first slot's second word).
+  static std::uint64_t slots_of(std::uint64_t tag_word) noexcept {
+    const std::uint64_t tag = tag_word >> slot_tag_shift;
+    if (tag == tag_short_begin || tag == tag_short_end) return 1;
+    return 2 + 2 * ((tag_word >> 32) & 0xffffff);
+  }
+  // Writes the record at `h` (one slot or two, then its extensions).
+  std::uint64_t store_record(std::uint64_t h, std::uint64_t ticks, std::uint64_t where, std::uint64_t payload,
+                             event_kind kind, const std::uint64_t* ext_words, std::uint32_t n_ext) noexcept;
+  std::uint64_t record_slots(std::uint64_t where, std::uint64_t payload, event_kind kind,
+                             std::uint32_t n_ext) const noexcept {
+    return n_ext == 0 && takes_one_slot(kind, where, payload, ring_uid_of(base_)) ? 1 : 2 + 2 * std::uint64_t{n_ext};
   }
 
   // The kinds that open a scope: a wait for room goes before them.
@@ -126,9 +159,9 @@ class ring {
   // Slow path, taken past the watermark: refreshes the cached tail, wakes the
   // flusher, and when there is no room for `n` slots applies the overflow
   // policy. Writes the gap record owed after a drop (with `ticks`, the next
-  // record's). After a wait under `block` it also writes the wait's record,
-  // at `h` before a record of a `kind` that opens a scope, else at the slot
-  // after the record's n, and sets wait_end_. Returns where the record goes,
+  // record's; two slots). After a wait under `block` it also writes the
+  // wait's record (two slots), at `h` before a record of a `kind` that opens
+  // a scope, else at the slot after the record's n, and sets wait_end_. Returns where the record goes,
   // or no_begin: the record is dropped (and counted).
   PROFTRACE_NOINLINE std::uint64_t make_room(std::uint64_t h, std::uint32_t n, std::uint64_t ticks,
                                              event_kind kind) noexcept;
