@@ -145,8 +145,8 @@ std::atomic<std::uint64_t> too_deep_pushes{0};  // recording, past max_c_depth: 
 // pair with them.
 constexpr std::size_t max_c_depth = 256;
 struct c_frame {
-  const site* where;
-  std::uint64_t begin;  // no_begin: not recorded
+  const site* where;    // null: nothing recorded (no session), so the pop records nothing
+  std::uint64_t begin;  // no_begin: the ring dropped it (its end is still recorded, and counted)
   counter_marks counters;
 };
 struct c_stack {
@@ -224,7 +224,7 @@ void push_frame(const site* where, std::uint64_t begin, counter_marks counters) 
 }
 
 void end_thread_step() noexcept {
-  if (c_step_site != nullptr && c_step_begin != no_begin) record_end(c_step_site, c_step_begin);
+  if (c_step_site != nullptr) record_end(c_step_site, c_step_begin);  // a dropped begin's end counts too
   c_step_site = nullptr;
   c_step_begin = no_begin;
 }
@@ -375,14 +375,16 @@ void proftrace_push(const char* name) {
 }
 
 void proftrace_push_n(const char* name, size_t length) {
+  const pd::site* where = nullptr;  // set once a begin is recorded (or dropped): the pop records its end
   std::uint64_t begin = pd::no_begin;
   pd::counter_marks counters;
   counters.open(0);
   if (pd::recording() && pd::c_scopes.depth < pd::max_c_depth) {
+    where = &pd::c_push_site;
     counters.open(pd::session_state.load(std::memory_order_relaxed));
-    begin = pd::record_dynamic_begin(&pd::c_push_site, std::string_view(name ? name : "", name ? length : 0));
+    begin = pd::record_dynamic_begin(where, std::string_view(name ? name : "", name ? length : 0));
   }
-  pd::push_frame(&pd::c_push_site, begin, counters);
+  pd::push_frame(where, begin, counters);
 }
 
 void proftrace_push_literal(const char* name) {
@@ -410,7 +412,8 @@ void proftrace_pop(void) {
   if (st.depth >= pd::max_c_depth) return;
   pd::c_frame f = st.frames[st.depth];
   f.counters.close(f.where != nullptr ? f.begin : pd::no_begin);
-  if (f.begin != pd::no_begin && f.where != nullptr) pd::record_end(f.where, f.begin);
+  // After a dropped begin too: its end is counted, unpaired, as the lost scope's second event.
+  if (f.where != nullptr) pd::record_end(f.where, f.begin);
 }
 
 uint64_t proftrace_unmatched_pops(void) { return pd::unmatched_pops.load(std::memory_order_relaxed); }

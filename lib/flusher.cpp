@@ -165,12 +165,11 @@ struct flusher::impl {
       // What was there when the drain came is taken; what a running producer
       // adds meanwhile only in batches: consuming right behind it would make
       // it take back every cache line of the ring from this core.
-      std::uint64_t owed = r.unread();
+      const std::uint64_t owed = r.published();
       for (std::size_t round = 0; round <= 2 * r.capacity() / chunk.size() + 1 && !(yield && caller_waits()); ++round) {
-        if (owed == 0 && yield && r.unread() < min_batch) break;
+        if (r.taken() >= owed && yield && r.unread() < min_batch) break;
         std::size_t first = 0;
         const std::size_t n = r.consume(chunk.data(), chunk.size(), &first);
-        owed -= std::min<std::uint64_t>(owed, n);
         route(ts, chunk.data() + first, n, split, split_ticks, parking);
         if (current && current->buffered() > commit_bytes) current->commit();
         if (n == 0 && first == 0) break;

@@ -1,9 +1,11 @@
 // Internal: the layouts of multi-slot ring records, written by the recorder
 // (lib/recorder.cpp) and read by pairing — one place for each.
 //
-// A record is a head event and `extra` extension slots. Extension slots keep
-// their kind in word 3 (a drained slot is told from a head by it), so only
-// words 0..2 of each slot carry data: `data_words` skips word 3.
+// A record is a head event and `extra` extension events, as the ring's
+// consumer hands them out (in the ring each takes two 16-byte slots). An
+// extension event keeps its kind in word 3 (a drained event is told from a
+// head by it), so only words 0..2 of each carry data: `data_words` skips
+// word 3.
 #pragma once
 
 #include <algorithm>

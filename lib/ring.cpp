@@ -194,7 +194,7 @@ std::uint64_t ring::make_room(std::uint64_t h, std::uint32_t n, std::uint64_t ti
 
 std::uint64_t ring::store_record(std::uint64_t h, std::uint64_t ticks, std::uint64_t where, std::uint64_t payload,
                                  event_kind kind, const std::uint64_t* ext_words, std::uint32_t n_ext) noexcept {
-  if (n_ext == 0 && takes_one_slot(kind, where, payload, ring_uid_of(base_))) {
+  if (takes_one_slot(kind, where, payload, n_ext, ring_uid_of(base_))) {
     store_short(h, ticks, where, payload, kind);
     return 1;
   }
@@ -210,6 +210,7 @@ std::uint64_t ring::store_record(std::uint64_t h, std::uint64_t ticks, std::uint
 std::uint64_t ring::push_record(std::uint64_t ticks, std::uint64_t where, std::uint64_t payload, event_kind kind,
                                 const std::uint64_t* ext_words, std::uint32_t n_ext) noexcept {
   std::uint64_t h = head_.load(std::memory_order_relaxed);
+  if (PROFTRACE_UNLIKELY(not_yet_written(kind, payload, h))) payload = no_begin;
   const std::uint64_t n = record_slots(where, payload, kind, n_ext);
   std::uint64_t next = h + n;  // where the head goes
   if (h + n > limit_) {

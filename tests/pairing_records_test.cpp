@@ -170,6 +170,38 @@ TEST_CASE("pairing: a scope that ends on another thread becomes an async range, 
   }
 }
 
+TEST_CASE("pairing: what ran inside a scope that ended on another thread is its parent's child time, in either drain order") {
+  // spawn { moved { before[20, 1020] } ... } on thread 1; moved ends on thread 2.
+  const pt::site spawn{"spawn", "", "f.cpp", 7, pt::category::user_annotation};
+  const pt::site moved{"moved", "", "f.cpp", 8, pt::category::user_annotation};
+  const pt::site before{"before", "", "f.cpp", 9, pt::category::user_annotation};
+  for (const bool ending_thread_first : {false, true}) {
+    CAPTURE(ending_thread_first);
+    fixture f;
+    auto t1 = thread_of(1, 1);
+    auto t2 = thread_of(2, 2);
+    f.pairs.attach(t1);
+    f.pairs.attach(t2);
+    const std::vector<pt::event> on_1 = {begin(10, spawn), begin(11, moved), begin(20, before),
+                                         end(1020, before, index_of(1, 2)), end(1030, spawn, index_of(1, 0))};
+    const std::vector<pt::event> on_2 = {end(1025, moved, index_of(1, 1))};
+    if (ending_thread_first) {
+      f.feed(t1, {on_1.begin(), on_1.begin() + 4});  // the end comes while spawn is open
+      f.feed(t2, on_2);
+      f.feed(t1, {on_1.begin() + 4, on_1.end()});
+    } else {
+      f.feed(t1, on_1);  // spawn's end gives moved up first
+      f.feed(t2, on_2);
+    }
+    REQUIRE(f.sink.scopes.size() == 2);
+    CHECK(f.sink.scopes[0].name == "before");
+    CHECK(f.sink.scopes[1].name == "spawn");
+    CHECK(f.sink.scopes[1].self == 1020 - 1000);  // the trace's nesting: before is spawn's child
+    REQUIRE(f.sink.asyncs.size() == 1);
+    CHECK(f.sink.asyncs[0].name == "moved");
+  }
+}
+
 TEST_CASE("pairing: memory resolved in time order across threads, whichever ring is drained first") {
   fixture f;
   auto t1 = thread_of(1, 1);
@@ -314,6 +346,46 @@ TEST_CASE("pairing: a name longer than the maximum is cut on a UTF-8 boundary an
   std::vector<pt::event> empty;
   push_text_record(empty, dynamic_begin(10, site_a), "");
   CHECK(empty.size() == 2);
+}
+
+TEST_CASE("pairing: after a loss, an arg or a FLOP count is counted, never given to a scope it may not belong to") {
+  fixture f;
+  auto ts = thread_of(7, 1);
+  f.pairs.attach(ts);
+  // a's begin, then a gap (the producer dropped b's begin), then b's arg and
+  // FLOPs, then a later scope c whose arg is kept, then a's end.
+  const pt::event gap{25, 1, 0, static_cast<std::uint32_t>(pt::event_kind::gap), 0};
+  const pt::event flops{27, 0, 100, static_cast<std::uint32_t>(pt::event_kind::flops), 0};
+  const pt::site site_c{"c", "", "f.cpp", 3, pt::category::cpu_op};
+  // Slots: a 0, the gap 1-2, the arg 3-4, the FLOPs 5-6, c 7, c's arg 8-9, c's end 10, a's end 11.
+  f.feed(ts, {begin(10, site_a), gap, arg(26, key_n, pt::arg_type::integer, 5), flops, begin(30, site_c),
+              arg(31, key_n, pt::arg_type::integer, 6), end(40, site_c, index_of(1, 7)), end(50, site_a, index_of(1, 0))});
+  REQUIRE(f.sink.closed.size() == 2);
+  const pt::open_scope& c = f.sink.closed[0];
+  REQUIRE(c.args.size() == 1);
+  CHECK(c.args[0].integer == 6);
+  const pt::open_scope& a = f.sink.closed[1];
+  CHECK(a.args.empty());
+  CHECK(a.flops == 0);
+  CHECK(f.sink.losses.unpaired == 2);
+}
+
+TEST_CASE("pairing: a begin with payload 0 and an extension (step 0 with a CUDA id) counts its four slots") {
+  const pt::site step{"ProfilerStep#0", "", "f.cpp", 9, pt::category::step};
+  fixture f;
+  auto ts = thread_of(7, 1);
+  f.pairs.attach(ts);
+  const std::uint64_t cuda_id = pt::cuda_external_id_marker | 42;
+  pt::event ext{cuda_id, 0, 0, static_cast<std::uint32_t>(pt::event_kind::extension), 0};
+  pt::event head = begin(10, step);
+  head.extra = 1;
+  // The step's begin takes slots 0 to 3, a's begin slot 4.
+  f.feed(ts, {head, ext, begin(11, site_a), end(12, site_a, index_of(1, 4)), end(20, step, index_of(1, 0))});
+  REQUIRE(f.sink.closed.size() == 2);
+  CHECK(f.sink.scopes[0].name == "a");
+  CHECK(f.sink.closed[1].external_id == cuda_id);
+  CHECK(f.sink.losses.total() == 0);
+  CHECK(ts.stack.empty());
 }
 
 TEST_CASE("pairing: leaf scopes closed in one step give what the stack gives, around gaps, nesting and chunk cuts") {

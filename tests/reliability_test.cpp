@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include <proftrace/proftrace.h>
 #include <proftrace/proftrace.hpp>
 
 #include "registry.hpp"
@@ -81,6 +82,38 @@ TEST_CASE("overflow, every policy: written + lost = produced, exactly, in the tr
         CHECK(table.table().find("Lost events") == std::string::npos);
         break;
     }
+  }
+}
+
+TEST_CASE("overflow: a scope of every kind is two events, lost or written (runtime names, C pushes included)") {
+  for (const auto policy : {proftrace::overflow_policy::drop, proftrace::overflow_policy::drop_oldest}) {
+    CAPTURE(static_cast<int>(policy));
+    temp_dir out("kinds");
+    proftrace::profile p({.overflow = policy, .ring_events = 64, .flush_period = std::chrono::milliseconds(500)});
+    constexpr int rounds = 5000;
+    p.start();
+    std::jthread([] {
+      for (int i = 0; i < rounds; ++i) {
+        { PROF_SCOPE_DYNAMIC(std::string("dynamic")); }
+        proftrace_push("c push");
+        proftrace_pop();
+        proftrace_push_literal("c literal");
+        proftrace_pop();
+        { PROF_SCOPE("plain"); }
+      }
+    }).join();
+    p.stop();
+    p.export_chrome_trace(out.path / "t.json");
+    const auto trace = read_trace(out.path / "t.json");
+    // A complete scope is both its events; a truncated one its begin only.
+    std::int64_t written = 0;
+    for (const char* name : {"dynamic", "c push", "c literal", "plain"})
+      for (const auto& e : events_named(trace, name)) {
+        const auto* args = e.if_contains("args");
+        written += args && args->as_object().contains("truncated") ? 1 : 2;
+      }
+    CHECK(counter(trace, "lost_events_total") > 0);
+    CHECK(written + counter(trace, "lost_events_total") == 2 * 4 * rounds);
   }
 }
 

@@ -390,6 +390,48 @@ TEST_CASE("ring: a copy cut anywhere keeps records whole, one-slot and longer on
   }
 }
 
+TEST_CASE("ring: the slots a consumer counts for each record are the slots its producer used") {
+  pd::set_overflow_policy(proftrace::overflow_policy::drop);
+  pd::ring r(64);
+  const std::uint64_t base = r.uid() << pd::ring_uid_shift;
+  const std::uint64_t stale = base + 1000;  // an index of a former ring with this uid, not reached here
+  const std::uint64_t other = (r.uid() + 1) << pd::ring_uid_shift;
+  const std::uint64_t words[4] = {77, 0, 0, 0};
+  std::vector<std::uint64_t> at;
+  at.push_back(r.push(1, scope, 0, pd::event_kind::begin));                       // one slot
+  at.push_back(r.push_record(2, scope, 0, pd::event_kind::begin, words, 1));     // step 0 with a CUDA id: four
+  at.push_back(r.push(3, scope, at[1], pd::event_kind::end));                    // one
+  at.push_back(r.push(4, scope, stale, pd::event_kind::end));                    // no_begin, two
+  at.push_back(r.push_record(5, scope, stale, pd::event_kind::end, nullptr, 0));  // the same, out of line
+  at.push_back(r.push(6, scope, other, pd::event_kind::end));                    // another ring's begin: two
+  at.push_back(r.push(7, scope, 0, pd::event_kind::end));                        // by site: two
+  at.push_back(r.push(8, scope, at[0], pd::event_kind::end));                    // one
+  at.push_back(r.push(9, scope, 5, pd::event_kind::begin));                      // a payload: two
+  CHECK(at[2] == at[1] + 4);
+  std::vector<pd::event> buf(64);
+  std::size_t first = 0;
+  const std::size_t n = r.consume(buf.data(), buf.size(), &first);
+  std::uint64_t index = base;
+  std::size_t record = 0;
+  for (std::size_t i = 0; i < n; i += 1 + buf[i].extra, ++record) {
+    CAPTURE(record);
+    REQUIRE(record < at.size());
+    CHECK(buf[i].ticks == record + 1);
+    CHECK(index == at[record]);
+    index += pd::ring_slots(buf[i], r.uid());
+  }
+  CHECK(record == at.size());
+  CHECK(index == r.published());
+  CHECK(buf[1].extra == 1);
+  CHECK(buf[2].ticks == 77);  // the extension's words
+  CHECK(buf[3].payload == at[1]);
+  CHECK(buf[4].payload == pd::no_begin);
+  CHECK(buf[5].payload == pd::no_begin);
+  CHECK(buf[6].payload == other);
+  CHECK(buf[7].where == scope);  // an end in two slots keeps its site
+  CHECK(buf[8].payload == at[0]);
+}
+
 TEST_CASE("ring: drop_oldest overwrites whole records of every size, and ends still name their begins") {
   pd::set_overflow_policy(proftrace::overflow_policy::drop_oldest);
   pd::ring r(64);

@@ -295,15 +295,23 @@ class pairing {
   void add_flops(thread_state& ts, const event& e, Sink* w) {
     if (e.where != 0) ++w->counts.invalid_flop_estimates;
     else if (ts.stack.empty()) ++w->counts.unscoped_flop_estimates;
+    else if (ts.stack.back().frozen) ++w->losses.unpaired;  // see add_arg
     else ts.stack.back().flops += static_cast<std::int64_t>(e.payload);
   }
 
   // A PROF_ARG value: attached to the innermost open scope (none open, or
   // more than max_scope_args on it: dropped and counted).
   // A key given again replaces its value (the last wins, as one JSON key).
+  // After a loss (the innermost scope is frozen), the scope it was given to
+  // may be one whose begin was lost: counted as unpaired, never attached to
+  // a scope it may not belong to.
   void add_arg(thread_state& ts, const event& e, Sink* w) {
     if (ts.stack.empty()) {
       ++w->counts.dropped_args;
+      return;
+    }
+    if (ts.stack.back().frozen) {
+      ++w->losses.unpaired;
       return;
     }
     scope_arg a;
@@ -459,6 +467,9 @@ class pairing {
     }
     open_scope s = std::move(top);
     pop(ts);
+    // No scope's child from here on: what ran inside it on this thread
+    // counts as its parent's children, as in the written trace.
+    if (!ts.stack.empty()) ts.stack.back().child_ns += s.child_ns;
     if (s.announced) w->withdrawn(ts, s, std::max(w->to_ns(ts.last_ticks), s.begin_ns));
     const open_async a{s.where, s.begin_ns, ts.tid, s.external_id, w->to_ns(ts.last_ticks), thread_gone, s.dynamic_name};
     if (const auto early = early_moved_ends_.find(s.index); early != early_moved_ends_.end()) {
@@ -511,6 +522,7 @@ class pairing {
     const open_async a{it->where, it->begin_ns, o.tid, it->external_id, 0, false, it->dynamic_name};
     if (it->announced) w->withdrawn(o, *it, std::max(ns, it->begin_ns));
     const auto at = static_cast<std::size_t>(it - o.stack.begin());
+    if (at > 0) o.stack[at - 1].child_ns += it->child_ns;  // as give_up_top: its children become its parent's
     o.stack.erase(it);
     if (o.frozen > at) --o.frozen;
     write_moved(*w, a, ns, end_tid);

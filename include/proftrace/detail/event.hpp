@@ -1,5 +1,5 @@
-// proftrace/detail/event.hpp — the fixed-size record a hot path writes.
-// Not API.
+// proftrace/detail/event.hpp — what a hot path records, and how it lies in a
+// ring's 16-byte slots. Not API.
 #pragma once
 
 #include <cstdint>
@@ -16,8 +16,8 @@ enum class event_kind : std::uint32_t {
   complete = 3,  // payload: begin ticks; `ticks` is the end
   instant = 4,
   counter = 5,   // payload: the value's bits (double)
-  shapes = 6,    // a begin with input shapes (payload as begin's); `extra` slots follow
-  extension = 7, // a slot that continues the record before it
+  shapes = 6,    // a begin with input shapes (payload as begin's); `extra` extension events follow
+  extension = 7, // an event that continues the record before it (two ring slots)
   flops = 8,     // payload: a FLOP count for the enclosing scope; where: 1 if the estimate was invalid
   alloc = 9,     // where: the address; payload: bytes | category << 48 | (device + 1) << 56
   free = 10,     // where: the address; payload: (device + 1) << 56
@@ -38,15 +38,16 @@ enum class event_kind : std::uint32_t {
 // The type of a PROF_ARG value, in the low bits of an arg record's `where`.
 enum class arg_type : std::uint32_t { integer = 0, floating = 1, string = 2, unsigned_integer = 3 };
 
-// Four 64-bit words so that slots can be written and read word by word with
-// relaxed atomics (drop_oldest lets the producer overwrite a slot the flusher
-// is reading; the flusher validates its copy afterwards).
+// A record as the consumer hands it out (ring::consume), whatever the slots
+// it took: four 64-bit words. In the ring, slots are written and read word by
+// word with relaxed atomics (drop_oldest lets the producer overwrite a slot
+// the flusher is reading; the flusher validates its copy afterwards).
 struct event {
   std::uint64_t ticks;
-  std::uint64_t where;    // const site* (or raw words in an extension slot)
+  std::uint64_t where;    // const site* (or raw words in an extension event)
   std::uint64_t payload;
   std::uint32_t kind;     // event_kind
-  std::uint32_t extra;    // number of extension slots that follow
+  std::uint32_t extra;    // number of extension events that follow
 };
 
 static_assert(sizeof(event) == 32, "an event is exactly 32 bytes: 2 per cache line");
@@ -105,8 +106,12 @@ enum slot_tag : std::uint64_t { tag_full = 0x80, tag_short_begin = 0x81, tag_sho
 
 // Whether a record takes one slot: a pure function of the record, so that
 // the consumer (pairing counts indices) agrees with the producer. `uid`:
-// the ring's.
-constexpr bool takes_one_slot(event_kind kind, std::uint64_t where, std::uint64_t payload, std::uint64_t uid) noexcept {
+// the ring's; `n_ext`: its extension events. (The producer writes an end
+// that names an index of its ring it has not reached, a stale index of a
+// former ring with the same uid, as no_begin: ring::push.)
+constexpr bool takes_one_slot(event_kind kind, std::uint64_t where, std::uint64_t payload, std::uint32_t n_ext,
+                              std::uint64_t uid) noexcept {
+  if (n_ext != 0) return false;
   if (kind == event_kind::begin) return payload == 0 && where <= slot_low_bits;
   // No ring's uid is 0 (the uid of payloads 0 and cancel_end) nor all ones
   // (no_begin's): a matching uid names a begin.
@@ -117,7 +122,7 @@ constexpr bool takes_one_slot(event_kind kind, std::uint64_t where, std::uint64_
 constexpr std::uint64_t ring_slots(const event& e, std::uint64_t uid) noexcept {
   const auto kind = static_cast<event_kind>(e.kind);
   if (kind == event_kind::extension) return 2;
-  return takes_one_slot(kind, e.where, e.payload, uid) ? 1 : 2 + 2 * std::uint64_t{e.extra};
+  return takes_one_slot(kind, e.where, e.payload, e.extra, uid) ? 1 : 2 + 2 * std::uint64_t{e.extra};
 }
 
 }  // namespace detail

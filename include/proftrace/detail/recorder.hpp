@@ -295,7 +295,7 @@ class dynamic_scope_guard {
   ~dynamic_scope_guard() {
     if (!site_) return;
     counters_.close(begin_);
-    if (begin_ != no_begin) record_end(site_, begin_);
+    record_end(site_, begin_);  // after a dropped begin too: counted, unpaired, as the lost scope's second event
     gpu_.close();
   }
   dynamic_scope_guard(const dynamic_scope_guard&) = delete;

@@ -74,11 +74,14 @@ class ring {
   PROFTRACE_ALWAYS_INLINE std::uint64_t push(std::uint64_t ticks, std::uint64_t where, std::uint64_t payload,
                                              event_kind kind) noexcept {
     const std::uint64_t h = head_.load(std::memory_order_relaxed);
-    if (takes_one_slot(kind, where, payload, ring_uid_of(base_))) {
-      if (PROFTRACE_UNLIKELY(h >= limit_)) return push_record(ticks, where, payload, kind, nullptr, 0);
-      store_short(h, ticks, where, payload, kind);
-      head_.store(h + 1, std::memory_order_release);
-      return h;
+    if (takes_one_slot(kind, where, payload, 0, ring_uid_of(base_))) {
+      if (PROFTRACE_LIKELY(kind == event_kind::begin || payload < h)) {
+        if (PROFTRACE_UNLIKELY(h >= limit_)) return push_record(ticks, where, payload, kind, nullptr, 0);
+        store_short(h, ticks, where, payload, kind);
+        head_.store(h + 1, std::memory_order_release);
+        return h;
+      }
+      payload = no_begin;  // see not_yet_written
     }
     if (PROFTRACE_UNLIKELY(h + 1 >= limit_)) return push_record(ticks, where, payload, kind, nullptr, 0);
     store_full(h, ticks, where, payload, static_cast<std::uint64_t>(kind));
@@ -111,6 +114,10 @@ class ring {
     return head_.load(std::memory_order_acquire) - tail_.load(std::memory_order_relaxed);
   }
   bool empty() const noexcept { return unread() == 0; }
+  // The index the producer's next record gets, and the one up to which this
+  // consumer took records: a drain takes what was published when it came.
+  std::uint64_t published() const noexcept { return head_.load(std::memory_order_acquire); }
+  std::uint64_t taken() const noexcept { return consumed_; }
   // True while the producer sleeps for room under `block` (it wakes each
   // millisecond to look again): a test knows its wait has begun.
   bool producer_asleep() const noexcept { return producer_sleeps_.load(std::memory_order_seq_cst) != 0; }
@@ -147,7 +154,14 @@ class ring {
                              event_kind kind, const std::uint64_t* ext_words, std::uint32_t n_ext) noexcept;
   std::uint64_t record_slots(std::uint64_t where, std::uint64_t payload, event_kind kind,
                              std::uint32_t n_ext) const noexcept {
-    return n_ext == 0 && takes_one_slot(kind, where, payload, ring_uid_of(base_)) ? 1 : 2 + 2 * std::uint64_t{n_ext};
+    return takes_one_slot(kind, where, payload, n_ext, ring_uid_of(base_)) ? 1 : 2 + 2 * std::uint64_t{n_ext};
+  }
+  // An end naming an index of this ring's uid that this ring has not
+  // written (at `h`): a stale index of a former ring with the same uid
+  // (uids wrap). It names no begin here: written as no_begin (unpaired), in
+  // two slots, so no distance back is ever negative.
+  bool not_yet_written(event_kind kind, std::uint64_t payload, std::uint64_t h) const noexcept {
+    return kind == event_kind::end && ring_uid_of(payload) == ring_uid_of(base_) && payload >= h;
   }
 
   // The kinds that open a scope: a wait for room goes before them.
