@@ -74,15 +74,17 @@ class ring {
   PROFTRACE_ALWAYS_INLINE std::uint64_t push(std::uint64_t ticks, std::uint64_t where, std::uint64_t payload,
                                              event_kind kind) noexcept {
     const std::uint64_t h = head_.load(std::memory_order_relaxed);
-    if (takes_one_slot(kind, where, payload, 0, ring_uid_of(base_))) {
-      if (PROFTRACE_LIKELY(kind == event_kind::begin || payload < h)) {
-        if (PROFTRACE_UNLIKELY(h >= limit_)) return push_record(ticks, where, payload, kind, nullptr, 0);
-        store_short(h, ticks, where, payload, kind);
-        head_.store(h + 1, std::memory_order_release);
-        return h;
-      }
-      payload = no_begin;  // see not_yet_written
+    // takes_one_slot, with an end's test as one compare: its begin lies in
+    // [base_, h), which has this ring's uid (and the stale indices of
+    // not_yet_written fail it).
+    if (kind == event_kind::begin ? payload == 0 && where <= slot_low_bits
+                                  : kind == event_kind::end && payload - base_ < h - base_) {
+      if (PROFTRACE_UNLIKELY(h >= limit_)) return push_record(ticks, where, payload, kind, nullptr, 0);
+      store_short(h, ticks, where, payload, kind);
+      head_.store(h + 1, std::memory_order_release);
+      return h;
     }
+    if (PROFTRACE_UNLIKELY(not_yet_written(kind, payload, h))) payload = no_begin;
     if (PROFTRACE_UNLIKELY(h + 1 >= limit_)) return push_record(ticks, where, payload, kind, nullptr, 0);
     store_full(h, ticks, where, payload, static_cast<std::uint64_t>(kind));
     head_.store(h + 2, std::memory_order_release);
