@@ -159,7 +159,9 @@ constinit thread_local c_stack c_scopes{};
 constinit thread_local const site* c_step_site = nullptr;
 constinit thread_local std::uint64_t c_step_begin = no_begin;
 
-const site c_push_site{"proftrace_push", "", "proftrace.h", 0, category::user_annotation};
+// A push's name is its runtime text: an empty one (or NULL, or Fortran's
+// all blanks) stays empty, as proftrace_push_literal("") is, not this site's.
+const site c_push_site{"", "", "proftrace.h", 0, category::user_annotation};
 
 // Sites for names that C passes at run time (literals, instants, counters,
 // arg keys): one per (text, category), kept for the life of the process.
@@ -259,9 +261,12 @@ void finish(c_session* s) {
   delete s;
 }
 
-void stop_environment_session_at_exit() {
+// A session still running at exit (PROFTRACE_CONFIG's, or a
+// proftrace_start never stopped) stops as proftrace_stop would: its table
+// printed when asked, unmatched pops reported.
+void stop_c_session_at_exit() {
   std::lock_guard lock(c_session_mutex);
-  if (current && current->from_environment) {
+  if (current) {
     finish(current);
     current = nullptr;
   }
@@ -293,6 +298,10 @@ int start_session(const char* config, bool from_environment) {
     s->from_environment = from_environment;
     s->p->start();
     current = s.release();
+    // Registered after the first session (and the flusher) started, so it
+    // runs before their statics are destroyed.
+    static const bool stops_at_exit = std::atexit(stop_c_session_at_exit) == 0;
+    (void)stops_at_exit;
   } catch (const std::exception& e) {
     last_error = (from_environment ? "PROFTRACE_CONFIG: " : "proftrace_start: ") + std::string(e.what());
     return 3;
@@ -322,13 +331,8 @@ void start_from_environment() noexcept {
   const char* config = std::getenv("PROFTRACE_CONFIG");
   if (config == nullptr || *config == '\0') return;
   try {
-    if (start_session(config, true) != 0) {
+    if (start_session(config, true) != 0)
       std::fprintf(stderr, "proftrace: %s; the program runs unprofiled\n", last_error.c_str());
-      return;
-    }
-    // Registered after the session (and the flusher) started, so it runs
-    // before their statics are destroyed.
-    std::atexit(stop_environment_session_at_exit);
   } catch (...) {
     std::fprintf(stderr, "proftrace: PROFTRACE_CONFIG: the session could not start; the program runs unprofiled\n");
   }

@@ -25,13 +25,14 @@ std::int64_t current_tid() noexcept { return static_cast<std::int64_t>(::syscall
 // thread-locals are destroyed by exit() (returning from main calls it)
 // before the atexit handlers, one of which stops a running session; its
 // scopes still open then close at that stop as at any stop, not as scopes
-// that will end on another thread.
+// that will end on another thread, and it keeps its ring until then (the C
+// API's open step records its end there).
 struct thread_exit_hook {
   thread_record* record = nullptr;
   ~thread_exit_hook() {
-    this_thread_exiting = true;
-    this_thread_ring = nullptr;
+    this_thread_exiting = true;  // no new ring from here on
     if (record && current_tid() != ::getpid()) {
+      this_thread_ring = nullptr;
       record->exit_ticks = now_ticks();
       record->exited.store(true, std::memory_order_release);
       wake_flusher();

@@ -134,6 +134,26 @@ TEST_CASE("the C API: pushes nested past 256 are not recorded, and the stop says
   CHECK(warnings.contains("44 proftrace_push() call(s) nested deeper than 256"));
 }
 
+TEST_CASE("the C API: an empty name is one empty-named row, however it was pushed") {
+  temp_dir out("c-api-empty");
+  const std::string config = "out=" + out.path.string() + ",format=json";
+  REQUIRE(proftrace_start(config.c_str()) == 0);
+  proftrace_push("");
+  proftrace_pop();
+  proftrace_push(nullptr);
+  proftrace_pop();
+  proftrace_push_n("x", 0);
+  proftrace_pop();
+  proftrace_push_literal("");
+  proftrace_pop();
+  proftrace_stop();
+  const auto files = files_in(out.path);
+  REQUIRE(files.size() == 1);
+  const auto trace = read_trace(files[0]);
+  CHECK(events_named(trace, "").size() == 4);
+  CHECK(events_named(trace, "proftrace_push").empty());
+}
+
 TEST_CASE("the C API: proftrace_step drives a schedule; C++ macros land in the same trace") {
   temp_dir out("c-api-steps");
   const std::string config = "out=" + out.path.string() + ",wait=1,warmup=1,active=2,repeat=1";

@@ -278,6 +278,14 @@ TEST_CASE("a full ring's waits and losses: summary gives the session's rows and 
       const std::string table = run_cli({"summary", file.string()}).out;
       CHECK((table.find("Lost events: " + std::to_string(session.losses.total())) != std::string::npos) ==
             (session.losses.total() > 0));
+      // A directory's per-trace tables carry it too.
+      const auto alone = dir.path / "alone";
+      std::filesystem::create_directories(alone);
+      std::filesystem::copy_file(file, alone / file.filename(), std::filesystem::copy_options::overwrite_existing);
+      const std::string per_trace = run_cli({"summary", alone.string()}).out;
+      CHECK((per_trace.find("Lost events: " + std::to_string(session.losses.total())) != std::string::npos) ==
+            (session.losses.total() > 0));
+      std::filesystem::remove_all(alone);
     }
 }
 

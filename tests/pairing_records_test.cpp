@@ -95,6 +95,15 @@ struct fixture {
   }
 };
 
+// Threads 1 and 2, their rings' uids 1 and 2.
+struct two_threads : fixture {
+  pt::thread_state t1 = thread_of(1, 1), t2 = thread_of(2, 2);
+  two_threads() {
+    pairs.attach(t1);
+    pairs.attach(t2);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("pairing: nested scopes close innermost first, with self time and depth") {
@@ -144,11 +153,8 @@ TEST_CASE("pairing: an end with no begin in the trace is counted as unpaired, ne
 TEST_CASE("pairing: a scope that ends on another thread becomes an async range, in either drain order") {
   for (const bool ending_thread_first : {false, true}) {
     CAPTURE(ending_thread_first);
-    fixture f;
-    auto t1 = thread_of(1, 1);
-    auto t2 = thread_of(2, 2);
-    f.pairs.attach(t1);
-    f.pairs.attach(t2);
+    two_threads f;
+    auto &t1 = f.t1, &t2 = f.t2;
     const std::vector<pt::event> on_1 = {begin(10, site_a)};
     const std::vector<pt::event> on_2 = {end(40, site_a, index_of(1, 0))};
     if (ending_thread_first) {
@@ -177,11 +183,8 @@ TEST_CASE("pairing: what ran inside a scope that ended on another thread is its 
   const pt::site before{"before", "", "f.cpp", 9, pt::category::user_annotation};
   for (const bool ending_thread_first : {false, true}) {
     CAPTURE(ending_thread_first);
-    fixture f;
-    auto t1 = thread_of(1, 1);
-    auto t2 = thread_of(2, 2);
-    f.pairs.attach(t1);
-    f.pairs.attach(t2);
+    two_threads f;
+    auto &t1 = f.t1, &t2 = f.t2;
     const std::vector<pt::event> on_1 = {begin(10, spawn), begin(11, moved), begin(20, before),
                                          end(1020, before, index_of(1, 2)), end(1030, spawn, index_of(1, 0))};
     const std::vector<pt::event> on_2 = {end(1025, moved, index_of(1, 1))};

@@ -549,6 +549,22 @@ std::string steps_text(std::int64_t first, std::int64_t last) {
 
 std::string rank_summary::steps() const { return steps_text(first_step, last_step); }
 
+namespace {
+// proftrace's loss counters ("proftrace": {...}) give the table its "Lost
+// events" line, as the session's does.
+void take_loss_counter(const metadata_entry& m, proftrace::loss_counts& losses) {
+  static const std::pair<const char*, std::uint64_t proftrace::loss_counts::*> counters[] = {
+      {"proftrace.dropped_events", &proftrace::loss_counts::dropped},
+      {"proftrace.overwritten_events", &proftrace::loss_counts::overwritten},
+      {"proftrace.unattached_events", &proftrace::loss_counts::unattached},
+      {"proftrace.late_events", &proftrace::loss_counts::late},
+      {"proftrace.unpaired_events", &proftrace::loss_counts::unpaired}};
+  for (const auto& [key, field] : counters)
+    if (m.key == key)
+      if (const auto n = integer_value(m, 0, INT64_MAX)) losses.*field = static_cast<std::uint64_t>(*n);
+}
+}  // namespace
+
 ranks_summary summarize_ranks(const std::filesystem::path& dir, bool group_by_input_shape,
                               std::vector<std::string>& warnings) {
   ranks_summary out;
@@ -565,7 +581,9 @@ ranks_summary summarize_ranks(const std::filesystem::path& dir, bool group_by_in
     s.file = file;
     aggregator agg(group_by_input_shape);
     bool profile_memory = false;
+    proftrace::loss_counts losses;
     for (const auto& m : aggregate(file, agg, warnings, false).metadata) {
+      take_loss_counter(m, losses);
       if (m.key == "profile_memory" && m.value == "1") profile_memory = true;
       if (m.key == "distributedInfo.host" && m.type == json_type::string) s.host = m.value;
       if (m.key == "distributedInfo.rank") {
@@ -580,6 +598,7 @@ ranks_summary summarize_ranks(const std::filesystem::path& dir, bool group_by_in
       }
     }
     s.averages = agg.finish();
+    s.averages.losses = losses;
     s.averages.profile_memory = profile_memory || agg.saw_memory();
     s.first_step = agg.first_step();
     s.last_step = agg.last_step();
@@ -749,20 +768,11 @@ proftrace::event_averages summarize(const std::filesystem::path& path, bool grou
   const read_result r = aggregate(path, agg, warnings, progress);
   auto out = agg.finish();
   trace_info t;
-  // proftrace's loss counters ("proftrace": {...}): the table's "Lost events" line, as the session's.
-  const std::pair<const char*, std::uint64_t proftrace::loss_counts::*> losses[] = {
-      {"proftrace.dropped_events", &proftrace::loss_counts::dropped},
-      {"proftrace.overwritten_events", &proftrace::loss_counts::overwritten},
-      {"proftrace.unattached_events", &proftrace::loss_counts::unattached},
-      {"proftrace.late_events", &proftrace::loss_counts::late},
-      {"proftrace.unpaired_events", &proftrace::loss_counts::unpaired}};
   for (const auto& m : r.metadata) {
     const bool on = (m.type == json_type::number || m.type == json_type::string) && m.value == "1";
     if (m.key == "with_flops" && on) t.with_flops = true;
     if (m.key == "profile_memory" && on) t.profile_memory = true;
-    for (const auto& [key, field] : losses)
-      if (m.key == key)
-        if (const auto n = integer_value(m, 0, INT64_MAX)) out.losses.*field = static_cast<std::uint64_t>(*n);
+    take_loss_counter(m, out.losses);
   }
   t.memory_events = agg.saw_memory();
   t.profile_memory = t.profile_memory || t.memory_events;

@@ -30,6 +30,27 @@ with tempfile.TemporaryDirectory() as d:
     assert len(files) == 1, os.listdir(d)
     assert names(files[0]).count("env work") == 6
     assert "env work" in r.stderr and "Self CPU" in r.stderr, r.stderr
+    assert json.load(open(files[0]))["proftrace"]["lost_events_total"] == 0
+    assert "Lost events" not in r.stderr, r.stderr
+
+# A proftrace_start session never stopped: stopped at exit as
+# proftrace_stop would, its trace written and its table printed.
+with tempfile.TemporaryDirectory() as d:
+    r = run("", "c-start", d)
+    files = glob.glob(os.path.join(d, "*.pt.trace.json"))
+    assert len(files) == 1, os.listdir(d)
+    assert names(files[0]).count("c scope") == 1
+    assert "c scope" in r.stderr and "Self CPU" in r.stderr, r.stderr
+
+# A C API step still open at exit ends at the stop, as recorded: no event is
+# reported lost (its end was once counted as unattached).
+with tempfile.TemporaryDirectory() as d:
+    r = run(f"out={d},table", "c-step")
+    files = glob.glob(os.path.join(d, "*.pt.trace.json"))
+    assert len(files) == 1, os.listdir(d)
+    trace = json.load(open(files[0]))
+    assert trace["proftrace"]["lost_events_total"] == 0, trace["proftrace"]
+    assert "Lost events" not in r.stderr, r.stderr
 
 with tempfile.TemporaryDirectory() as d:
     run(f"out={d},format=pftrace,wait=1,warmup=1,active=2,repeat=1")

@@ -1,11 +1,15 @@
 // Instrumented with macros only, no session code: PROFTRACE_CONFIG alone
 // profiles it (tests/c_api/check_env.py). With "own" as its argument it
-// also starts a session of its own, which takes over from the environment's.
+// also starts a session of its own, which takes over from the environment's;
+// with "c-step" it returns with a C API step open; with "c-start DIR" it
+// starts a C API session writing to DIR with its table and never stops it.
 #include <proftrace/macros.hpp>
 #include <proftrace/profile.hpp>
+#include <proftrace/proftrace.h>
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 namespace {
 int work(int n) {
@@ -27,6 +31,16 @@ int main(int argc, char** argv) {
     { PROF_SCOPE("own session"); }
     p.stop();
     std::printf("own rows: %zu\n", p.key_averages().rows.size());
+  }
+  if (argc > 2 && std::strcmp(argv[1], "c-start") == 0) {
+    const std::string config = std::string("out=") + argv[2] + ",table";
+    if (proftrace_start(config.c_str()) != 0) return 2;
+    proftrace_push("c scope");
+    proftrace_pop();
+  }
+  if (argc > 1 && std::strcmp(argv[1], "c-step") == 0) {
+    proftrace_step();
+    proftrace_step();  // still open when main returns: it ends at the session's stop at exit
   }
   return sum == 15 ? 0 : 1;
 }
