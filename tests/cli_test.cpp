@@ -1378,6 +1378,9 @@ TEST_CASE("validate --repair on the command line: output, default name, -o, vali
   CHECK(r.out == cut.string() + ": repaired: kept 10 events (cut inside event 10 at byte " + std::to_string(at) +
                      "); wrote " + repaired.string() + "\n");
   CHECK(slurp(cut) == text.substr(0, at));  // the input is left alone
+  // summary and validate count the same 10 whole events (not the cut one).
+  CHECK(run_cli({"summary", cut.string()}).err.find("summarised the 10 events before it") != std::string::npos);
+  CHECK(run_cli({"validate", cut.string()}).out.find("truncated after 10 events") != std::string::npos);
   r = run_cli({"validate", repaired.string()});
   CHECK(r.rc == 0);
   CHECK(r.out.find("valid (10 events)") != std::string::npos);

@@ -461,6 +461,7 @@ read_result read_trace(const std::filesystem::path& path, const read_options& op
   if (ec == json::error::incomplete || (!ec && !parser.done())) {
     if (h.in_events) {
       result.truncated = true;
+      if (h.in_event && result.events > 0) --result.events;  // the cut one was never delivered
       return result;
     }
     std::string why = offset == 0 ? " (empty file)" : "";
