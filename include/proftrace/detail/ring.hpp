@@ -177,8 +177,9 @@ class ring {
   // policy. Writes the gap record owed after a drop (with `ticks`, the next
   // record's; two slots). After a wait under `block` it also writes the
   // wait's record (two slots), at `h` before a record of a `kind` that opens
-  // a scope, else at the slot after the record's n, and sets wait_end_. Returns where the record goes,
-  // or no_begin: the record is dropped (and counted).
+  // a scope, else at the slot after the record's n, and sets wait_end_.
+  // Returns where the record goes, or no_begin: the record is dropped (and
+  // counted).
   PROFTRACE_NOINLINE std::uint64_t make_room(std::uint64_t h, std::uint32_t n, std::uint64_t ticks,
                                              event_kind kind) noexcept;
   // Where the fast path next leaves for make_room(), for a producer at `h`.
