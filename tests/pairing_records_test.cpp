@@ -8,6 +8,7 @@
 
 #include "pairing/pairing.hpp"
 #include "record_layout.hpp"
+#include "registry.hpp"
 #include "proftrace/detail/recorder.hpp"
 
 namespace pt = proftrace::detail;
@@ -371,6 +372,40 @@ TEST_CASE("pairing: after a loss, an arg or a FLOP count is counted, never given
   CHECK(a.args.empty());
   CHECK(a.flops == 0);
   CHECK(f.sink.losses.unpaired == 2);
+}
+
+TEST_CASE("pairing: under PROF_STEP, profile::step()'s unwritten annotation takes no allocation, arg or FLOP count") {
+  fixture f;
+  f.pairs.discard_api_steps = true;
+  auto ts = thread_of(7, 1);
+  f.pairs.attach(ts);
+  const pt::event alloc{12, 0x100, pt::memory_payload(64, -1), static_cast<std::uint32_t>(pt::event_kind::alloc), 0};
+  const pt::event flops{13, 0, 100, static_cast<std::uint32_t>(pt::event_kind::flops), 0};
+  const pt::event alloc_in_a{21, 0x200, pt::memory_payload(8, -1), static_cast<std::uint32_t>(pt::event_kind::alloc), 0};
+  // The annotation (slot 0) stays open; outside a: an allocation (slots 1-2), a FLOP count (3-4), an arg
+  // (5-6); then a (7) with an allocation (8-9) and its end (10).
+  f.feed(ts, {begin(10, pt::api_step_site), alloc, flops, arg(14, key_n, pt::arg_type::integer, 1), begin(20, site_a),
+              alloc_in_a, end(30, site_a, index_of(1, 7))});
+  REQUIRE(f.sink.memories.size() == 2);
+  CHECK_FALSE(f.sink.memories[0].scoped);  // torch's top-level [memory] row
+  CHECK(f.sink.memories[1].scoped);
+  CHECK(f.sink.counts.unscoped_flop_estimates == 1);
+  CHECK(f.sink.counts.dropped_args == 1);
+  REQUIRE(f.sink.closed.size() == 1);
+  CHECK(f.sink.closed[0].mem_self[0] == 8);
+}
+
+TEST_CASE("pairing: a PROF_STEP step's begin tells pairing to step over profile::step()'s annotation") {
+  fixture f;
+  auto ts = thread_of(7, 1);
+  f.pairs.attach(ts);
+  const pt::event alloc{22, 0x100, pt::memory_payload(64, -1), static_cast<std::uint32_t>(pt::event_kind::alloc), 0};
+  // The annotation (slot 0), PROF_STEP's step 0 (slot 1: its payload, its number, is 0), its end (2), then
+  // an allocation outside every scope but the annotation.
+  f.feed(ts, {begin(10, pt::api_step_site), begin(11, pt::step_site), end(20, pt::step_site, index_of(1, 1)), alloc});
+  CHECK(f.pairs.discard_api_steps);
+  REQUIRE(f.sink.memories.size() == 1);
+  CHECK_FALSE(f.sink.memories[0].scoped);
 }
 
 TEST_CASE("pairing: a begin with payload 0 and an extension (step 0 with a CUDA id) counts its four slots") {

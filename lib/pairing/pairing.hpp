@@ -55,7 +55,8 @@ class pairing {
  public:
   explicit pairing(memory_resolver& memory) : memory_(memory) {}
 
-  // profile::step()'s annotations are dropped: PROF_STEP annotates steps.
+  // profile::step()'s annotations are dropped: PROF_STEP annotates steps
+  // (set at each window switch, and from a PROF_STEP step's begin).
   bool discard_api_steps = false;
 
   // Threads by their ring's uid (an end recorded elsewhere names it).
@@ -242,6 +243,9 @@ class pairing {
   }
 
   void begin_scope(thread_state& ts, const event& e, const site* where, std::int64_t ns, std::uint64_t index, Sink* w) {
+    // PROF_STEP (or proftrace_step) annotates this session's steps: known
+    // here from its first step, before the window's switch says so.
+    if (where->cat == category::step && where != &api_step_site) discard_api_steps = true;
     open_scope& s = ts.stack.push();
     s.where = where;
     s.begin_ns = ns;
@@ -292,11 +296,21 @@ class pairing {
     open_asyncs_.erase(found);
   }
 
+  // What an arg, a FLOP count or an allocation goes to: the innermost open
+  // scope that will be written (profile::step()'s annotations are stepped
+  // over while PROF_STEP annotates steps). Null: none.
+  open_scope* innermost_written(thread_state& ts) {
+    for (std::size_t k = ts.stack.size(); k-- > 0;)
+      if (!(discard_api_steps && ts.stack[k].where == &api_step_site)) return &ts.stack[k];
+    return nullptr;
+  }
+
   void add_flops(thread_state& ts, const event& e, Sink* w) {
+    open_scope* s = innermost_written(ts);
     if (e.where != 0) ++w->counts.invalid_flop_estimates;
-    else if (ts.stack.empty()) ++w->counts.unscoped_flop_estimates;
-    else if (ts.stack.back().frozen) ++w->losses.unpaired;  // see add_arg
-    else ts.stack.back().flops += static_cast<std::int64_t>(e.payload);
+    else if (s == nullptr) ++w->counts.unscoped_flop_estimates;
+    else if (s->frozen) ++w->losses.unpaired;  // see add_arg
+    else s->flops += static_cast<std::int64_t>(e.payload);
   }
 
   // A PROF_ARG value: attached to the innermost open scope (none open, or
@@ -306,11 +320,12 @@ class pairing {
   // may be one whose begin was lost: counted as unpaired, never attached to
   // a scope it may not belong to.
   void add_arg(thread_state& ts, const event& e, Sink* w) {
-    if (ts.stack.empty()) {
+    open_scope* s = innermost_written(ts);
+    if (s == nullptr) {
       ++w->counts.dropped_args;
       return;
     }
-    if (ts.stack.back().frozen) {
+    if (s->frozen) {
       ++w->losses.unpaired;
       return;
     }
@@ -321,7 +336,7 @@ class pairing {
     else if (a.type == arg_type::string) {
       if (decode_text(e, a.text)) ++w->counts.truncated_names;
     } else a.integer = static_cast<std::int64_t>(e.payload);
-    std::vector<scope_arg>& args = ts.stack.back().args;
+    std::vector<scope_arg>& args = s->args;
     for (scope_arg& same : args)
       if (std::string_view(same.key) == a.key) return void(same = std::move(a));
     if (args.size() >= max_scope_args) {
@@ -332,7 +347,7 @@ class pairing {
   }
 
   // An allocation, free or reserve report: resolved (in time order when the
-  // drain noted it), attributed to the innermost open scope.
+  // drain noted it), attributed to the innermost open scope that is written.
   void on_memory(thread_state& ts, const event& e, Sink* w) {
     resolved_memory m;
     if (ts.resolved.empty()) {
@@ -355,11 +370,12 @@ class pairing {
       return;
     }
     const int device = payload_device(e.payload);
+    open_scope* s = innermost_written(ts);
     if (kind != event_kind::reserved) {
       if (ts.window_seen != w->id) w->thread_seen(ts);
-      if (!ts.stack.empty()) ts.stack.back().mem_self[device < 0 ? 0 : 1] += m.bytes;
+      if (s) s->mem_self[device < 0 ? 0 : 1] += m.bytes;
     }
-    w->memory(ts, memory_event{ts.tid, w->to_ns(e.ticks), device, e.where, kind, &m}, !ts.stack.empty());
+    w->memory(ts, memory_event{ts.tid, w->to_ns(e.ticks), device, e.where, kind, &m}, s != nullptr);
   }
 
   // A gap: every scope open now is frozen at the last event seen before it.
