@@ -5,6 +5,7 @@
 
 #include <proftrace/proftrace.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <set>
@@ -323,4 +324,44 @@ TEST_CASE("table: torch 2.15's exact layout with input shapes and --top-level-on
   expected = {sep, head, sep, add, linear, sep, "Self CPU time total: 35.000us"};
   REQUIRE(got.size() == expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) CHECK(got[i] == expected[i]);
+}
+
+// PROF_STEP annotates the steps, so profile::step()'s annotations are not
+// written; a second start() re-opens one before the first PROF_STEP says
+// so: it must not become a second "ProfilerStep*" frame in any stack.
+TEST_CASE("stacks under PROF_STEP and profile::step(): one ProfilerStep* frame, also after a second start()") {
+  test_support::temp_dir out("reports_steps");
+  proftrace::profile p({.schedule = proftrace::schedule({.wait = 0, .warmup = 1, .active = 2}),
+                        .with_stack = true,
+                        .acc_events = true});
+  std::string traces;  // the first run stops in a warmup: its trace is empty, as torch's
+  for (int run = 0; run < 2; ++run) {
+    p.start();
+    for (int i = 0; i < 4; ++i) {
+      PROF_STEP();
+      PROF_SCOPE("work");
+      {
+        PROF_SCOPE("inner");
+        spin_us(200);
+      }
+      p.step();
+    }
+    p.stop();
+    p.export_chrome_trace(out.path / ("run" + std::to_string(run) + ".json"));
+    traces += test_support::read_text(out.path / ("run" + std::to_string(run) + ".json"));
+  }
+  CHECK(traces.find("): work;ProfilerStep*\"") != std::string::npos);
+  CHECK(traces.find("ProfilerStep*;ProfilerStep*") == std::string::npos);
+  p.export_stacks(out.path / "stacks.txt");
+  const auto stacks = lines_of(test_support::read_text(out.path / "stacks.txt"));
+  CHECK_FALSE(stacks.empty());
+  for (const auto& line : stacks) {
+    INFO(line);
+    CHECK(line.starts_with("ProfilerStep*;work"));
+    CHECK(line.find("ProfilerStep*;ProfilerStep*") == std::string::npos);
+  }
+  for (const auto& r : p.key_averages(false, 5).rows) {
+    INFO(r.key);
+    CHECK(std::count(r.stack.begin(), r.stack.end(), "ProfilerStep*") <= 1);
+  }
 }

@@ -49,7 +49,8 @@ event_average& aggregator::find_row(const thread_state& ts, const open_scope& s)
   const char* name = s.dynamic_name.empty() ? row_name(*s.where) : s.dynamic_name.c_str();
   std::vector<std::string> frames;
   if (opts_.with_stack)
-    for (std::size_t i = depth; i-- > 0;) frames.push_back(frame_of(ts.stack[i]));
+    for (std::size_t i = depth; i-- > 0;)
+      if (is_frame(ts, ts.stack[i])) frames.push_back(frame_of(ts.stack[i]));
   std::string key = s.dynamic_name.empty() ? std::string(name) : "\x1d" + s.dynamic_name;
   key += '\x1f';
   key += s.shapes;

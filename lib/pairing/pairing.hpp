@@ -60,7 +60,10 @@ class pairing {
   bool discard_api_steps = false;
 
   // Threads by their ring's uid (an end recorded elsewhere names it).
-  void attach(thread_state& ts) { by_uid_[ts.uid] = &ts; }
+  void attach(thread_state& ts) {
+    by_uid_[ts.uid] = &ts;
+    ts.api_steps_discarded = &discard_api_steps;
+  }
   void detach(const thread_state& ts) { by_uid_.erase(ts.uid); }
 
   // Inlined into the drain loops: left to itself GCC keeps it out of line

@@ -1,6 +1,7 @@
 #include "pairing/scope_stack.hpp"
 
 #include "json_text.hpp"
+#include "registry.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
@@ -26,9 +27,14 @@ std::string frame_of(const open_scope& s) {
   return frame;
 }
 
+bool is_frame(const thread_state& ts, const open_scope& s) noexcept {
+  return s.where != &api_step_site || ts.api_steps_discarded == nullptr || !*ts.api_steps_discarded;
+}
+
 std::string call_stack(const thread_state& ts, const open_scope& s) {
   std::string frames = frame_of(s);
   for (std::size_t i = ts.stack.size(); i-- > 0;) {
+    if (!is_frame(ts, ts.stack[i])) continue;
     frames += ';';
     frames += frame_of(ts.stack[i]);
   }

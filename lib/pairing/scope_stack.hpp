@@ -204,6 +204,9 @@ struct thread_state {
   std::uint64_t overwritten_seen = 0;
   std::uint64_t window_seen = 0;  // id of the last window that named this thread
   const void* owner = nullptr;    // the registry's record of the thread (its name)
+  // Pairing's flag (pairing::discard_api_steps): profile::step()'s
+  // annotations are not written, so stacks leave their frames out.
+  const bool* api_steps_discarded = nullptr;
 };
 
 // What pairing counts in the window it writes to, beside loss_counts.
@@ -225,6 +228,9 @@ struct pairing_counts {
 std::string frame_of(const site& f);
 // The same for an open scope: its runtime name, if it has one.
 std::string frame_of(const open_scope& s);
+// Whether an open scope is a frame of the stacks its children show (not a
+// profile::step() annotation that will not be written).
+bool is_frame(const thread_state& ts, const open_scope& s) noexcept;
 // "Call stack": `s` and the scopes around it on ts.stack, innermost first, ';'-separated.
 std::string call_stack(const thread_state& ts, const open_scope& s);
 // "Module Hierarchy": the PROF_MODULE scopes on ts.stack, outermost first, '.'-separated.
