@@ -63,6 +63,9 @@ class trace_window {
   void async(const open_async& a, std::uint64_t async_id, std::int64_t end_ns, std::int64_t end_tid);
   void withdrawn(const thread_state& ts, const open_scope& s, std::int64_t ns);
   void memory(const thread_state& ts, const memory_event& m, bool scoped);
+  void unscoped_memory(const std::int64_t (&bytes)[2], std::int64_t events) {
+    aggregator_.add_unscoped_memory(bytes, events);
+  }
   void instant(const thread_state& ts, const site& where, std::int64_t ns);
   void counter(const thread_state& ts, const site& where, std::int64_t ns, double value);
 

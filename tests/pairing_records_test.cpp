@@ -61,6 +61,11 @@ struct test_sink {
   void memory(const pt::thread_state&, const pt::memory_event& m, bool scoped) {
     memories.push_back({m.tid, m.ns, m.resolved->bytes, m.resolved->total_allocated, scoped});
   }
+  std::int64_t unscoped_bytes = 0, unscoped_events = 0;
+  void unscoped_memory(const std::int64_t (&bytes)[2], std::int64_t events) {
+    unscoped_bytes += bytes[0] + bytes[1];
+    unscoped_events += events;
+  }
   void instant(const pt::thread_state&, const pt::site&, std::int64_t) {}
   void counter(const pt::thread_state&, const pt::site&, std::int64_t, double) {}
 };
@@ -372,6 +377,47 @@ TEST_CASE("pairing: after a loss, an arg or a FLOP count is counted, never given
   CHECK(a.args.empty());
   CHECK(a.flops == 0);
   CHECK(f.sink.losses.unpaired == 2);
+}
+
+TEST_CASE("pairing: an allocation after a loss is the frozen scope's only if its end comes; else it goes outward") {
+  const pt::event gap{25, 1, 0, static_cast<std::uint32_t>(pt::event_kind::gap), 0};
+  const pt::event alloc{26, 0x100, pt::memory_payload(64, -1), static_cast<std::uint32_t>(pt::event_kind::alloc), 0};
+  SUBCASE("the scope's end comes: the bytes were its own") {
+    fixture f;
+    auto ts = thread_of(7, 1);
+    f.pairs.attach(ts);
+    // a 0, b 1, the gap 2-3, the allocation 4-5, b's end 6, a's end 7.
+    f.feed(ts, {begin(10, site_a), begin(20, site_b), gap, alloc, end(30, site_b, index_of(1, 1)),
+                end(50, site_a, index_of(1, 0))});
+    REQUIRE(f.sink.closed.size() == 2);
+    CHECK(f.sink.closed[0].mem_self[0] == 64);
+    CHECK(f.sink.closed[1].mem_self[0] == 0);
+    CHECK(f.sink.closed[1].mem_child[0] == 64);
+  }
+  SUBCASE("its end was lost: the bytes are the enclosing scope's, whose end comes") {
+    fixture f;
+    auto ts = thread_of(7, 1);
+    f.pairs.attach(ts);
+    f.feed(ts, {begin(10, site_a), begin(20, site_b), gap, alloc, end(50, site_a, index_of(1, 0))});
+    REQUIRE(f.sink.closed.size() == 2);
+    CHECK(f.sink.closed[0].truncated);
+    CHECK(f.sink.closed[0].mem_self[0] == 0);
+    CHECK(f.sink.closed[1].mem_self[0] == 64);
+    CHECK(f.sink.unscoped_events == 0);
+  }
+  SUBCASE("every end around it was lost: the [memory] row") {
+    fixture f;
+    auto ts = thread_of(7, 1);
+    f.pairs.attach(ts);
+    f.feed(ts, {begin(10, site_a), begin(20, site_b), gap, alloc});
+    f.pairs.give_up_all(ts, &f.sink);
+    REQUIRE(f.sink.closed.size() == 2);
+    CHECK(f.sink.closed[0].mem_self[0] == 0);
+    CHECK(f.sink.closed[1].mem_self[0] == 0);
+    CHECK(f.sink.closed[1].mem_child[0] == 0);
+    CHECK(f.sink.unscoped_bytes == 64);
+    CHECK(f.sink.unscoped_events == 1);
+  }
 }
 
 TEST_CASE("pairing: under PROF_STEP, profile::step()'s unwritten annotation takes no allocation, arg or FLOP count") {

@@ -63,6 +63,7 @@ struct dual_sink {
     json.memory(m);
     perfetto.memory(m);
   }
+  void unscoped_memory(const std::int64_t (&)[2], std::int64_t) {}  // the aggregator's: no writer's
   void instant(const pt::thread_state& ts, const pt::site& w, std::int64_t ns) {
     json.instant(ts.tid, w, ns);
     perfetto.instant(ts.tid, w, ns);

@@ -150,11 +150,19 @@ void aggregator::add_async(const open_async& a, std::int64_t end_ns, std::int64_
 void aggregator::add_memory(const memory_event& m, bool scoped) {
   memory_.push_back(record_of(m.ns, *m.resolved, m.device, m.kind));
   if (m.kind == event_kind::reserved || scoped) return;
+  std::int64_t bytes[2] = {0, 0};
+  bytes[m.device < 0 ? 0 : 1] = m.resolved->bytes;
+  add_unscoped_memory(bytes, 1);
+}
+
+void aggregator::add_unscoped_memory(const std::int64_t (&bytes)[2], std::int64_t events) {
   event_average& r = keyed_row("[memory]", "[memory]");
   r.top_level = true;
-  r.count += 1;
-  (m.device < 0 ? r.cpu_memory_usage : r.cuda_memory_usage) += m.resolved->bytes;
-  (m.device < 0 ? r.self_cpu_memory_usage : r.self_cuda_memory_usage) += m.resolved->bytes;
+  r.count += events;
+  r.cpu_memory_usage += bytes[0];
+  r.self_cpu_memory_usage += bytes[0];
+  r.cuda_memory_usage += bytes[1];
+  r.self_cuda_memory_usage += bytes[1];
 }
 
 // Calls fn(id, launcher, self) for the scope `external_id` names, then for

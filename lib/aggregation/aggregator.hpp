@@ -70,6 +70,8 @@ class aggregator {
   void add_async(const open_async& a, std::int64_t end_ns, std::int64_t end_tid);
   // A resolved memory event; `scoped`: a scope was open to take its bytes.
   void add_memory(const memory_event& m, bool scoped);
+  // Allocations ([host, device] bytes) to the [memory] row: `events` of them.
+  void add_unscoped_memory(const std::int64_t (&bytes)[2], std::int64_t events);
   // GPU time to the launching scopes (self) and every scope around them
   // (total); returns the user scopes' projections onto the streams.
   std::vector<gpu_span> add_gpu(const std::vector<gpu_activity>& activities);

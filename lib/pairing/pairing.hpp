@@ -10,6 +10,8 @@
 //   sink.withdrawn(ts, scope, ns)             a scope a writer announced (wrote its begin) left its
 //                                             thread's stack unclosed: it ended on another thread
 //   sink.memory(ts, memory_event, scoped)     an allocation, free or reserve report
+//   sink.unscoped_memory(bytes[2], events)    allocations first kept for a scope that turned out
+//                                             truncated, with no scope around it: the [memory] row
 //   sink.instant(ts, site, ns), sink.counter(ts, site, ns, value)
 //
 // and reads sink.to_ns(ticks), sink.start_ticks, sink.id, sink.record_shapes(),
@@ -168,7 +170,8 @@ class pairing {
       c.child_ns = 0;
       c.late_child_ns = 0;
       c.announced = false;
-      for (int i = 0; i < 2; ++i) c.late_mem_child[i] = 0;
+      for (int i = 0; i < 2; ++i) c.late_mem_child[i] = c.late_mem_self[i] = 0;
+      c.late_mem_events = 0;
       if (!is_cuda_external_id(c.external_id)) c.external_id = next->next_external_id++;
       ts.stack.push_back(std::move(c));
     }
@@ -376,7 +379,12 @@ class pairing {
     open_scope* s = innermost_written(ts);
     if (kind != event_kind::reserved) {
       if (ts.window_seen != w->id) w->thread_seen(ts);
-      if (s) s->mem_self[device < 0 ? 0 : 1] += m.bytes;
+      if (s && s->frozen) {  // it may have ended in the gap: its own only if its end comes (close_top)
+        s->late_mem_self[device < 0 ? 0 : 1] += m.bytes;
+        ++s->late_mem_events;
+      } else if (s) {
+        s->mem_self[device < 0 ? 0 : 1] += m.bytes;
+      }
     }
     w->memory(ts, memory_event{ts.tid, w->to_ns(e.ticks), device, e.where, kind, &m}, s != nullptr);
   }
@@ -511,6 +519,16 @@ class pairing {
     close_top(ts, w, std::max(at, top.begin_ns), false, true);
   }
 
+  // Allocations made after a truncated scope was last seen were not its:
+  // they go to the written scope around it (frozen too: kept as late bytes
+  // until its own end decides), or, with none, to the [memory] row.
+  void hand_on_late_memory(thread_state& ts, const open_scope& s, Sink* w) {
+    open_scope* outer = innermost_written(ts);
+    if (outer == nullptr) return w->unscoped_memory(s.late_mem_self, s.late_mem_events);
+    for (int i = 0; i < 2; ++i) (outer->frozen ? outer->late_mem_self : outer->mem_self)[i] += s.late_mem_self[i];
+    if (outer->frozen) outer->late_mem_events += s.late_mem_events;
+  }
+
   void write_moved(Sink& w, const open_async& a, std::int64_t end_ns, std::int64_t end_tid) {
     ++w.counts.moved_scopes;
     w.async(a, next_async_id.fetch_add(1, std::memory_order_relaxed), end_ns, end_tid);
@@ -567,7 +585,12 @@ class pairing {
     if (cancelled || (api_step && discard_api_steps)) return;
     if (!truncated) {  // its end came: what ended inside it after its freeze was its child after all
       s.child_ns += s.late_child_ns;
-      for (int i = 0; i < 2; ++i) s.mem_child[i] += s.late_mem_child[i];
+      for (int i = 0; i < 2; ++i) {
+        s.mem_child[i] += s.late_mem_child[i];
+        s.mem_self[i] += s.late_mem_self[i];
+      }
+    } else if (s.late_mem_events != 0) {
+      hand_on_late_memory(ts, s, w);
     }
     s.truncated = truncated;
     if (truncated) ++w->counts.truncated_scopes;

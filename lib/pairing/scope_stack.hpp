@@ -64,6 +64,11 @@ struct open_scope {
   std::uint64_t frozen_ticks = 0;
   std::int64_t late_child_ns = 0;
   std::int64_t late_mem_child[2] = {0, 0};
+  // Bytes allocated while it was innermost but frozen, and how many events:
+  // its own if its end comes; else they go on to the scope around it (none:
+  // the [memory] row).
+  std::int64_t late_mem_self[2] = {0, 0};
+  std::int64_t late_mem_events = 0;
   std::string shapes;  // "[[2, 3], [3]]" with record_shapes, else empty
   // A runtime name (PROF_SCOPE_DYNAMIC, proftrace_push): shown and aggregated
   // instead of where->name when not empty. Both stay empty (no allocation)
@@ -84,6 +89,8 @@ struct open_scope {
     frozen_ticks = 0;
     late_child_ns = 0;
     late_mem_child[0] = late_mem_child[1] = 0;
+    late_mem_self[0] = late_mem_self[1] = 0;
+    late_mem_events = 0;
     shapes.clear();
     dynamic_name.clear();
     args.clear();
