@@ -361,3 +361,34 @@ TEST_CASE("leaves directly under profile::step()'s spans: in order, balanced, as
   for (const char* name : {"leaf", "parent", "inner"}) CHECK(counts.by_name.at(name) == json.at(name));
   fs::remove_all(dir);
 }
+
+TEST_CASE("profile::step()'s spans streamed as .pftrace stay on their thread: read back, summarised and converted") {
+  const fs::path dir = fresh_dir("step-thread");
+  proftrace::profile p({.schedule = proftrace::schedule({.wait = 0, .warmup = 1, .active = 2, .repeat = 1}),
+                        .stream_format = proftrace::trace_format::pftrace,
+                        .spool_dir = dir});
+  p.start();
+  for (int step = 0; step < 3; ++step) {
+    { PROF_SCOPE("work"); }
+    p.step();
+  }
+  p.stop();
+  const fs::path file = dir / "t.pftrace";
+  p.export_chrome_trace(file);
+  p.export_chrome_trace(dir / "t.json");  // converted from the .pftrace spool
+  const auto counts = read_counts(file);
+  REQUIRE(counts.threads.count("work"));
+  REQUIRE(counts.threads.count("ProfilerStep#1"));
+  CHECK(counts.threads.at("ProfilerStep#1") == counts.threads.at("work"));
+  std::ifstream in(dir / "t.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  const boost::json::value trace = boost::json::parse(text.str());
+  std::map<std::string, boost::json::value> tid_of;
+  for (const auto& e : trace.at("traceEvents").as_array())
+    if (e.at("ph").as_string() == "X") tid_of[std::string(e.at("name").as_string())] = e.at("tid");
+  REQUIRE(tid_of.count("ProfilerStep#1"));
+  CHECK(tid_of.at("ProfilerStep#1").is_int64());
+  CHECK(tid_of.at("ProfilerStep#1") == tid_of.at("work"));
+  fs::remove_all(dir);
+}

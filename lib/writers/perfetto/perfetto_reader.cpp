@@ -363,6 +363,10 @@ void decoder::track_descriptor(std::string_view bytes) {
   const auto parent = tracks_.find(t.parent);
   if (!t.has_pid && parent != tracks_.end() && parent->second.track->has_pid)
     t.pid = parent->second.track->pid, t.has_pid = true;
+  // A named track under a thread's (profile::step()'s spans, which need not
+  // nest with the thread's scopes) is that thread's: its events keep the tid.
+  if (!t.is_thread && !t.is_process && !t.is_counter && parent != tracks_.end() && parent->second.track->is_thread)
+    t.is_thread = true, t.tid = parent->second.track->tid;
   const auto& stored = tracks_.emplace(t.uuid, track_state{std::make_shared<decoded_track>(std::move(t)), {}, 0}).first->second;
   if (cb_.on_track) cb_.on_track(*stored.track);
 }

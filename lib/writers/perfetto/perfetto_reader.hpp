@@ -47,7 +47,7 @@ struct decoded_arg {
 struct decoded_track {
   std::uint64_t uuid = 0, parent = 0;
   std::string name;          // TrackDescriptor.name (named and counter tracks)
-  bool is_process = false, is_thread = false, is_counter = false;
+  bool is_process = false, is_thread = false, is_counter = false;  // is_thread also for a named track under a thread's
   std::int64_t pid = 0, tid = 0;  // pid also for a named track under a process, from its ancestors
   bool has_pid = false;
   std::string process_name, thread_name;
