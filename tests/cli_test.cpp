@@ -905,6 +905,10 @@ TEST_CASE("summary --flops: FLOP counts from a with_flops trace and achieved GFL
     PROF_MATMUL(512, 512, 512);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  {
+    PROF_SCOPE("huge");  // a rate far wider than its column
+    PROF_MATMUL(100000, 100000, 100000);
+  }
   p.stop();
   p.export_chrome_trace(dir.path / "t.json");
   auto r = run_cli({"summary", (dir.path / "t.json").string(), "--flops"});
@@ -920,6 +924,10 @@ TEST_CASE("summary --flops: FLOP counts from a with_flops trace and achieved GFL
   CHECK(gflops == doctest::Approx(3 * 2.0 * 512 * 512 * 512 / 1e9).epsilon(0.001));
   CHECK(ms >= 3.0);
   CHECK(rate == doctest::Approx(gflops / (ms / 1e3)).epsilon(0.01));
+  std::istringstream huge(r.out.substr(r.out.rfind("\nhuge ") + 1));
+  huge >> name >> gflops >> ms >> rate;
+  CHECK(gflops == doctest::Approx(2e15 / 1e9).epsilon(0.001));
+  CHECK(rate > 1e9);  // the columns stay apart: four fields, not three
   r = run_cli({"summary", pytorch_trace, "--flops"});
   CHECK(r.out.find("No FLOP counts in this trace") != std::string::npos);
 }

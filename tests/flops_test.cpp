@@ -256,6 +256,35 @@ TEST_CASE("PROF_FLOPS takes a raw count of any integer type, an estimate, or bra
   CHECK(trace.at("proftrace").at("unscoped_flop_estimates").as_int64() == 0);
 }
 
+TEST_CASE("sums past 64 bits: a scope's is an invalid estimate, counted; a row's and the total saturate") {
+  test_support::temp_dir out("flops_sums");
+  constexpr std::int64_t max = std::numeric_limits<std::int64_t>::max();
+  proftrace::profile p({.with_flops = true});
+  p.start();
+  {
+    PROF_SCOPE("one scope");
+    PROF_FLOPS(max);
+    PROF_FLOPS(max);  // the scope's sum would pass 64 bits: adds nothing, counted
+    PROF_FLOPS(0);
+  }
+  for (int i = 0; i < 2; ++i) {
+    PROF_SCOPE("two scopes");
+    PROF_FLOPS(max / 2 + 10);  // each valid; their row's sum saturates
+  }
+  p.stop();
+  p.export_chrome_trace(out.path / "t.json");
+  std::map<std::string, std::int64_t> flops;
+  const auto averages = p.key_averages();
+  for (auto& r : averages.rows) flops[r.key] = r.flops;
+  CHECK(flops["one scope"] == max);
+  CHECK(flops["two scopes"] == max);
+  CHECK(averages.total_average().flops == max);
+  const auto trace = test_support::read_trace(out.path / "t.json");
+  CHECK(trace.at("proftrace").at("invalid_flop_estimates").as_int64() == 1);
+  for (const auto& e : trace.at("traceEvents").as_array())
+    if (e.as_object().contains("name") && e.at("name").as_string() == "one scope") CHECK(e.at("args").at("flops").as_int64() == max);
+}
+
 TEST_CASE("raw counts convert exactly: zero valid, negative and 64-bit overflow invalid") {
   using proftrace::detail::raw_flop_count;
   static_assert(raw_flop_count(0) == fl::estimate{0, true});

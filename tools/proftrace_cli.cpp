@@ -352,13 +352,15 @@ void print_flop_rates(const proftrace::event_averages& avg, bool with_flops_head
     return;
   }
   std::sort(rows.begin(), rows.end(), [](auto* x, auto* y) { return x->flops > y->flops; });
-  std::cout << "\n" << std::left << std::setw(40) << "Name" << std::right << std::setw(16) << "Total GFLOPs"
-            << std::setw(16) << "CPU total (ms)" << std::setw(12) << "GFLOP/s" << "\n";
+  // A space before each column: a figure wider than its column still parts from the one before.
+  std::cout << "\n" << std::left << std::setw(40) << "Name" << std::right << ' ' << std::setw(15) << "Total GFLOPs"
+            << ' ' << std::setw(15) << "CPU total (ms)" << ' ' << std::setw(11) << "GFLOP/s" << "\n";
   for (auto* r : rows) {
     const double gflops = static_cast<double>(r->flops) / 1e9;
     const double seconds = static_cast<double>(r->cpu_time_total_ns) / 1e9;
     std::cout << std::left << std::setw(40) << r->key.substr(0, 39) << std::right << std::fixed << std::setprecision(3)
-              << std::setw(16) << gflops << std::setw(16) << seconds * 1e3 << std::setw(12) << gflops / seconds << "\n";
+              << ' ' << std::setw(15) << gflops << ' ' << std::setw(15) << seconds * 1e3 << ' ' << std::setw(11)
+              << gflops / seconds << "\n";
   }
 }
 

@@ -80,7 +80,7 @@ struct event_average {
     self_cpu_memory_usage += o.self_cpu_memory_usage;
     cuda_memory_usage += o.cuda_memory_usage;
     self_cuda_memory_usage += o.self_cuda_memory_usage;
-    flops += o.flops;
+    flops = o.flops > INT64_MAX - flops ? INT64_MAX : flops + o.flops;  // counts are >= 0: saturates
     for (const counter_total& c : o.counters) {
       counter_total& mine = counter_named(c.name);
       mine.total += c.total;

@@ -48,7 +48,7 @@ class aggregator {
     row.count += 1;
     row.cpu_time_total_ns += dur;
     row.self_cpu_time_total_ns += self;
-    row.flops += s.flops;
+    if (__builtin_add_overflow(row.flops, s.flops, &row.flops)) row.flops = INT64_MAX;  // both counts are >= 0
     row.cpu_memory_usage += s.mem_self[0] + s.mem_child[0];
     row.self_cpu_memory_usage += s.mem_self[0];
     row.cuda_memory_usage += s.mem_self[1] + s.mem_child[1];

@@ -316,7 +316,9 @@ class pairing {
     if (e.where != 0) ++w->counts.invalid_flop_estimates;
     else if (s == nullptr) ++w->counts.unscoped_flop_estimates;
     else if (s->frozen) ++w->losses.unpaired;  // see add_arg
-    else s->flops += static_cast<std::int64_t>(e.payload);
+    else if (std::int64_t sum = 0; __builtin_add_overflow(s->flops, static_cast<std::int64_t>(e.payload), &sum))
+      ++w->counts.invalid_flop_estimates;  // the scope's sum past 64 bits: as an estimate past them, adds nothing
+    else s->flops = sum;
   }
 
   // A PROF_ARG value: attached to the innermost open scope (none open, or
