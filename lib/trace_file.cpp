@@ -350,8 +350,23 @@ void trace_file::give_back_reserve() noexcept {
   [[maybe_unused]] const int ignored = ::ftruncate(fd_, static_cast<off_t>(events_end_ + closing_size_));
 }
 
+trace_file::fingerprint trace_file::fingerprint_now() const noexcept {
+  fingerprint f;
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) return f;
+  f.size = st.st_size;
+  f.modified_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  f.first_block.resize(static_cast<std::size_t>(std::min<off_t>(st.st_size, 4096)));
+  const ssize_t got = ::pread(fd_, f.first_block.data(), f.first_block.size(), 0);
+  f.first_block.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
+  return f;
+}
+
 void trace_file::export_to(std::string_view tail, const std::filesystem::path& dest) const {
   if (fd_ < 0) throw std::runtime_error(describe(path_, "read trace", EBADF));
+  if (handed_over_ && fingerprint_now() != *handed_over_)
+    throw std::runtime_error("proftrace: cannot export the trace again: '" + path_.string() +
+                             "', which an earlier export took as the trace itself, was changed since");
   const file_size_signal_shield shield;
   output_file out(dest, "write trace");
   const auto copy_events = [&](const std::function<void(const char*, std::size_t)>& sink) {
@@ -395,6 +410,7 @@ bool trace_file::move_to(std::string_view tail, const std::filesystem::path& des
   tail_ = tail;
   if (::rename(path_.c_str(), dest.c_str()) != 0) return false;
   path_ = dest;
+  handed_over_ = fingerprint_now();
   return true;
 }
 

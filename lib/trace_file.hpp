@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -47,8 +48,10 @@ class trace_file {
   // The cheap export: when `dest` is plain (no compression suffix) and on
   // the same file system, the finished spool itself, its closing part
   // rewritten to `tail`, is renamed to `dest` (a trace of gigabytes exports
-  // at once). Later exports still read through the open descriptor. False,
-  // with nothing renamed, where that cannot be done (the caller copies).
+  // at once). Later exports still read through the open descriptor, and
+  // throw std::runtime_error if the file was changed there since (its size,
+  // time or first block differ). False, with nothing renamed, where that
+  // cannot be done (the caller copies).
   bool move_to(std::string_view tail, const std::filesystem::path& dest) noexcept;
 
   // The file is complete: the space reserved past its end goes back.
@@ -67,7 +70,16 @@ class trace_file {
   void reserve(std::uint64_t end) noexcept;
   void give_back_reserve() noexcept;
 
+  // What the file was when move_to handed it over, to tell whether it changed since.
+  struct fingerprint {
+    std::int64_t size = -1, modified_ns = 0;
+    std::string first_block;
+    bool operator==(const fingerprint&) const = default;
+  };
+  fingerprint fingerprint_now() const noexcept;
+
   std::filesystem::path path_;
+  std::optional<fingerprint> handed_over_;
   int fd_ = -1;
   std::uint64_t events_end_ = 0;
   std::string tail_;  // as last written

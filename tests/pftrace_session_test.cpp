@@ -212,6 +212,29 @@ TEST_CASE("the first plain export on the spool's file system takes the spool its
   }
 }
 
+TEST_CASE("after the first export took the spool, a change to that file is an error of later exports, never their content") {
+  for (const auto format : {proftrace::trace_format::json, proftrace::trace_format::pftrace}) {
+    CAPTURE(static_cast<int>(format));
+    const fs::path dir = fresh_dir("taken-changed");
+    const std::string ext = format == proftrace::trace_format::pftrace ? ".pftrace" : ".json";
+    proftrace::profile p({.stream_format = format, .spool_dir = dir});
+    record(p);
+    const fs::path first = dir / ("first" + ext);
+    p.export_chrome_trace(first);
+    const auto size = fs::file_size(first);
+    for (const auto rewritten : {size, size + 100, size / 2}) {  // the same size, longer, shorter: in place
+      CAPTURE(rewritten);
+      std::ofstream(first, std::ios::trunc | std::ios::binary) << std::string(rewritten, 'X');
+      CHECK_THROWS_WITH_AS(p.export_chrome_trace(dir / ("again" + ext)), doctest::Contains("changed since"),
+                           std::runtime_error);
+      CHECK_THROWS_WITH_AS(p.export_chrome_trace(dir / "other.json.gz"), doctest::Contains("changed since"),
+                           std::runtime_error);
+      CHECK_FALSE(fs::exists(dir / ("again" + ext)));
+    }
+    fs::remove_all(dir);
+  }
+}
+
 TEST_CASE("threads that come and go while streaming .pftrace: each on a sequence of its own, every scope read back") {
   const fs::path dir = fresh_dir("churn");
   proftrace::profile p({.stream_format = proftrace::trace_format::pftrace});
