@@ -293,7 +293,9 @@ std::string event_averages::collapsed_stacks(std::string_view metric) const {
   if (metric != "self_cpu_time_total" && metric != "self_cuda_time_total")
     throw std::invalid_argument("proftrace: stacks metric must be self_cpu_time_total or self_cuda_time_total, not '" +
                                 std::string(metric) + "'");
+  // A step frame is ProfilerStep*, a worker's step span (its row "thread step") too.
   const auto clean = [](std::string frame) {
+    if (frame == "thread step") return std::string("ProfilerStep*");
     for (char& c : frame)
       if (c == ' ' || c == ';' || c == '\t' || c == '\n') c = '_';
     return frame;

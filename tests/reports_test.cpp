@@ -224,6 +224,17 @@ TEST_CASE("collapsed stacks: outermost first, the op last, separators cleaned, s
   a.rows.push_back(r);
   CHECK(a.collapsed_stacks("self_cuda_time_total") == "launcher 4\n");
   CHECK_THROWS_AS(a.collapsed_stacks("nope"), std::invalid_argument);
+  // A worker's step span ("thread step") is a step frame, ProfilerStep*, as a caller and as the last frame.
+  proftrace::event_averages steps;
+  r.self_cuda_time_total_ns = 0;
+  r.self_cpu_time_total_ns = 7'000;
+  r.key = "thread step";
+  r.stack = {};
+  steps.rows.push_back(r);
+  r.key = "work";
+  r.stack = {"thread step"};
+  steps.rows.push_back(r);
+  CHECK(steps.collapsed_stacks() == "ProfilerStep* 7\nProfilerStep*;work 7\n");
 }
 
 TEST_CASE("table: device, memory and FLOP columns appear when rows carry them") {
