@@ -161,7 +161,7 @@ struct session::impl {
   std::shared_ptr<detail::finished_trace> last;
   std::string last_note;  // why `last` is partial, for the reports
   pid_t last_owner = 0;  // the process whose spool `last` is: a forked child never removes its parent's
-  std::map<int, device_memory_stats> session_memory;  // merged over this session's traces
+  std::map<int, device_memory_stats> session_memory;  // merged over this profile's traces, every start() of it
   std::optional<distributed_info> dist;  // this process's rank, read at start()
   std::string clock_alignment;           // the traces' "clockAlignment", measured at start()
 
@@ -549,7 +549,6 @@ void session::start() {
   detail::session_access::install_process_hooks();
   s.generation = ++session_generation;
   s.scoped_steps = false;
-  s.session_memory.clear();
   s.start_collectors();
   s.dist = distributed();
   s.clock_alignment = clock_alignment_json(s.dist, "at_start");

@@ -160,6 +160,36 @@ TEST_CASE("consecutive traces: live allocations carry over as PREEXISTING; the s
   CHECK(host.current_allocated == 0);
 }
 
+TEST_CASE("memory_stats() across start()s of one profile: the session's peak stays; a start() that records nothing keeps the last trace's") {
+  proftrace::profile p({.profile_memory = true});
+  p.start();
+  PROF_ALLOC(arena[10], 1000);
+  PROF_FREE(arena[10]);
+  p.stop();
+  p.start();
+  PROF_ALLOC(arena[10], 10);
+  PROF_FREE(arena[10]);
+  p.stop();
+  REQUIRE(p.memory_stats().size() == 1);
+  CHECK(p.memory_stats()[0].trace.max_allocated == 10);
+  CHECK(p.memory_stats()[0].session.max_allocated == 1000);
+
+  // The schedule ends in the first run; the second records nothing, as torch's.
+  proftrace::profile done({.schedule = proftrace::schedule({.warmup = 1, .active = 1, .repeat = 1}), .profile_memory = true});
+  for (int run = 0; run < 2; ++run) {
+    done.start();
+    for (int i = 0; i < 3; ++i) {
+      PROF_ALLOC(arena[11], 100);
+      PROF_FREE(arena[11]);
+      done.step();
+    }
+    done.stop();
+    CHECK(done.has_trace());
+    REQUIRE(done.memory_stats().size() == 1);
+    CHECK(done.memory_stats()[0].trace.max_allocated == 100);
+  }
+}
+
 TEST_CASE("a trace after a gap starts from nothing: an earlier allocation's free is an unknown free") {
   test_support::temp_dir out("gap");
   proftrace::profile first({.profile_memory = true});

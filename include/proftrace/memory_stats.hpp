@@ -41,7 +41,7 @@ struct device_memory_stats {
   std::int64_t current_allocated = 0;  // at the end of the last trace
   std::int64_t current_reserved = 0;
   memory_peaks trace;    // over the last finished trace
-  memory_peaks session;  // over every trace of the session so far
+  memory_peaks session;  // over every trace of the session so far (every start() of this profile)
   std::vector<step_memory_peaks> steps;  // every step recorded in the session, in step order
 };
 
