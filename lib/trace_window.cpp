@@ -150,7 +150,7 @@ std::shared_ptr<finished_trace> trace_window::finish(std::int64_t stop_ns, std::
   file_->release_reserve();
   if (!pending_warning.empty()) warnings.push_back(std::move(pending_warning));
   auto f = std::make_shared<finished_trace>(counters());
-  f->averages = aggregator_.rows();
+  f->averages = aggregator_.rows_by_first_begin();
   f->events = aggregator_.take_retained();
   f->memory = std::move(aggregator_.memory());
   f->write_error = file_->error();

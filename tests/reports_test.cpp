@@ -376,3 +376,23 @@ TEST_CASE("stacks under PROF_STEP and profile::step(): one ProfilerStep* frame, 
     CHECK(std::count(r.stack.begin(), r.stack.end(), "ProfilerStep*") <= 1);
   }
 }
+
+// torch lists keys by their first event's start; ties in a sort keep that
+// order, as `proftrace summary` does with the same trace.
+TEST_CASE("rows in the order of each key's first start, whichever closes first") {
+  test_support::temp_dir out("reports_order");
+  proftrace::profile p;
+  p.start();
+  for (int i = 0; i < 3; ++i) {
+    PROF_SCOPE("parent");
+    { PROF_SCOPE("child"); }
+  }
+  p.stop();
+  const auto averages = p.key_averages();
+  REQUIRE(averages.rows.size() == 2);
+  CHECK(averages.rows[0].key == "parent");
+  CHECK(averages.rows[1].key == "child");
+  const auto table = lines_of(averages.table({.sort_by = "count", .row_limit = 1}));
+  REQUIRE(table.size() > 3);
+  CHECK(table[3].find("parent") != std::string::npos);
+}

@@ -93,8 +93,8 @@ struct table_options {
   // One of torch's keys: cpu_time, cuda_time, cpu_time_total,
   // cuda_time_total, self_cpu_time_total, self_cuda_time_total,
   // cpu_memory_usage, cuda_memory_usage, self_cpu_memory_usage,
-  // self_cuda_memory_usage, count, flops. Empty: the order in which names
-  // were first seen. Sorted descending.
+  // self_cuda_memory_usage, count, flops. Empty: the order of each key's
+  // first start, as torch lists keys. Sorted descending; ties keep that order.
   std::string sort_by{};
   int row_limit = 100;  // -1: every row
   int max_name_column_width = 55;

@@ -23,11 +23,24 @@ const char* aggregator::row_name(const site& where) noexcept {
 
 event_average& aggregator::keyed_row(std::string key, const char* name) {
   auto [it, fresh] = by_key_.try_emplace(std::move(key), rows_.size());
-  if (fresh) {
-    rows_.emplace_back();
-    rows_.back().key = name;
-  }
+  if (fresh) new_row().key = name;
   return rows_[it->second];
+}
+
+event_average& aggregator::new_row() {
+  first_begin_ns_.push_back(INT64_MAX);
+  return rows_.emplace_back();
+}
+
+std::vector<event_average> aggregator::rows_by_first_begin() const {
+  std::vector<std::size_t> order(rows_.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return first_begin_ns_[a] < first_begin_ns_[b]; });
+  std::vector<event_average> out;
+  out.reserve(rows_.size());
+  for (const std::size_t i : order) out.push_back(rows_[i]);
+  return out;
 }
 
 // row_for() past its cache.
@@ -37,9 +50,9 @@ event_average& aggregator::find_row(const thread_state& ts, const open_scope& s)
     site_slot& slot = site_cache_[cache_index(s.where)];
     auto [it, fresh] = by_site_.try_emplace(s.where, rows_.size());
     if (fresh) {
-      rows_.emplace_back();
-      rows_.back().key = row_name(*s.where);
-      rows_.back().top_level = ts.stack.empty();
+      event_average& row = new_row();
+      row.key = row_name(*s.where);
+      row.top_level = ts.stack.empty();
     }
     slot = {s.where, it->second};
     return rows_[it->second];
@@ -131,6 +144,7 @@ void aggregator::add_async(const open_async& a, std::int64_t end_ns, std::int64_
   std::string key = "\x1e";
   key += a.name();
   event_average& row = keyed_row(std::move(key), a.name());
+  began(row, a.begin_ns);
   row.top_level = true;
   row.count += 1;
   row.cpu_time_total_ns += dur;
@@ -153,6 +167,7 @@ void aggregator::add_memory(const memory_event& m, bool scoped) {
   std::int64_t bytes[2] = {0, 0};
   bytes[m.device < 0 ? 0 : 1] = m.resolved->bytes;
   add_unscoped_memory(bytes, 1);
+  began(rows_[by_key_.at("[memory]")], m.ns);
 }
 
 void aggregator::add_unscoped_memory(const std::int64_t (&bytes)[2], std::int64_t events) {

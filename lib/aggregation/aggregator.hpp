@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -44,6 +45,7 @@ class aggregator {
     const std::int64_t dur = end_ns > s.begin_ns ? end_ns - s.begin_ns : 0;
     const std::int64_t self = dur > s.child_ns ? dur - s.child_ns : 0;
     event_average& row = row_for(ts, s);
+    began(row, s.begin_ns);
     if (opts_.cuda) note_launcher(ts, s, row);
     row.count += 1;
     row.cpu_time_total_ns += dur;
@@ -63,6 +65,7 @@ class aggregator {
       return add_scope(ts, s, end_ns);
     const std::int64_t dur = end_ns > s.begin_ns ? end_ns - s.begin_ns : 0;
     event_average& row = row_for(ts, s);
+    began(row, s.begin_ns);
     row.count += 1;
     row.cpu_time_total_ns += dur;
     row.self_cpu_time_total_ns += dur;
@@ -78,7 +81,8 @@ class aggregator {
   // A CUDA allocation or free to the scope that launched it and those around it.
   void add_gpu_memory(const gpu_activity& a, const memory_event& m);
 
-  const std::vector<event_average>& rows() const noexcept { return rows_; }
+  // The rows as torch's key_averages() lists keys: by their first event's start.
+  std::vector<event_average> rows_by_first_begin() const;
   std::vector<function_event> take_retained() { return std::move(retained_); }
   std::vector<memory_record>& memory() noexcept { return memory_; }
 
@@ -104,6 +108,11 @@ class aggregator {
   event_average& find_row(const thread_state& ts, const open_scope& s);
   void note_launcher(const thread_state& ts, const open_scope& s, const event_average& row);
   event_average& keyed_row(std::string key, const char* name);
+  event_average& new_row();
+  void began(const event_average& row, std::int64_t begin_ns) {
+    std::int64_t& first = first_begin_ns_[static_cast<std::size_t>(&row - rows_.data())];
+    first = std::min(first, begin_ns);
+  }
   void retain(const thread_state& ts, const open_scope& s, std::int64_t end_ns, std::int64_t self);
   void add_counters(const thread_state& ts, const open_scope& s, event_average& row);
   template <class Fn>
@@ -111,6 +120,7 @@ class aggregator {
 
   aggregation_options opts_;
   std::vector<event_average> rows_;
+  std::vector<std::int64_t> first_begin_ns_;  // per row: its earliest event's start
   std::unordered_map<const site*, std::size_t> by_site_;
   // by_site_'s recent answers, direct-mapped by address: the drain loop's
   // lookup without hashing.
