@@ -91,6 +91,34 @@ TEST_CASE("allocations are attributed to the open scopes, self and total, on eve
   CHECK(host_total == 2 * 1030);
 }
 
+TEST_CASE("an allocation at an address still live: the earlier block counts as freed there, and it is counted") {
+  test_support::temp_dir out("memory_realloc");
+  proftrace::profile p({.profile_memory = true});
+  p.start();
+  {
+    PROF_SCOPE("alloc twice");
+    PROF_ALLOC(arena[6] + 32, 100);
+    PROF_ALLOC(arena[6] + 32, 200);  // the 100 bytes' free was never reported
+  }
+  {
+    PROF_SCOPE("free once");
+    PROF_FREE(arena[6] + 32);
+  }
+  p.stop();
+  p.export_chrome_trace(out.path / "t.json");
+  auto rows = rows_of(p);
+  CHECK(rows["alloc twice"].self_cpu_memory_usage == 200);  // +100, then +200 -100
+  CHECK(rows["free once"].self_cpu_memory_usage == -200);
+  const auto stats = p.memory_stats();
+  REQUIRE(stats.size() == 1);
+  CHECK(stats[0].current_allocated == 0);  // the scopes' sum, 200 - 200, too
+  CHECK(stats[0].trace.max_allocated == 200);
+  const auto trace = test_support::read_trace(out.path / "t.json");
+  CHECK(trace.at("proftrace").at("unfreed_reallocations").as_int64() == 1);
+  CHECK(trace.at("proftrace").at("unknown_frees").as_int64() == 0);
+  CHECK(trace.at("proftrace").at("lost_events_total").as_int64() == 0);
+}
+
 TEST_CASE("without profile_memory nothing is recorded and arguments are not evaluated") {
   int evaluated = 0;
   const auto size = [&] {

@@ -165,7 +165,7 @@ void aggregator::add_memory(const memory_event& m, bool scoped) {
   memory_.push_back(record_of(m.ns, *m.resolved, m.device, m.kind));
   if (m.kind == event_kind::reserved || scoped) return;
   std::int64_t bytes[2] = {0, 0};
-  bytes[m.device < 0 ? 0 : 1] = m.resolved->bytes;
+  bytes[m.device < 0 ? 0 : 1] = m.resolved->attributed_bytes();
   add_unscoped_memory(bytes, 1);
   began(rows_[by_key_.at("[memory]")], m.ns);
 }
@@ -218,7 +218,7 @@ std::vector<gpu_span> aggregator::add_gpu(const std::vector<gpu_activity>& activ
 
 void aggregator::add_gpu_memory(const gpu_activity& a, const memory_event& m) {
   bool scoped = false;
-  const std::int64_t bytes = m.resolved->bytes;
+  const std::int64_t bytes = m.resolved->attributed_bytes();
   for_each_launcher(a.external_id, [&](std::uint64_t, const launcher& l, bool self) {
     event_average& row = rows_[l.row];
     (m.device < 0 ? row.cpu_memory_usage : row.cuda_memory_usage) += bytes;

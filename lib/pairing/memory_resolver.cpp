@@ -43,8 +43,13 @@ void memory_resolver::resolve(const event& e, resolved_memory& m) {
   } else if (kind == event_kind::alloc) {
     m.bytes = payload_bytes(e.payload);
     m.category = static_cast<memory_category>(payload_category(e.payload));
-    live_allocation& a = live_[{device, e.where}];
-    dev.allocated -= a.bytes;  // an address reported twice without a free: the later size stands
+    auto [at, fresh] = live_.try_emplace({device, e.where});
+    live_allocation& a = at->second;
+    if (!fresh) {  // an address reported twice without a free: the earlier block is taken as freed here
+      m.replaced_live = true;
+      m.replaced_bytes = a.bytes;
+      dev.allocated -= a.bytes;
+    }
     a = {m.bytes, m.category};
     dev.allocated += m.bytes;
   } else {

@@ -381,11 +381,14 @@ class pairing {
     open_scope* s = innermost_written(ts);
     if (kind != event_kind::reserved) {
       if (ts.window_seen != w->id) w->thread_seen(ts);
+      // A re-allocation of a live address: after a loss its free was most
+      // likely lost (counted there); else the program never reported it.
+      if (m.replaced_live && !memory_.lost) ++w->counts.unfreed_reallocations;
       if (s && s->frozen) {  // it may have ended in the gap: its own only if its end comes (close_top)
-        s->late_mem_self[device < 0 ? 0 : 1] += m.bytes;
+        s->late_mem_self[device < 0 ? 0 : 1] += m.attributed_bytes();
         ++s->late_mem_events;
       } else if (s) {
-        s->mem_self[device < 0 ? 0 : 1] += m.bytes;
+        s->mem_self[device < 0 ? 0 : 1] += m.attributed_bytes();
       }
     }
     w->memory(ts, memory_event{ts.tid, w->to_ns(e.ticks), device, e.where, kind, &m}, s != nullptr);

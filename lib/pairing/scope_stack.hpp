@@ -162,6 +162,12 @@ struct resolved_memory {
   std::int64_t step = -1;
   memory_category category = memory_category::unknown;
   bool known = true;  // false: a free of an address never seen allocated
+  // An allocation at an address still live (its free was never reported):
+  // the earlier block is taken as freed here, its bytes out of the totals.
+  bool replaced_live = false;
+  std::int64_t replaced_bytes = 0;
+  // What the event adds to the memory of the scope it happens in.
+  std::int64_t attributed_bytes() const noexcept { return bytes - replaced_bytes; }
 };
 
 // A memory event as a trace shows it: where, when, what it resolved to.
@@ -221,6 +227,7 @@ struct pairing_counts {
   std::uint64_t invalid_flop_estimates = 0;   // negative dimensions or counts, impossible shapes, overflow
   std::uint64_t unscoped_flop_estimates = 0;  // recorded with no scope open on the thread
   std::uint64_t unknown_frees = 0;            // frees of addresses never seen allocated (no event was lost)
+  std::uint64_t unfreed_reallocations = 0;    // allocations at an address still live (no event was lost)
   std::uint64_t truncated_scopes = 0;         // scopes whose end was lost: written up to the loss, marked
   std::uint64_t moved_scopes = 0;             // scopes that ended on another thread: written as async ranges
   std::uint64_t instant_events = 0;
