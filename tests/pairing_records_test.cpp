@@ -182,6 +182,27 @@ TEST_CASE("pairing: a scope that ends on another thread becomes an async range, 
   }
 }
 
+TEST_CASE("pairing: a scope moved to another thread whose end may have been lost there closes truncated, where last known open") {
+  const pt::site spawn{"spawn", "", "f.cpp", 7, pt::category::user_annotation};
+  const pt::site moved{"moved", "", "f.cpp", 8, pt::category::user_annotation};
+  for (const bool lost : {false, true}) {
+    CAPTURE(lost);
+    two_threads f;
+    // Thread 1: spawn { moved ... } spawn ends at 100 with moved still open: moved goes on elsewhere.
+    f.feed(f.t1, {begin(10, spawn), begin(20, moved), end(100, spawn, index_of(1, 0))});
+    // Thread 2: a leaf (slots 0-1), then, if lost, a gap: two records (moved's end among them) dropped.
+    std::vector<pt::event> on_2 = {begin(30, site_b), end(35, site_b, index_of(2, 0))};
+    if (lost) on_2.push_back({60, 2, 0, static_cast<std::uint32_t>(pt::event_kind::gap), 0});
+    f.feed(f.t2, on_2);
+    f.pairs.clip_and_carry_asyncs(&f.sink, 200, nullptr, 0);
+    REQUIRE(f.sink.asyncs.size() == 1);
+    CHECK(f.sink.asyncs[0].name == "moved");
+    CHECK(f.sink.asyncs[0].begin == 20);
+    CHECK(f.sink.asyncs[0].end == (lost ? 35 : 200));  // lost: thread 2's last record before its gap
+    CHECK(f.sink.counts.truncated_scopes == (lost ? 1 : 0));
+  }
+}
+
 TEST_CASE("pairing: what ran inside a scope that ended on another thread is its parent's child time, in either drain order") {
   // spawn { moved { before[20, 1020] } ... } on thread 1; moved ends on thread 2.
   const pt::site spawn{"spawn", "", "f.cpp", 7, pt::category::user_annotation};

@@ -447,3 +447,20 @@ TEST_CASE("the JSON writer's common scopes read back with exact ts, dur and Exte
     ++at;
   }
 }
+
+TEST_CASE("an async range closed truncated says so in both formats") {
+  pt::trace_head head;
+  head.pid = 4242;
+  head.start_ns = 1'700'000'000'000'000'000;
+  head.base_ns = head.start_ns;
+  for (const bool truncated : {false, true}) {
+    CAPTURE(truncated);
+    pt::kineto_json_writer json(head);
+    pt::perfetto_writer perfetto(head);
+    pt::open_async a{&outer_site, head.start_ns + 100, 11, 5, 0, false, {}, truncated};
+    json.async(a, 1, head.start_ns + 300, 12);
+    perfetto.async(a, 1, head.start_ns + 300, 12);
+    CHECK((json.buffer().find("\"truncated\": true") != std::string::npos) == truncated);
+    CHECK((perfetto.buffer().find("truncated") != std::string::npos) == truncated);
+  }
+}

@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -186,10 +187,15 @@ class pairing {
     std::vector<std::uint64_t> ended;
     for (auto it = open_asyncs_.begin(); it != open_asyncs_.end();) {
       auto& [id, a] = *it;
-      if (a.thread_gone) {
+      // Its thread ended with it open, or events were lost after it began
+      // (its end may be among them): it ends where it was last known open.
+      const std::optional<std::int64_t> lost_at = old ? first_loss_after(*old, a.begin_ns) : std::nullopt;
+      if (a.thread_gone || lost_at) {
         if (old) {
           ++old->counts.truncated_scopes;
-          old->async(a, id, std::clamp(a.thread_gone_ns, a.begin_ns, std::max(old_at, a.begin_ns)), a.tid);
+          a.truncated = true;
+          const std::int64_t last_open = a.thread_gone ? a.thread_gone_ns : *lost_at;
+          old->async(a, id, std::clamp(last_open, a.begin_ns, std::max(old_at, a.begin_ns)), a.tid);
         }
         ended.push_back(id);
         it = open_asyncs_.erase(it);
@@ -213,6 +219,7 @@ class pairing {
     if (old) old->losses.unpaired += early_async_ends_.size() + early_moved_ends_.size();
     early_async_ends_.clear();
     early_moved_ends_.clear();
+    losses_.clear();
   }
 
   void forget() {
@@ -396,6 +403,7 @@ class pairing {
 
   // A gap: every scope open now is frozen at the last event seen before it.
   void on_gap(thread_state& ts, const event& e) {
+    note_loss(ts.last_ticks, e.ticks);
     if (e.payload != 0) {
       ts.next_index = e.payload;  // handed out by consume(): the survivors start there
     } else {
@@ -534,6 +542,24 @@ class pairing {
     if (outer->frozen) outer->late_mem_events += s.late_mem_events;
   }
 
+  // Where a ring lost events, from its last record before them to the gap
+  // record after them (ticks): an async range open past one of these may
+  // have lost its end there. Past max_losses, one span covers them all.
+  void note_loss(std::uint64_t from, std::uint64_t to) {
+    if (losses_.size() >= max_losses) {
+      for (const auto& [a, b] : losses_) from = std::min(from, a), to = std::max(to, b);
+      losses_.clear();
+    }
+    losses_.emplace_back(from, std::max(from, to));
+  }
+  // The earliest moment a range begun at `begin_ns` may have lost its end.
+  std::optional<std::int64_t> first_loss_after(Sink& w, std::int64_t begin_ns) const {
+    std::optional<std::int64_t> first;
+    for (const auto& [from, to] : losses_)
+      if (w.to_ns(to) > begin_ns) first = std::min(first.value_or(INT64_MAX), std::max(w.to_ns(from), begin_ns));
+    return first;
+  }
+
   void write_moved(Sink& w, const open_async& a, std::int64_t end_ns, std::int64_t end_tid) {
     ++w.counts.moved_scopes;
     w.async(a, next_async_id.fetch_add(1, std::memory_order_relaxed), end_ns, end_tid);
@@ -619,6 +645,9 @@ class pairing {
   // open_asyncs_, under the id given here), and ends seen before their begin.
   std::unordered_map<std::uint64_t, std::uint64_t> moved_async_ids_;
   std::unordered_map<std::uint64_t, early_async_end> early_moved_ends_;
+  // The window's losses (note_loss): [from, to] in ticks.
+  static constexpr std::size_t max_losses = 1024;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> losses_;
 };
 
 }  // namespace detail

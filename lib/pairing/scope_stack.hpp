@@ -191,6 +191,7 @@ struct open_async {
   std::int64_t thread_gone_ns = 0;
   bool thread_gone = false;
   std::string dynamic_name;  // a scope's runtime name (PROF_SCOPE_DYNAMIC, proftrace_push)
+  bool truncated = false;  // written where it was last known open: its end was most likely lost
   const char* name() const noexcept { return dynamic_name.empty() ? where->name : dynamic_name.c_str(); }
 };
 // An async range's end that reached the flusher before its begin (the

@@ -270,6 +270,7 @@ void kineto_json_writer::async(const open_async& a, std::uint64_t id, std::int64
   append_int(buffer(), a.tid);
   buffer() += ", \"end thread\": ";
   append_int(buffer(), end_tid);
+  if (a.truncated) buffer() += ", \"truncated\": true";
   buffer() += "}}";
   open("\"ph\": \"e\", \"cat\": \"async\"", end_tid, end_ns);
   buffer() += "}";

@@ -178,8 +178,9 @@ void perfetto_writer::async(const open_async& a, std::uint64_t id, std::int64_t 
   const std::uint64_t track = main_.builder.named_track(a.name(), process_track_, id);
   const annotation args[] = {{.name = {}, .name_iid = main_.external_id_iid, .value = a.external_id},
                              {.name = "begin thread", .value = a.tid},
-                             {.name = "end thread", .value = end_tid}};
-  main_.builder.slice_begin(track, a.begin_ns, a.name(), "async", args);
+                             {.name = "end thread", .value = end_tid},
+                             {.name = "truncated", .value = true}};
+  main_.builder.slice_begin(track, a.begin_ns, a.name(), "async", annotations(args, a.truncated ? 4 : 3));
   main_.builder.slice_end(track, std::max(end_ns, a.begin_ns));
 }
 
