@@ -2631,3 +2631,73 @@ TEST_CASE("validate --repair: a .pftrace cut inside a packet keeps every whole p
   std::ofstream(first_cut, std::ios::binary | std::ios::trunc).write(bytes.data(), 5);
   CHECK_THROWS_WITH_AS(pt::plan_repair(first_cut), doctest::Contains("nothing to repair: no whole packet"), pt::trace_error);
 }
+
+TEST_CASE("bad Perfetto inputs and outputs: empty, cut compressed, not Perfetto in a directory, merge over an input, repair across formats") {
+  temp_dir dir("cli-bad-pftrace");
+  proftrace::profile p;
+  p.start();
+  for (int i = 0; i < 5000; ++i) cli_work(i % 64);  // compressed, several blocks
+  p.stop();
+  const auto t = dir.path / "t.pftrace";
+  p.export_chrome_trace(t);
+  p.export_chrome_trace(dir.path / "t.pftrace.zst");
+  p.export_chrome_trace(dir.path / "t.pftrace.gz");
+  p.export_chrome_trace(dir.path / "t.json");
+
+  write_file(dir.path / "empty.pftrace", "");
+  for (const char* cmd : {"validate", "summary", "csv", "stacks"}) {
+    CAPTURE(cmd);
+    const auto r = run_cli({cmd, (dir.path / "empty.pftrace").string()});
+    CHECK(r.rc == 1);
+    CHECK((r.out + r.err).find("empty") != std::string::npos);
+  }
+  CHECK(run_cli({"convert", (dir.path / "empty.pftrace").string(), (dir.path / "e.json").string()}).rc == 1);
+  CHECK_FALSE(std::filesystem::exists(dir.path / "e.json"));
+
+  // A compressed stream cut short is an error, as a cut .json.zst is; --repair keeps its whole packets.
+  for (const char* name : {"t.pftrace.zst", "t.pftrace.gz"}) {
+    CAPTURE(name);
+    const std::string whole = slurp(dir.path / name);
+    const auto cut = dir.path / (std::string("cut-") + name);
+    write_file(cut, std::string_view(whole).substr(0, whole.size() * 3 / 4));
+    const auto v = run_cli({"validate", cut.string()});
+    CHECK(v.rc == 1);
+    CHECK((v.out + v.err).find("stream cut off") != std::string::npos);
+    CHECK(run_cli({"summary", cut.string()}).rc == 1);
+    const auto repaired = dir.path / (std::string("repaired-") + name);
+    const auto r = run_cli({"validate", "--repair", cut.string(), "-o", repaired.string()});
+    CHECK(r.rc == 0);
+    const auto kept = run_cli({"validate", repaired.string()});
+    CHECK(kept.rc == 0);
+    CHECK(kept.out.find("valid (0 events)") == std::string::npos);
+  }
+
+  // A directory: a .pftrace that is not Perfetto's is skipped and named, as a .json that is not a trace.
+  const auto ranks = dir.path / "ranks";
+  std::filesystem::create_directories(ranks);
+  std::filesystem::copy_file(dir.path / "t.json", ranks / "r0.json");
+  write_file(ranks / "random.pftrace", std::string("\xd5\x11\x02garbage", 10));
+  write_file(ranks / "empty.pftrace", "");
+  const auto s = run_cli({"summary", ranks.string()});
+  CHECK(s.rc == 0);
+  CHECK(s.err.find("skipped random.pftrace") != std::string::npos);
+  CHECK(s.err.find("skipped empty.pftrace") != std::string::npos);
+
+  // merge never writes over one of its inputs.
+  const std::string before = slurp(ranks / "r0.json");
+  const auto m = run_cli({"merge", (ranks / "r0.json").string(), "-o", (ranks / "r0.json").string()});
+  CHECK(m.rc == 1);
+  CHECK(m.err.find("would be overwritten") != std::string::npos);
+  CHECK(slurp(ranks / "r0.json") == before);
+
+  // A repair keeps the input's format: another format's suffix is refused, not written mislabelled.
+  const std::string json = slurp(dir.path / "t.json");
+  write_file(dir.path / "cut.json", std::string_view(json).substr(0, json.size() / 2));
+  const auto x = run_cli({"validate", "--repair", (dir.path / "cut.json").string(), "-o", (dir.path / "x.pftrace").string()});
+  CHECK(x.rc == 1);
+  CHECK_FALSE(std::filesystem::exists(dir.path / "x.pftrace"));
+  const std::string pf = slurp(t);
+  write_file(dir.path / "cut.pftrace", std::string_view(pf).substr(0, pf.size() / 2));
+  CHECK(run_cli({"validate", "--repair", (dir.path / "cut.pftrace").string(), "-o", (dir.path / "y.json").string()}).rc == 1);
+  CHECK_FALSE(std::filesystem::exists(dir.path / "y.json"));
+}

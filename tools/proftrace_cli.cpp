@@ -502,6 +502,11 @@ std::uint64_t print_problems(const std::string& path, pt::read_result& r) {
 }
 
 int repair(const std::string& path, const std::optional<std::string>& output) {
+  // A repair keeps the input's own format: OUT must name it (compressed as OUT's suffix says).
+  if (output && pt::is_perfetto_trace(path) != pt::named_perfetto_trace(*output))
+    throw pt::trace_error(*output + ": a repair keeps " + path + "'s format (" +
+                          (pt::is_perfetto_trace(path) ? ".pftrace" : ".json") +
+                          ", with any compression suffix); 'proftrace convert' changes it");
   const auto plan = pt::plan_repair(path);
   if (plan.complete) {
     pt::read_result r;
@@ -574,6 +579,9 @@ int cmd_merge(const std::vector<std::string>& args) {
     files.push_back(json);
   };
   for (const auto& p : a.positional) {
+    std::error_code same_ec;
+    if (!is_directory(p) && std::filesystem::equivalent(p, output, same_ec))
+      throw pt::trace_error(output.string() + ": MERGED is one of the traces to merge: it would be overwritten");
     if (is_directory(p)) {
       // Decided by content: the directory's other files are skipped, named on stderr.
       for (auto& f : pt::list_traces(p, skipped, {*a.output})) add(f);

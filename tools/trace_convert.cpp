@@ -1,5 +1,6 @@
 // `proftrace convert`: Kineto JSON <-> Perfetto, by suffix, through the
 // library's converters.
+#include "perfetto_input.hpp"
 #include "trace_input.hpp"
 #include "trace_reader.hpp"
 #include "writers/perfetto/compressed_output.hpp"
@@ -39,7 +40,14 @@ conversion_report convert_trace(const std::filesystem::path& input, const std::f
   conversion_report report;
   try {
     if (in_perfetto && named_json(output)) {
-      const auto r = pd::perfetto_to_kineto(input, output);
+      pd::compressed_output out(output);
+      pd::decoded_json_writer w(out.stream());
+      const pd::perfetto_read_result r = read_perfetto_file(input, w.callbacks());
+      if (r.packets == 0)  // nothing to convert: no file written
+        throw trace_error(input.string() + ": " + (r.truncated ? "nothing before the cut: " + r.truncation
+                                                                 : std::string("empty: no Perfetto packet")));
+      w.finish();
+      out.commit();
       report.summary = std::to_string(r.events) + " events from " + std::to_string(r.packets) + " packets";
       if (r.truncated) report.warnings.push_back(input.string() + ": truncated: " + r.truncation);
       if (r.open_slices) report.warnings.push_back(std::to_string(r.open_slices) + " slices never ended (left out)");

@@ -3,9 +3,12 @@
 
 #include <algorithm>
 #include <climits>
+#include <istream>
+#include <streambuf>
 #include <string_view>
 #include <unordered_map>
 
+#include "perfetto_input.hpp"
 #include "trace_input.hpp"
 #include "trace_reader.hpp"
 #include "tensorboard_handler.hpp"
@@ -198,6 +201,69 @@ bool is_perfetto_trace(const std::filesystem::path& path) {
   }
 }
 
+namespace {
+
+// trace_input as a std::streambuf, for the library's reader.
+class input_buffer : public std::streambuf {
+ public:
+  explicit input_buffer(trace_input& in) : in_(in), buf_(in.buffer_size(std::size_t{1} << 20)) {}
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    const std::size_t n = in_.read(buf_.data(), buf_.size());
+    if (n == 0) return traits_type::eof();
+    total_ += n;
+    setg(buf_.data(), buf_.data(), buf_.data() + n);
+    return traits_type::to_int_type(*gptr());
+  }
+
+ public:
+  std::uint64_t total() const noexcept { return total_; }
+
+ private:
+  trace_input& in_;
+  std::vector<char> buf_;
+  std::uint64_t total_ = 0;
+};
+
+}  // namespace
+
+pd::perfetto_read_result read_perfetto_file(const std::filesystem::path& path, const pd::perfetto_callbacks& callbacks,
+                                            bool* compressed_damage) {
+  trace_input in(path);
+  input_buffer buf(in);
+  std::istream stream(&buf);
+  pd::perfetto_read_result r;
+  try {
+    r = pd::read_perfetto(stream, callbacks);
+  } catch (const pd::perfetto_error& e) {
+    throw trace_error(path.string() + ": " + e.what());
+  }
+  const bool damaged = in.status() == trace_input::state::cut_off || in.status() == trace_input::state::corrupt;
+  if (compressed_damage) *compressed_damage = damaged;
+  if (damaged && !r.stopped) {
+    const std::string codec = in.codec() ? in.codec() : "compressed";
+    r.truncated = true;
+    r.truncation = (in.status() == trace_input::state::cut_off ? codec + " stream cut off"
+                                                                : "corrupt " + codec + " data (" + in.error() + ")") +
+                   " after " + std::to_string(buf.total()) + " uncompressed bytes, " + std::to_string(r.packets) +
+                   " whole packets before it";
+  }
+  return r;
+}
+
+namespace {
+
+void check_whole(const std::filesystem::path& path, const pd::perfetto_read_result& r, bool compressed_damage) {
+  if (compressed_damage)
+    throw trace_error(path.string() + ": " + r.truncation +
+                      " ('proftrace validate --repair' keeps its complete packets)");
+  if (r.packets == 0 && !r.truncated && !r.stopped) throw trace_error(path.string() + ": empty: no Perfetto packet");
+}
+
+}  // namespace
+
 read_result read_perfetto_trace(const std::filesystem::path& path, const read_options& options) {
   read_result result;
   result.top_level_object = result.has_trace_events = result.trace_events_is_array = true;
@@ -226,17 +292,15 @@ read_result read_perfetto_trace(const std::filesystem::path& path, const read_op
     to_trace_event(d, base_ns, where, e);
     return !options.on_event || options.on_event(e);
   };
-  try {
-    const pd::perfetto_read_result r = pd::read_perfetto(path, cb);
-    result.truncated = r.truncated;
-    result.cut_inside_packet = r.truncation;
-    result.stopped = r.stopped;
-    result.unplaced_events = r.unplaced;
-    result.skipped_open_slices = r.skipped_open;
-    result.bytes = r.bytes;
-  } catch (const pd::perfetto_error& err) {
-    throw trace_error(err.what());
-  }
+  bool damaged = false;
+  const pd::perfetto_read_result r = read_perfetto_file(path, cb, &damaged);
+  check_whole(path, r, damaged);
+  result.truncated = r.truncated;
+  result.cut_inside_packet = r.truncation;
+  result.stopped = r.stopped;
+  result.unplaced_events = r.unplaced;
+  result.skipped_open_slices = r.skipped_open;
+  result.bytes = r.bytes;
   result.metadata.push_back({"baseTimeNanoseconds", json_type::number, std::to_string(base_ns)});
   return result;
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "trace_input.hpp"
+#include "writers/perfetto/perfetto_reader.hpp"
 
 namespace proftrace::tools {
 
@@ -479,8 +480,29 @@ trace_probe probe_trace(const std::filesystem::path& path) {
   };
   if (is_perfetto_trace(path)) {
     std::error_code ec;
-    p.is_trace = std::filesystem::is_regular_file(path, ec);
-    if (!p.is_trace) p.reason = "cannot be read: not a regular file";
+    if (!std::filesystem::is_regular_file(path, ec)) {
+      p.reason = "cannot be read: not a regular file";
+      return p;
+    }
+    // Decided by content as JSON is: its first (decompressed) byte starts a packet.
+    try {
+      trace_input in(path);
+      unsigned char first = 0;
+      if (in.read(reinterpret_cast<char*>(&first), 1) != 1) {
+        p.reason = "not a Perfetto trace (" + std::string(in.status() == trace_input::state::corrupt
+                                                             ? "not " + std::string(in.codec() ? in.codec() : "") + " data"
+                                                             : "empty") + ")";
+        return p;
+      }
+      if (!proftrace::detail::looks_like_perfetto(first)) {
+        p.reason = "not a Perfetto trace (its first byte is not a Trace.packet's)";
+        return p;
+      }
+    } catch (const trace_error& e) {
+      p.reason = std::string("cannot be read: ") + e.what();
+      return p;
+    }
+    p.is_trace = true;
     return p;
   }
   // The first byte of the (decompressed) text: a trace is an object.

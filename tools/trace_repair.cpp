@@ -21,6 +21,7 @@
 #include <optional>
 #include <vector>
 
+#include "perfetto_input.hpp"
 #include "trace_input.hpp"
 #include "trace_reader.hpp"
 #include "writers/perfetto/perfetto_reader.hpp"
@@ -438,9 +439,9 @@ std::optional<repair_plan> plan_perfetto_repair(const std::filesystem::path& pat
   }
   proftrace::detail::perfetto_read_result r;
   try {
-    r = proftrace::detail::read_perfetto(path, {});
-  } catch (const proftrace::detail::perfetto_error& e) {
-    throw trace_error(path.string() + ": nothing to repair: " + e.what());
+    r = read_perfetto_file(path, {});
+  } catch (const trace_error& e) {
+    throw trace_error(path.string() + ": nothing to repair: " + std::string(e.what()).substr(path.string().size() + 2));
   }
   if (r.truncated && r.bytes == 0)
     throw trace_error(path.string() + ": nothing to repair: no whole packet before the cut (" + r.truncation + ")");

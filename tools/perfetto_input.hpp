@@ -1,0 +1,23 @@
+// A Perfetto trace read through trace_input, for the command line's readers
+// (summary, validate --repair, convert); internal to tools/.
+//
+//   bool damaged = false;
+//   const auto r = read_perfetto_file("t.pftrace.zst", callbacks, &damaged);
+#pragma once
+
+#include <filesystem>
+
+#include "writers/perfetto/perfetto_reader.hpp"
+
+namespace proftrace::tools {
+
+// The library's reader given a stream from trace_input: a compressed stream
+// that is cut off or corrupt ends the read like a cut inside a packet, after
+// every whole packet before it, and `compressed_damage` is set (Boost's
+// filters would end a cut zstd stream silently and lose a cut gzip
+// stream's last block). Throws trace_error.
+proftrace::detail::perfetto_read_result read_perfetto_file(const std::filesystem::path& path,
+                                                           const proftrace::detail::perfetto_callbacks& callbacks,
+                                                           bool* compressed_damage = nullptr);
+
+}  // namespace proftrace::tools
