@@ -538,3 +538,29 @@ TEST_CASE("kineto_to_perfetto nests a thread's X events whatever their order in 
   CHECK(result.unmatched_ends == 0);
   CHECK(ends == std::vector<std::string>{"leaf 10000+2000", "child 10000+5000", "late 25000+5000", "parent 10000+20000"});
 }
+
+TEST_CASE("kineto_to_perfetto binds a flow to one slice, the innermost starting at its time") {
+  test_support::temp_dir dir("perfetto-flows");
+  const auto in = dir.path / "t.json", out = dir.path / "t.pftrace";
+  // A kernel inside a GPU annotation, both starting at 20 on stream 7: the flow ends on the kernel only.
+  std::ofstream(in) << R"({"traceEvents": [
+    {"ph": "X", "name": "cudaLaunchKernel", "cat": "cuda_runtime", "pid": 1, "tid": 1, "ts": 10, "dur": 2},
+    {"ph": "s", "id": 501, "cat": "ac2g", "name": "ac2g", "pid": 1, "tid": 1, "ts": 10},
+    {"ph": "X", "name": "annotation", "cat": "gpu_user_annotation", "pid": 0, "tid": 7, "ts": 20, "dur": 30},
+    {"ph": "X", "name": "kernel", "cat": "kernel", "pid": 0, "tid": 7, "ts": 20, "dur": 5},
+    {"ph": "f", "id": 501, "bp": "e", "cat": "ac2g", "name": "ac2g", "pid": 0, "tid": 7, "ts": 20}
+  ], "baseTimeNanoseconds": 0})";
+  const kineto_conversion r = kineto_to_perfetto(in, out);
+  CHECK(r.flows == 2);
+  std::map<std::string, std::size_t> starts, ends;
+  perfetto_callbacks cb;
+  cb.on_event = [&](const decoded_event& e) {
+    starts[e.name] += e.flow_ids.size();
+    ends[e.name] += e.terminating_flow_ids.size();
+    return true;
+  };
+  read_perfetto(out, cb);
+  CHECK(starts["cudaLaunchKernel"] == 1);
+  CHECK(ends["kernel"] == 1);
+  CHECK(ends["annotation"] == 0);
+}

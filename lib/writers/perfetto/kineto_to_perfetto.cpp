@@ -137,6 +137,13 @@ class converter {
     std::uint64_t id;
     bool start;
   };
+  // The flow events at one (thread, ts), and the one slice they bind to:
+  // the innermost "X" starting there (as Perfetto binds a flow to the
+  // deepest slice open at its time).
+  struct flows_at {
+    std::vector<flow> flows;
+    std::uint32_t slice = UINT32_MAX;
+  };
   std::uint32_t thread_of(const json::object& e);
   void add_metadata(const json::object& e);
   void add_flow(const json::object& e, std::uint32_t thread, std::int64_t ts, bool start);
@@ -147,7 +154,7 @@ class converter {
   std::uint64_t process_track(perfetto_builder& b, const id_value& pid);
   void emit(perfetto_builder& b, const emission& e);
   void emit_counters(perfetto_builder& b, const record& r, std::int64_t ts);
-  std::vector<std::uint64_t>& flows_of(std::uint32_t thread, std::int64_t ts, bool start);
+  std::vector<std::uint64_t>& flows_of(std::uint32_t slice, bool start);
 
   kineto_conversion& stats_;
   std::int64_t base_ns_ = 0;
@@ -157,7 +164,7 @@ class converter {
   std::vector<thread_key> threads_;
   std::unordered_map<std::string, std::uint32_t> thread_index_;  // "pid\x1ftid"
   std::unordered_map<std::string, std::string> thread_names_, process_names_;
-  std::map<std::pair<std::uint32_t, std::int64_t>, std::vector<flow>> flows_;
+  std::map<std::pair<std::uint32_t, std::int64_t>, flows_at> flows_;
   std::vector<std::uint64_t> thread_uuids_;  // 0: not declared yet
   // A numeric thread's own packet sequence (its track and clock by default,
   // timestamps as deltas): its slices and instants; made at its first.
@@ -187,7 +194,7 @@ void converter::add_metadata(const json::object& e) {
 void converter::add_flow(const json::object& e, std::uint32_t thread, std::int64_t ts, bool start) {
   const json::value* id = e.if_contains("id");
   if (!id || !(id->is_int64() || id->is_uint64())) return void(++stats_.skipped);
-  flows_[{thread, ts}].push_back({id->is_int64() ? static_cast<std::uint64_t>(id->get_int64()) : id->get_uint64(), start});
+  flows_[{thread, ts}].flows.push_back({id->is_int64() ? static_cast<std::uint64_t>(id->get_int64()) : id->get_uint64(), start});
 }
 
 void converter::add(std::string_view text) {
@@ -238,6 +245,7 @@ void converter::plan_thread(std::vector<std::uint32_t>& xs, std::vector<emission
   std::vector<std::uint32_t> open;
   for (const std::uint32_t x : xs) {
     record& r = records_[x];
+    if (const auto f = flows_.find({r.thread, r.ts}); f != flows_.end()) f->second.slice = x;  // the last: innermost
     while (!open.empty() && records_[open.back()].end <= r.ts) {
       out.push_back({records_[open.back()].end, open.back(), step::x_end});
       open.pop_back();
@@ -291,11 +299,11 @@ perfetto_builder& converter::events_of(perfetto_builder& b, std::uint32_t thread
   return *thread_events_[thread];
 }
 
-std::vector<std::uint64_t>& converter::flows_of(std::uint32_t thread, std::int64_t ts, bool start) {
+std::vector<std::uint64_t>& converter::flows_of(std::uint32_t slice, bool start) {
   scratch_ids_.clear();
-  const auto it = flows_.find({thread, ts});
-  if (it != flows_.end())
-    for (const flow& f : it->second)
+  const auto it = flows_.find({records_[slice].thread, records_[slice].ts});
+  if (it != flows_.end() && it->second.slice == slice)
+    for (const flow& f : it->second.flows)
       if (f.start == start) scratch_ids_.push_back(f.id), ++stats_.flows;
   return scratch_ids_;
 }
@@ -327,13 +335,13 @@ void converter::emit(perfetto_builder& b, const emission& e) {
     perfetto_builder& t = events_of(b, r.thread);
     const std::uint64_t track = thread_track(b, r.thread);
     if (e.what == step::x_begin) {
-      const std::vector<std::uint64_t>& flows = flows_of(r.thread, r.ts, true);
+      const std::vector<std::uint64_t>& flows = flows_of(e.record, true);
       if (name.starts_with("ProfilerStep#") && flows.empty())  // one name per step: not interned
         t.slice_begin(track, ts, perfetto_builder::one_off_name{name}, cat, args_.of(r.event));
       else
         t.slice_begin(track, ts, name, cat, args_.of(r.event), flows);
     } else if (e.what == step::x_end)
-      t.slice_end(track, ts, {}, flows_of(r.thread, r.ts, false));
+      t.slice_end(track, ts, {}, flows_of(e.record, false));
     else
       t.instant(track, ts, name, cat, args_.of(r.event));
     return;
