@@ -967,6 +967,20 @@ TEST_CASE("summary of a directory: one table per rank in rank order, then the sp
   CHECK_MESSAGE(exchange_line.find("30.000") != std::string::npos, exchange_line);
   CHECK_MESSAGE(exchange_line.ends_with("rank 1"), exchange_line);
 
+  // Two ranks: the median is the mean of the two (10 and 30: 20), not the larger.
+  std::filesystem::remove(dir.path / "rank2.pt.trace.json");
+  const auto two = run_cli({"summary", dir.path.string()});
+  const std::string view2 = two.out.substr(two.out.find("== across 2 ranks"));
+  const auto at = view2.find("exchange");
+  const std::string line2 = view2.substr(at, view2.find('\n', at) - at);
+  CHECK_MESSAGE(line2.find("10.000") < line2.find("20.000"), line2);
+  CHECK_MESSAGE(line2.find("20.000") < line2.find("30.000"), line2);
+  // One rank's trace twice: nothing to compare across ranks.
+  temp_dir twice("cli-one-rank");
+  std::filesystem::copy_file(dir.path / "rank0.pt.trace.json", twice.path / "a.pt.trace.json");
+  std::filesystem::copy_file(dir.path / "rank0.pt.trace.json", twice.path / "b.pt.trace.json");
+  CHECK(run_cli({"summary", twice.path.string()}).out.find("== across") == std::string::npos);
+
   temp_dir empty("cli-no-ranks");
   const auto none = run_cli({"summary", empty.path.string()});
   CHECK(none.rc == 1);
@@ -2689,6 +2703,9 @@ TEST_CASE("bad Perfetto inputs and outputs: empty, cut compressed, not Perfetto 
   CHECK(m.rc == 1);
   CHECK(m.err.find("would be overwritten") != std::string::npos);
   CHECK(slurp(ranks / "r0.json") == before);
+  // ... nor creates a directory for MERGED, as no other command does.
+  CHECK(run_cli({"merge", (ranks / "r0.json").string(), "-o", (dir.path / "missing" / "m.json").string()}).rc == 1);
+  CHECK_FALSE(std::filesystem::exists(dir.path / "missing"));
 
   // A repair keeps the input's format: another format's suffix is refused, not written mislabelled.
   const std::string json = slurp(dir.path / "t.json");

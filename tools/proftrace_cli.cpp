@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <algorithm>
@@ -57,8 +58,8 @@ const char* const tool_help =
 const char* const summary_help =
     "usage: proftrace summary TRACE|DIR [--sort-by KEY] [--row-limit N] [--group-by-shape] [--top-level-only] [--flops]\n"
     "\n"
-    "With a directory: every Kineto trace in it (its *.json, *.json.gz and\n"
-    "*.json.zst files, decided by content: the others, such as a memory\n"
+    "With a directory: every trace in it (its *.json, *.json.gz, *.json.zst and\n"
+    "*.pftrace[.gz|.zst] files, decided by content: the others, such as a memory\n"
     "timeline's .json, and merged traces are skipped and named on stderr),\n"
     "grouped by schedule cycle (the traces' first ProfilerStep#N): per cycle, one\n"
     "table per rank in rank order (distributedInfo), then a view across the\n"
@@ -92,7 +93,8 @@ const char* const summary_help =
 const char* const merge_help =
     "usage: proftrace merge DIR_OR_TRACES... -o MERGED\n"
     "\n"
-    "Writes one trace (.json, .json.gz or .json.zst by MERGED's suffix) holding\n"
+    "Writes one trace (.json[.gz|.zst] or .pftrace[.gz|.zst] by MERGED's suffix;\n"
+    "never one of the traces given) holding\n"
     "the events of every trace given (a directory: its traces, decided by\n"
     "content as for 'summary DIR'; the other files are skipped and named on\n"
     "stderr; a Perfetto trace is converted to Kineto JSON first, in a scratch\n"
@@ -438,7 +440,7 @@ int cmd_summary(const std::vector<std::string>& args) {
         warn_empty_sort_key(opts.sort_by, r.averages, info, r.file.string(), warnings);
         if (a.flops) print_flop_rates(r.averages, false);
       }
-      if (traces < 2) continue;
+      if (traces < 2 || cycle.entities < 2) continue;  // one rank (its traces repeated): nothing to compare
       std::cout << "== across " << cycle.entities << (cycle.all_ranked ? " ranks" : " traces")
                 << (cycle.label.empty() ? "" : ", " + cycle.label) << ": self CPU time per key, largest spread first\n"
                 << pt::cross_rank_table(ranks, c, opts.row_limit);
@@ -561,6 +563,9 @@ int cmd_merge(const std::vector<std::string>& args) {
   if (a.positional.empty()) throw usage_error{"merge takes a directory or trace files"};
   const std::filesystem::path output = *a.output;
   const bool to_perfetto = pt::named_perfetto_trace(output);  // merged as JSON, then converted
+  // As every command writes: into a directory that exists (the scratch one beside MERGED must not create it).
+  if (const auto dir = output.parent_path(); !dir.empty() && !is_directory(dir.string()))
+    throw pt::trace_error(output.string() + ": cannot write: " + std::strerror(ENOENT));
   if (!to_perfetto && !pt::named_json(output))
     throw pt::trace_error(output.string() + ": unknown output format (" + std::string(pt::trace_suffixes) + ")");
   std::vector<std::filesystem::path> files;

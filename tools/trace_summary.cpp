@@ -1,6 +1,7 @@
 // Aggregation (summary, diff) and layout checks (validate) over the
 // streaming reader.
 #include <algorithm>
+#include <numeric>
 #include <charconv>
 #include <climits>
 #include <cmath>
@@ -691,8 +692,9 @@ std::string cross_rank_table(const ranks_summary& ranks, std::size_t cycle, int 
   std::vector<line> lines;
   for (auto& [key, st] : keys) {
     std::sort(st.self.begin(), st.self.end());
-    lines.push_back({key, st.self.size(), st.self.front().first, st.self[st.self.size() / 2].first,
-                     st.self.back().first, st.self.back().second});
+    const std::size_t n = st.self.size();  // an even count's median: the mean of the middle two
+    const std::int64_t median = n % 2 ? st.self[n / 2].first : std::midpoint(st.self[n / 2 - 1].first, st.self[n / 2].first);
+    lines.push_back({key, n, st.self.front().first, median, st.self.back().first, st.self.back().second});
   }
   std::stable_sort(lines.begin(), lines.end(),
                    [](const line& a, const line& b) { return a.max - a.min > b.max - b.min; });
