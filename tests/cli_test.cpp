@@ -1485,7 +1485,9 @@ TEST_CASE("numbers beyond int64 saturate instead of overflowing (flops 1e30, ts 
   // double args saturated on the way out, as the JSON reader does; a pid
   // beyond int64 stays text.
   const auto pftrace = dir.path / "huge.pftrace";
-  REQUIRE(run_cli({"convert", (dir.path / "huge.json").string(), pftrace.string()}).rc == 0);
+  const auto converted = run_cli({"convert", (dir.path / "huge.json").string(), pftrace.string()});
+  REQUIRE(converted.rc == 0);
+  CHECK(converted.err.find("6 ts or dur values beyond +-4e18 ns") != std::string::npos);  // said, not silent
   const auto from_pftrace = pt::summarize(pftrace, false, warnings);
   REQUIRE(from_pftrace.rows.size() == 1);
   CHECK(from_pftrace.rows.at(0).count == 3);
@@ -2717,4 +2719,12 @@ TEST_CASE("bad Perfetto inputs and outputs: empty, cut compressed, not Perfetto 
   write_file(dir.path / "cut.pftrace", std::string_view(pf).substr(0, pf.size() / 2));
   CHECK(run_cli({"validate", "--repair", (dir.path / "cut.pftrace").string(), "-o", (dir.path / "y.json").string()}).rc == 1);
   CHECK_FALSE(std::filesystem::exists(dir.path / "y.json"));
+
+  // Converting a cut trace to its own format copies it, with the warning a conversion gives.
+  for (const char* name : {"cut.json", "cut.pftrace"}) {
+    CAPTURE(name);
+    const auto c = run_cli({"convert", (dir.path / name).string(), (dir.path / (std::string("copy-") + name + ".gz")).string()});
+    CHECK(c.rc == 0);
+    CHECK(c.err.find("truncated") != std::string::npos);
+  }
 }

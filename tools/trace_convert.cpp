@@ -61,7 +61,12 @@ conversion_report convert_trace(const std::filesystem::path& input, const std::f
       return report;
     }
     if (in_perfetto == named_perfetto_trace(output)) {  // same format: the bytes as they are, compressed anew
+      // A cut input is copied as it is, with the warning a conversion gives; garbage is refused first.
+      const repair_plan plan = plan_repair(input);
       report.summary = std::to_string(recompress(input, output)) + " bytes copied";
+      if (!plan.complete)
+        report.warnings.push_back(input.string() + ": truncated (" + plan.cut +
+                                  "): copied as it is; 'proftrace validate --repair' keeps its complete events");
       return report;
     }
     const auto r = pd::kineto_to_perfetto(input, output);
@@ -69,6 +74,9 @@ conversion_report convert_trace(const std::filesystem::path& input, const std::f
                      std::to_string(r.instants) + " instants, " + std::to_string(r.counters) + " counters, " +
                      std::to_string(r.async_slices) + " async slices, " + std::to_string(r.flows) + " flow ends";
     if (r.skipped) report.warnings.push_back(std::to_string(r.skipped) + " events not converted (other phases or unusable)");
+    if (r.clamped)
+      report.warnings.push_back(std::to_string(r.clamped) +
+                                " ts or dur values beyond +-4e18 ns (126 years) written as that bound");
     if (r.truncated) report.warnings.push_back(input.string() + ": truncated inside traceEvents: its complete events were converted");
   } catch (const trace_error&) {
     throw;

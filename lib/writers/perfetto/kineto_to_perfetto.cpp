@@ -64,12 +64,14 @@ std::string_view string_of(const json::object& o, std::string_view key) {
 
 // A number of microseconds as integer nanoseconds, within +-4e18 (126
 // years: a ts plus a dur, and either plus the base, stay exact or wrap
-// defined); false when absent.
-bool read_ns(const json::object& o, std::string_view key, std::int64_t& ns) {
+// defined; a value past them is counted in `clamped`); false when absent.
+bool read_ns(const json::object& o, std::string_view key, std::int64_t& ns, std::uint64_t& clamped) {
   const json::value* v = o.if_contains(key);
   if (!v || !v->is_number()) return false;
   constexpr double max_abs_ns = 4e18;
-  ns = static_cast<std::int64_t>(std::llround(std::clamp(v->to_number<double>() * 1000.0, -max_abs_ns, max_abs_ns)));
+  const double given = v->to_number<double>() * 1000.0;
+  if (!(std::fabs(given) <= max_abs_ns)) ++clamped;
+  ns = static_cast<std::int64_t>(std::llround(std::clamp(given, -max_abs_ns, max_abs_ns)));
   return true;
 }
 
@@ -206,12 +208,12 @@ void converter::add(std::string_view text) {
   const std::string_view ph = string_of(e, "ph");
   if (ph == "M") return add_metadata(e);
   std::int64_t ts = 0, dur = 0;
-  if (!read_ns(e, "ts", ts) || ph.size() != 1) return void(++stats_.skipped);
+  if (!read_ns(e, "ts", ts, stats_.clamped) || ph.size() != 1) return void(++stats_.skipped);
   const std::uint32_t thread = thread_of(e);
   if (ph == "s" || ph == "f") return add_flow(e, thread, ts, ph == "s");
   step what;
   switch (ph[0]) {
-    case 'X': what = step::x_begin, read_ns(e, "dur", dur), ++stats_.slices; break;
+    case 'X': what = step::x_begin, read_ns(e, "dur", dur, stats_.clamped), ++stats_.slices; break;
     case 'i': case 'I': what = step::instant, ++stats_.instants; break;
     case 'C': what = step::counter, ++stats_.counters; break;
     case 'b': what = step::async_begin, ++stats_.async_slices; break;

@@ -37,6 +37,7 @@ struct kineto_conversion {
   std::uint64_t events = 0;  // elements of traceEvents
   std::uint64_t slices = 0, instants = 0, counters = 0, async_slices = 0, flows = 0;
   std::uint64_t skipped = 0;  // not converted: other phases, unusable events, flows without a slice
+  std::uint64_t clamped = 0;  // ts or dur values past +-4e18 ns (126 years), written as that bound
   bool truncated = false;     // the JSON ended inside traceEvents: every complete event was converted
 };
 
