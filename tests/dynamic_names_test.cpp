@@ -144,6 +144,27 @@ TEST_CASE("PROF_SCOPE_DYNAMIC: with_stack frames show the runtime name") {
   CHECK(stack.find("dynamic scope") == std::string::npos);
 }
 
+TEST_CASE("PROF_SCOPE_DYNAMIC with an empty name: one empty-named row and event, as proftrace_push(\"\")") {
+  for (const auto format : {proftrace::trace_format::json, proftrace::trace_format::pftrace}) {
+    CAPTURE(static_cast<int>(format));
+    temp_dir out("dynamic-empty");
+    proftrace::profile p({.stream_format = format});
+    p.start();
+    for (int i = 0; i < 2; ++i) {
+      const std::string empty;
+      PROF_SCOPE_DYNAMIC(empty);
+      PROF_SCOPE_DYNAMIC(std::string_view());
+    }
+    p.stop();
+    const auto rows = p.key_averages().rows;
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].key.empty());
+    CHECK(rows[0].count == 4);
+    p.export_chrome_trace(out.path / "t.json");
+    CHECK(events_named(read_trace(out.path / "t.json"), "").size() == 4);
+  }
+}
+
 TEST_CASE("PROF_ARG with a key given again: its last value, one key in JSON and in .pftrace, the 16 still fit") {
   for (const auto format : {proftrace::trace_format::json, proftrace::trace_format::pftrace}) {
     CAPTURE(static_cast<int>(format));

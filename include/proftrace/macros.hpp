@@ -49,8 +49,10 @@
     &PROFTRACE_DETAIL_CAT(proftrace_site_, id), { __VA_ARGS__ }                                \
   }
 
+// The site's name shows only for an empty runtime name: one empty-named row,
+// as proftrace_push("") and torch's record_function("") give.
 #define PROFTRACE_DETAIL_SCOPE_DYNAMIC(id, name)                                                  \
-  PROFTRACE_DETAIL_SITE(id, "dynamic scope", user_annotation);                                     \
+  PROFTRACE_DETAIL_SITE(id, "", user_annotation);                                                  \
   const ::proftrace::detail::dynamic_scope_guard PROFTRACE_DETAIL_CAT(proftrace_scope_, id) {     \
     &PROFTRACE_DETAIL_CAT(proftrace_site_, id), name                                               \
   }
