@@ -576,9 +576,11 @@ void session::stop() {
   impl& s = *impl_;
   s.close_api_step();
   // Collective on every rank, like the one at start(): the drift since then,
-  // in the tail of the trace still open. The profiler's own allocations.
+  // in the tail of the trace still open. Not when exit() or a signal ends
+  // the session: the other ranks are not stopping, and waiting for them
+  // would hang the job. The profiler's own allocations.
   const detail::in_profiler_guard own_work;
-  if (std::string at_stop = clock_alignment_json(s.dist, "at_stop");
+  if (std::string at_stop = s.ended_at_exit ? std::string() : clock_alignment_json(s.dist, "at_stop");
       s.trace_open && at_stop.find("offset_ns") != std::string::npos)
     detail::flusher::instance().add_metadata("clockAlignmentAtStop", std::move(at_stop));
   {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "mpi_clock.hpp"
+#include "process_hooks.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -166,6 +167,65 @@ TEST_CASE("PROFTRACE_NO_CLOCK_ALIGNMENT: a rank may profile alone without waitin
     CHECK_FALSE(trace.contains("clockAlignmentAtStop"));
   }
   ::unsetenv("PROFTRACE_NO_CLOCK_ALIGNMENT");
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// The clock exchange runs on a communicator of its own: a program's receive
+// posted before start() (wildcards included) or a message of its own on
+// any tag is never matched with proftrace's, which would deadlock or hand
+// the program a timestamp.
+TEST_CASE("the clock exchange never matches the program's own messages, wildcard receives and any tag included") {
+  std::int64_t got = -1;
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Status status{};
+  const std::int64_t clash = 12345;
+  if (world_rank() == 1) MPI_Irecv(&got, 1, MPI_INT64_T, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &request);
+  MPI_Request early = MPI_REQUEST_NULL;
+  if (world_rank() == 0) MPI_Isend(&clash, 1, MPI_INT64_T, 2, 0x7072, MPI_COMM_WORLD, &early);  // proftrace's tag
+  {
+    proftrace::profile p;
+    p.start();
+    { PROF_SCOPE("work"); }
+    p.stop();
+  }
+  if (world_rank() == 0) {
+    const std::int64_t answer = 42;
+    MPI_Send(&answer, 1, MPI_INT64_T, 1, 7, MPI_COMM_WORLD);
+    MPI_Wait(&early, MPI_STATUS_IGNORE);
+  }
+  if (world_rank() == 1) {
+    MPI_Wait(&request, &status);
+    CHECK(got == 42);
+    CHECK(status.MPI_TAG == 7);
+    CHECK(status.MPI_SOURCE == 0);
+  }
+  if (world_rank() == 2) {
+    std::int64_t value = -1;
+    MPI_Recv(&value, 1, MPI_INT64_T, 0, 0x7072, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(value == clash);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// exit() or a signal ends a session on its own rank while the others run on:
+// the exchange at stop would wait for them forever, so it is left out.
+TEST_CASE("a session ended by exit() or a signal measures nothing at stop: no exchange with ranks that go on") {
+  test_support::temp_dir out("mpi-exit-" + std::to_string(world_rank()));
+  {
+    proftrace::profile p({.spool_dir = out.path});
+    p.start();  // collective, as in every rank's program
+    { PROF_SCOPE("work"); }
+    proftrace::detail::session_access::finish_running("a test's exit");  // as the atexit hook
+  }
+  int kept = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(out.path)) {
+    if (entry.path().extension() != ".json") continue;
+    ++kept;
+    const auto trace = test_support::read_trace(entry.path());
+    CHECK(trace.at("clockAlignment").at("method").as_string() == "mpi_ping_pong");
+    CHECK_FALSE(trace.contains("clockAlignmentAtStop"));
+  }
+  CHECK(kept == 1);
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
