@@ -975,6 +975,9 @@ TEST_CASE("summary of a directory: one table per rank in rank order, then the sp
   const std::string line2 = view2.substr(at, view2.find('\n', at) - at);
   CHECK_MESSAGE(line2.find("10.000") < line2.find("20.000"), line2);
   CHECK_MESSAGE(line2.find("20.000") < line2.find("30.000"), line2);
+  // The traces say world_size 3: the rank with no trace is named, not silently left out.
+  CHECK(r.err.find("no trace of rank") == std::string::npos);
+  CHECK(two.err.find("no trace of rank 2 of world_size 3") != std::string::npos);
   // One rank's trace twice: nothing to compare across ranks.
   temp_dir twice("cli-one-rank");
   std::filesystem::copy_file(dir.path / "rank0.pt.trace.json", twice.path / "a.pt.trace.json");

@@ -351,6 +351,7 @@ std::string numeric_csv(const proftrace::event_averages& averages);
 struct rank_summary {
   std::filesystem::path file;
   int rank = -1;  // distributedInfo.rank; -1 when the trace has none
+  int world_size = -1;  // distributedInfo.world_size; -1 when the trace has none
   std::string host;
   // The ProfilerStep#N numbers among its host events (-1: none): a schedule
   // with repeat > 1 writes one trace per cycle, told apart by these.

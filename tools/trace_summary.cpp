@@ -2,6 +2,7 @@
 // streaming reader.
 #include <algorithm>
 #include <numeric>
+#include <set>
 #include <charconv>
 #include <climits>
 #include <cmath>
@@ -566,6 +567,30 @@ void take_loss_counter(const metadata_entry& m, proftrace::loss_counts& losses) 
 }
 }  // namespace
 
+namespace {
+
+// The ranks a cycle's world_size names that left no trace: a view across
+// ranks that silently lacked one would lie.
+void warn_missing_ranks(const std::vector<rank_summary>& traces, std::size_t cycle, const std::string& label,
+                        std::vector<std::string>& warnings) {
+  std::set<int> present;
+  int world = -1;
+  for (const rank_summary& t : traces)
+    if (t.cycle == cycle && t.rank >= 0) present.insert(t.rank), world = std::max(world, t.world_size);
+  if (present.empty() || world <= 0) return;
+  std::string missing;
+  int count = 0;
+  for (int r = 0; r < world; ++r)
+    if (!present.contains(r) && ++count <= 16) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+  if (count == 0) return;
+  if (count > 16) missing += ", ...";
+  warnings.push_back("no trace of rank" + std::string(count == 1 ? " " : "s ") + missing + " of world_size " +
+                     std::to_string(world) + (label.empty() ? "" : " (" + label + ")") + ": the view across ranks shows " +
+                     std::to_string(present.size()) + " of " + std::to_string(world));
+}
+
+}  // namespace
+
 ranks_summary summarize_ranks(const std::filesystem::path& dir, bool group_by_input_shape,
                               std::vector<std::string>& warnings) {
   ranks_summary out;
@@ -587,6 +612,8 @@ ranks_summary summarize_ranks(const std::filesystem::path& dir, bool group_by_in
       take_loss_counter(m, losses);
       if (m.key == "profile_memory" && m.value == "1") profile_memory = true;
       if (m.key == "distributedInfo.host" && m.type == json_type::string) s.host = m.value;
+      if (m.key == "distributedInfo.world_size")
+        if (const auto world = integer_value(m, 1, INT_MAX)) s.world_size = static_cast<int>(*world);
       if (m.key == "distributedInfo.rank") {
         if (const auto rank = integer_value(m, 0, INT_MAX)) s.rank = static_cast<int>(*rank);
         else warnings.push_back(file.string() + ": \"distributedInfo.rank\" is " + m.value +
@@ -666,6 +693,7 @@ ranks_summary summarize_ranks(const std::filesystem::path& dir, bool group_by_in
       previous_rank = t.rank;
       ordered.push_back(std::move(t));
     }
+    warn_missing_ranks(ordered, cycle, c.label, warnings);
     out.cycles.push_back(std::move(c));
   }
   out.traces = std::move(ordered);
