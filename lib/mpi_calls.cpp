@@ -8,7 +8,9 @@
 //
 // While no session records, a wrapper costs one relaxed load and a branch.
 // Bytes are the count times the datatype's size as posted (a receive's
-// buffer, not what arrived).
+// buffer, not what arrived); a call without (waits, a barrier) has none.
+// A peer is a rank of MPI_COMM_WORLD, whatever communicator the call used
+// (the traces' distributedInfo.rank), and none for MPI_ANY_SOURCE.
 #include <mpi.h>
 
 #include "proftrace/detail/recorder.hpp"
@@ -23,16 +25,37 @@ std::int64_t bytes_of(int count, MPI_Datatype type) {
   return static_cast<std::int64_t>(count) * size;
 }
 
+// `rank` of `comm` (of its remote group, for an intercommunicator) as a
+// rank of MPI_COMM_WORLD; -1 for none (MPI_ANY_SOURCE, MPI_PROC_NULL) or
+// one outside it.
+int world_rank_of(int rank, MPI_Comm comm) noexcept {
+  if (rank < 0) return -1;
+  if (comm == MPI_COMM_WORLD) return rank;
+  int inter = 0;
+  MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+  if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS ||
+      (inter ? PMPI_Comm_remote_group(comm, &group) : PMPI_Comm_group(comm, &group)) != MPI_SUCCESS)
+    return -1;
+  int out = MPI_UNDEFINED;
+  if (PMPI_Comm_group(MPI_COMM_WORLD, &world) == MPI_SUCCESS) {
+    if (PMPI_Group_translate_ranks(group, 1, &rank, world, &out) != MPI_SUCCESS) out = MPI_UNDEFINED;
+    PMPI_Group_free(&world);
+  }
+  PMPI_Group_free(&group);
+  return out == MPI_UNDEFINED ? -1 : out;
+}
+
 // A recorded scope around one call (also an NVTX range and a CUDA
-// correlation where the session has them, as for PROF_SCOPE).
+// correlation where the session has them, as for PROF_SCOPE). `peer` is a
+// rank of `comm`.
 class call_scope {
  public:
-  call_scope(const d::site* s, std::int64_t bytes, int peer) noexcept {
+  call_scope(const d::site* s, std::int64_t bytes, int peer, MPI_Comm comm = MPI_COMM_WORLD) noexcept {
     const std::uint32_t state = d::session_state.load(std::memory_order_relaxed);
     if (PROFTRACE_LIKELY(!(state & d::state_recording))) return;
     site_ = s;
     gpu_.open(state, [s] { d::push_nvtx_range(s); });
-    begin_ = d::record_comm_begin(s, bytes, peer, gpu_.correlation);
+    begin_ = d::record_comm_begin(s, bytes, world_rank_of(peer, comm), gpu_.correlation);
   }
   ~call_scope() {
     if (!site_) return;
@@ -57,32 +80,32 @@ extern "C" {
 
 int MPI_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
   PROFTRACE_MPI_SITE("MPI_Send");
-  const call_scope scope(&site, bytes_of(count, type), dest);
+  const call_scope scope(&site, bytes_of(count, type), dest, comm);
   return PMPI_Send(buf, count, type, dest, tag, comm);
 }
 
 int MPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Status* status) {
   PROFTRACE_MPI_SITE("MPI_Recv");
-  const call_scope scope(&site, bytes_of(count, type), source);
+  const call_scope scope(&site, bytes_of(count, type), source, comm);
   return PMPI_Recv(buf, count, type, source, tag, comm, status);
 }
 
 int MPI_Isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* request) {
   PROFTRACE_MPI_SITE("MPI_Isend");
-  const call_scope scope(&site, bytes_of(count, type), dest);
+  const call_scope scope(&site, bytes_of(count, type), dest, comm);
   return PMPI_Isend(buf, count, type, dest, tag, comm, request);
 }
 
 int MPI_Irecv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Request* request) {
   PROFTRACE_MPI_SITE("MPI_Irecv");
-  const call_scope scope(&site, bytes_of(count, type), source);
+  const call_scope scope(&site, bytes_of(count, type), source, comm);
   return PMPI_Irecv(buf, count, type, source, tag, comm, request);
 }
 
 int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void* recvbuf,
                  int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status* status) {
   PROFTRACE_MPI_SITE("MPI_Sendrecv");
-  const call_scope scope(&site, bytes_of(sendcount, sendtype) + bytes_of(recvcount, recvtype), dest);
+  const call_scope scope(&site, bytes_of(sendcount, sendtype) + bytes_of(recvcount, recvtype), dest, comm);
   return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm,
                        status);
 }
@@ -107,13 +130,13 @@ int MPI_Barrier(MPI_Comm comm) {
 
 int MPI_Bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
   PROFTRACE_MPI_SITE("MPI_Bcast");
-  const call_scope scope(&site, bytes_of(count, type), root);
+  const call_scope scope(&site, bytes_of(count, type), root, comm);
   return PMPI_Bcast(buffer, count, type, root, comm);
 }
 
 int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
   PROFTRACE_MPI_SITE("MPI_Reduce");
-  const call_scope scope(&site, bytes_of(count, type), root);
+  const call_scope scope(&site, bytes_of(count, type), root, comm);
   return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
 }
 
@@ -140,14 +163,14 @@ int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void
 int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                MPI_Datatype recvtype, int root, MPI_Comm comm) {
   PROFTRACE_MPI_SITE("MPI_Gather");
-  const call_scope scope(&site, bytes_of(sendcount, sendtype), root);
+  const call_scope scope(&site, bytes_of(sendcount, sendtype), root, comm);
   return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
 }
 
 int MPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                 MPI_Datatype recvtype, int root, MPI_Comm comm) {
   PROFTRACE_MPI_SITE("MPI_Scatter");
-  const call_scope scope(&site, bytes_of(recvcount, recvtype), root);
+  const call_scope scope(&site, bytes_of(recvcount, recvtype), root, comm);
   return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
 }
 

@@ -38,14 +38,15 @@ struct comm_args {
   std::int64_t bytes = -1;  // -1: none
   std::int32_t peer = -1;
 };
+// Both stored plus one: 0 is "unknown" (-1 given: a wait's bytes, a collective's peer).
 inline void encode_comm(std::uint64_t (&words)[words_per_event], std::int64_t bytes, int peer) noexcept {
-  words[0] = static_cast<std::uint64_t>(bytes < 0 ? 0 : bytes);
+  words[0] = bytes < 0 ? 0 : static_cast<std::uint64_t>(std::min<std::int64_t>(bytes, INT64_MAX - 1)) + 1;
   words[1] = static_cast<std::uint64_t>(peer < 0 ? 0 : peer + 1);
 }
 inline comm_args decode_comm(const event& head) noexcept {
   if (head.extra == 0) return {};
   const event& slot = (&head)[1];
-  return {static_cast<std::int64_t>(slot.ticks), static_cast<std::int32_t>(slot.where) - 1};
+  return {static_cast<std::int64_t>(slot.ticks) - 1, static_cast<std::int32_t>(slot.where) - 1};
 }
 
 // ---- a step's begin: payload the step number, word 0 of one slot the CUDA

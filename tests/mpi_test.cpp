@@ -229,6 +229,38 @@ TEST_CASE("a session ended by exit() or a signal measures nothing at stop: no ex
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+// A peer is a rank of MPI_COMM_WORLD, whatever communicator the call used;
+// a call that moves no counted bytes (a barrier) has no "bytes" arg.
+TEST_CASE("MPI calls on a split communicator name their peer by its world rank; a barrier has no bytes") {
+  const int me = world_rank();
+  MPI_Comm half = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, me % 2, me, &half);  // even: world 0, 2; odd: world 1, 3
+  test_support::temp_dir out("mpi-split-" + std::to_string(me));
+  {
+    proftrace::profile p;
+    p.start();
+    std::int64_t mine = me, theirs = -1;
+    const int partner_in_half = 1 - me / 2;  // rank 0 <-> 1 within each half
+    MPI_Sendrecv(&mine, 1, MPI_INT64_T, partner_in_half, 5, &theirs, 1, MPI_INT64_T, partner_in_half, 5, half,
+                 MPI_STATUS_IGNORE);
+    CHECK(theirs == (me + 2) % 4);
+    MPI_Barrier(half);
+    p.stop();
+    p.export_chrome_trace(out.path / "t.json");
+  }
+  MPI_Comm_free(&half);
+  const auto trace = test_support::read_trace(out.path / "t.json");
+  const auto sendrecv = test_support::events_named(trace, "MPI_Sendrecv");
+  REQUIRE(sendrecv.size() == 1);
+  CHECK(sendrecv[0].at("args").at("peer").as_int64() == (me + 2) % 4);
+  CHECK(sendrecv[0].at("args").at("bytes").as_int64() == 16);
+  const auto barrier = test_support::events_named(trace, "MPI_Barrier");
+  REQUIRE(barrier.size() == 1);
+  CHECK_FALSE(barrier[0].at("args").as_object().contains("bytes"));
+  CHECK_FALSE(barrier[0].at("args").as_object().contains("peer"));
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   doctest::Context context(argc, argv);
