@@ -10,7 +10,8 @@
 // Bytes are the count times the datatype's size as posted (a receive's
 // buffer, not what arrived); a call without (waits, a barrier) has none.
 // A peer is a rank of MPI_COMM_WORLD, whatever communicator the call used
-// (the traces' distributedInfo.rank), and none for MPI_ANY_SOURCE.
+// (the traces' distributedInfo.rank); a blocking receive from MPI_ANY_SOURCE
+// gets the rank it received from.
 #include <mpi.h>
 
 #include "proftrace/detail/recorder.hpp"
@@ -62,6 +63,13 @@ class call_scope {
     d::record_end(site_, begin_);
     gpu_.close();
   }
+  // A receive from MPI_ANY_SOURCE: its peer, known once it returned (its
+  // status's source, a rank of `comm`), as the call's "peer" arg.
+  void received_from(int rank, MPI_Comm comm) const noexcept {
+    static constexpr d::site peer_key{"peer", "", __FILE__, __LINE__, d::category::user_annotation};
+    if (!site_) return;
+    if (const int peer = world_rank_of(rank, comm); peer >= 0) d::record_arg_integer(&peer_key, peer);
+  }
   call_scope(const call_scope&) = delete;
   call_scope& operator=(const call_scope&) = delete;
 
@@ -87,7 +95,12 @@ int MPI_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, M
 int MPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Status* status) {
   PROFTRACE_MPI_SITE("MPI_Recv");
   const call_scope scope(&site, bytes_of(count, type), source, comm);
-  return PMPI_Recv(buf, count, type, source, tag, comm, status);
+  if (source != MPI_ANY_SOURCE) return PMPI_Recv(buf, count, type, source, tag, comm, status);
+  MPI_Status own{};
+  MPI_Status* const st = status == MPI_STATUS_IGNORE ? &own : status;
+  const int rc = PMPI_Recv(buf, count, type, source, tag, comm, st);
+  if (rc == MPI_SUCCESS) scope.received_from(st->MPI_SOURCE, comm);
+  return rc;
 }
 
 int MPI_Isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* request) {

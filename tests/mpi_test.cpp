@@ -245,6 +245,8 @@ TEST_CASE("MPI calls on a split communicator name their peer by its world rank; 
                  MPI_STATUS_IGNORE);
     CHECK(theirs == (me + 2) % 4);
     MPI_Barrier(half);
+    if (me == 3) MPI_Send(&mine, 1, MPI_INT64_T, 0, 9, MPI_COMM_WORLD);
+    if (me == 0) MPI_Recv(&theirs, 1, MPI_INT64_T, MPI_ANY_SOURCE, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     p.stop();
     p.export_chrome_trace(out.path / "t.json");
   }
@@ -254,6 +256,12 @@ TEST_CASE("MPI calls on a split communicator name their peer by its world rank; 
   REQUIRE(sendrecv.size() == 1);
   CHECK(sendrecv[0].at("args").at("peer").as_int64() == (me + 2) % 4);
   CHECK(sendrecv[0].at("args").at("bytes").as_int64() == 16);
+  // A receive from MPI_ANY_SOURCE names the rank it received from.
+  const auto any = test_support::events_named(trace, "MPI_Recv");
+  if (me == 0) {
+    REQUIRE(any.size() == 1);
+    CHECK(any[0].at("args").at("peer").as_int64() == 3);
+  }
   const auto barrier = test_support::events_named(trace, "MPI_Barrier");
   REQUIRE(barrier.size() == 1);
   CHECK_FALSE(barrier[0].at("args").as_object().contains("bytes"));
