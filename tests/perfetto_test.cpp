@@ -564,3 +564,26 @@ TEST_CASE("kineto_to_perfetto binds a flow to one slice, the innermost starting 
   CHECK(ends["kernel"] == 1);
   CHECK(ends["annotation"] == 0);
 }
+
+TEST_CASE("an instant's scope survives JSON -> .pftrace -> JSON: thread, process and global") {
+  test_support::temp_dir dir("perfetto-instant-scope");
+  const auto in = dir.path / "t.json", mid = dir.path / "t.pftrace", back = dir.path / "back.json";
+  std::ofstream(in) << R"({"traceEvents": [
+    {"ph": "X", "name": "work", "cat": "c", "pid": 7, "tid": 8, "ts": 10, "dur": 20},
+    {"ph": "i", "s": "t", "name": "on thread", "cat": "c", "pid": 7, "tid": 8, "ts": 12},
+    {"ph": "i", "s": "p", "name": "on process", "cat": "c", "pid": 7, "tid": 8, "ts": 13},
+    {"ph": "i", "s": "g", "name": "global", "cat": "c", "pid": 7, "tid": 8, "ts": 14}
+  ], "baseTimeNanoseconds": 0})";
+  kineto_to_perfetto(in, mid);
+  perfetto_to_kineto(mid, back);
+  std::ifstream text(back);
+  std::stringstream all;
+  all << text.rdbuf();
+  std::map<std::string, std::string> scope;
+  const boost::json::value trace = boost::json::parse(all.str());
+  for (const auto& e : trace.at("traceEvents").as_array())
+    if (e.at("ph").as_string() == "i") scope[std::string(e.at("name").as_string())] = e.at("s").as_string();
+  CHECK(scope["on thread"] == "t");
+  CHECK(scope["on process"] == "p");
+  CHECK(scope["global"] == "g");
+}

@@ -344,6 +344,10 @@ void converter::emit(perfetto_builder& b, const emission& e) {
         t.slice_begin(track, ts, name, cat, args_.of(r.event), flows);
     } else if (e.what == step::x_end)
       t.slice_end(track, ts, {}, flows_of(e.record, false));
+    else if (const std::string_view scope = string_of(r.event, "s"); scope == "p")  // the process's, as "s" says
+      b.instant(process_track(b, threads_[r.thread].pid), ts, name, cat, args_.of(r.event));
+    else if (scope == "g")  // the whole trace's: a track under no process
+      b.instant(b.named_track("global instants", 0, 0), ts, name, cat, args_.of(r.event));
     else
       t.instant(track, ts, name, cat, args_.of(r.event));
     return;

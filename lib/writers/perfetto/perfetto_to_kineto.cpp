@@ -192,7 +192,10 @@ void decoded_json_writer::event(const decoded_event& e) {
   begin_element();
   buf_ += "{\"ph\": \"";
   buf_ += ph[static_cast<int>(e.type)];
-  buf_ += e.type == decoded_event::kind::instant ? "\", \"s\": \"t\", \"cat\": " : "\", \"cat\": ";
+  // An instant's scope by its track: a process's ("p"), none's ("g", global), else its thread's.
+  if (e.type == decoded_event::kind::instant)
+    buf_ += e.track->is_process ? "\", \"s\": \"p" : !e.track->has_pid ? "\", \"s\": \"g" : "\", \"s\": \"t";
+  buf_ += "\", \"cat\": ";
   append_json_string(buf_, e.category);
   buf_ += ", \"name\": ";
   append_json_string(buf_, e.name);
