@@ -115,6 +115,13 @@ TEST_CASE("an allocation at an address still live: the earlier block counts as f
   CHECK(stats[0].trace.max_allocated == 200);
   const auto trace = test_support::read_trace(out.path / "t.json");
   CHECK(trace.at("proftrace").at("unfreed_reallocations").as_int64() == 1);
+  // The memory timeline destroys the earlier block there too: its blocks sum to what is held, 0.
+  p.export_memory_timeline(out.path / "m.raw.json.gz");
+  const boost::json::value timeline = boost::json::parse(test_support::read_text(out.path / "m.raw.json.gz"));
+  std::int64_t held = 0;
+  for (const auto& e : timeline.as_array()) held += e.as_array()[2].to_number<std::int64_t>();
+  CHECK(timeline.as_array().size() == 4);  // create 100, destroy 100, create 200, destroy 200
+  CHECK(held == 0);
   CHECK(trace.at("proftrace").at("unknown_frees").as_int64() == 0);
   CHECK(trace.at("proftrace").at("lost_events_total").as_int64() == 0);
 }

@@ -162,7 +162,11 @@ void aggregator::add_async(const open_async& a, std::int64_t end_ns, std::int64_
 
 // An allocation or free with no scope open is torch's top-level "[memory]" row.
 void aggregator::add_memory(const memory_event& m, bool scoped) {
-  memory_.push_back(record_of(m.ns, *m.resolved, m.device, m.kind));
+  const resolved_memory& r = *m.resolved;
+  if (r.replaced_live)  // the earlier block's free, never reported: the timeline destroys it here
+    memory_.push_back({m.ns, -r.replaced_bytes, r.total_allocated - r.bytes, r.total_reserved, r.step, m.device,
+                       r.replaced_category, memory_action::destroy});
+  memory_.push_back(record_of(m.ns, r, m.device, m.kind));
   if (m.kind == event_kind::reserved || scoped) return;
   std::int64_t bytes[2] = {0, 0};
   bytes[m.device < 0 ? 0 : 1] = m.resolved->attributed_bytes();

@@ -48,6 +48,7 @@ void memory_resolver::resolve(const event& e, resolved_memory& m) {
     if (!fresh) {  // an address reported twice without a free: the earlier block is taken as freed here
       m.replaced_live = true;
       m.replaced_bytes = a.bytes;
+      m.replaced_category = a.category;
       dev.allocated -= a.bytes;
     }
     a = {m.bytes, m.category};

@@ -166,6 +166,7 @@ struct resolved_memory {
   // the earlier block is taken as freed here, its bytes out of the totals.
   bool replaced_live = false;
   std::int64_t replaced_bytes = 0;
+  memory_category replaced_category = memory_category::unknown;
   // What the event adds to the memory of the scope it happens in.
   std::int64_t attributed_bytes() const noexcept { return bytes - replaced_bytes; }
 };
