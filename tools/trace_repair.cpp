@@ -441,7 +441,9 @@ std::optional<repair_plan> plan_perfetto_repair(const std::filesystem::path& pat
   try {
     r = read_perfetto_file(path, {});
   } catch (const trace_error& e) {
-    throw trace_error(path.string() + ": nothing to repair: " + std::string(e.what()).substr(path.string().size() + 2));
+    std::string why = e.what();
+    if (const std::string prefix = path.string() + ": "; why.starts_with(prefix)) why.erase(0, prefix.size());
+    throw trace_error(path.string() + ": nothing to repair: " + why);
   }
   if (r.truncated && r.bytes == 0)
     throw trace_error(path.string() + ": nothing to repair: no whole packet before the cut (" + r.truncation + ")");
