@@ -11,7 +11,8 @@
 // buffer, not what arrived); a call without (waits, a barrier) has none.
 // A peer is a rank of MPI_COMM_WORLD, whatever communicator the call used
 // (the traces' distributedInfo.rank); a blocking receive from MPI_ANY_SOURCE
-// gets the rank it received from.
+// gets the rank it received from, and a sendrecv whose source is not its
+// destination names it in a "source" arg.
 #include <mpi.h>
 
 #include "proftrace/detail/recorder.hpp"
@@ -63,13 +64,15 @@ class call_scope {
     d::record_end(site_, begin_);
     gpu_.close();
   }
-  // A receive from MPI_ANY_SOURCE: its peer, known once it returned (its
-  // status's source, a rank of `comm`), as the call's "peer" arg.
-  void received_from(int rank, MPI_Comm comm) const noexcept {
-    static constexpr d::site peer_key{"peer", "", __FILE__, __LINE__, d::category::user_annotation};
+  // A rank the call received from (a rank of `comm`) as its `key` arg: a
+  // receive from MPI_ANY_SOURCE's "peer", known once it returned, or a
+  // sendrecv's "source" (its "peer" is where it sends).
+  void received_from(const d::site& key, int rank, MPI_Comm comm) const noexcept {
     if (!site_) return;
-    if (const int peer = world_rank_of(rank, comm); peer >= 0) d::record_arg_integer(&peer_key, peer);
+    if (const int peer = world_rank_of(rank, comm); peer >= 0) d::record_arg_integer(&key, peer);
   }
+  static constexpr d::site peer_key{"peer", "", __FILE__, __LINE__, d::category::user_annotation};
+  static constexpr d::site source_key{"source", "", __FILE__, __LINE__, d::category::user_annotation};
   call_scope(const call_scope&) = delete;
   call_scope& operator=(const call_scope&) = delete;
 
@@ -99,7 +102,7 @@ int MPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_C
   MPI_Status own{};
   MPI_Status* const st = status == MPI_STATUS_IGNORE ? &own : status;
   const int rc = PMPI_Recv(buf, count, type, source, tag, comm, st);
-  if (rc == MPI_SUCCESS) scope.received_from(st->MPI_SOURCE, comm);
+  if (rc == MPI_SUCCESS) scope.received_from(call_scope::peer_key, st->MPI_SOURCE, comm);
   return rc;
 }
 
@@ -119,8 +122,17 @@ int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int 
                  int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status* status) {
   PROFTRACE_MPI_SITE("MPI_Sendrecv");
   const call_scope scope(&site, bytes_of(sendcount, sendtype) + bytes_of(recvcount, recvtype), dest, comm);
-  return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm,
-                       status);
+  if (source != MPI_ANY_SOURCE) {
+    if (source != dest) scope.received_from(call_scope::source_key, source, comm);
+    return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag,
+                         comm, status);
+  }
+  MPI_Status own{};
+  MPI_Status* const st = status == MPI_STATUS_IGNORE ? &own : status;
+  const int rc = PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                               recvtag, comm, st);
+  if (rc == MPI_SUCCESS && st->MPI_SOURCE != dest) scope.received_from(call_scope::source_key, st->MPI_SOURCE, comm);
+  return rc;
 }
 
 int MPI_Wait(MPI_Request* request, MPI_Status* status) {

@@ -245,6 +245,13 @@ TEST_CASE("MPI calls on a split communicator name their peer by its world rank; 
                  MPI_STATUS_IGNORE);
     CHECK(theirs == (me + 2) % 4);
     MPI_Barrier(half);
+    {
+      PROF_SCOPE("ring");  // sends to the next rank, receives from the previous: both named
+      std::int64_t from_previous = -1;
+      MPI_Sendrecv(&mine, 1, MPI_INT64_T, (me + 1) % 4, 6, &from_previous, 1, MPI_INT64_T, (me + 3) % 4, 6,
+                   MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      CHECK(from_previous == (me + 3) % 4);
+    }
     if (me == 3) MPI_Send(&mine, 1, MPI_INT64_T, 0, 9, MPI_COMM_WORLD);
     if (me == 0) MPI_Recv(&theirs, 1, MPI_INT64_T, MPI_ANY_SOURCE, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     p.stop();
@@ -253,9 +260,12 @@ TEST_CASE("MPI calls on a split communicator name their peer by its world rank; 
   MPI_Comm_free(&half);
   const auto trace = test_support::read_trace(out.path / "t.json");
   const auto sendrecv = test_support::events_named(trace, "MPI_Sendrecv");
-  REQUIRE(sendrecv.size() == 1);
+  REQUIRE(sendrecv.size() == 2);
   CHECK(sendrecv[0].at("args").at("peer").as_int64() == (me + 2) % 4);
   CHECK(sendrecv[0].at("args").at("bytes").as_int64() == 16);
+  CHECK_FALSE(sendrecv[0].at("args").as_object().contains("source"));  // it receives from where it sends
+  CHECK(sendrecv[1].at("args").at("peer").as_int64() == (me + 1) % 4);
+  CHECK(sendrecv[1].at("args").at("source").as_int64() == (me + 3) % 4);
   // A receive from MPI_ANY_SOURCE names the rank it received from.
   const auto any = test_support::events_named(trace, "MPI_Recv");
   if (me == 0) {
