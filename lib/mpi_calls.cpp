@@ -47,6 +47,12 @@ int world_rank_of(int rank, MPI_Comm comm) noexcept {
   return out == MPI_UNDEFINED ? -1 : out;
 }
 
+// Where a receive's status goes when proftrace needs its source: the
+// caller's, or `own` where the caller passed MPI_STATUS_IGNORE.
+MPI_Status* readable_status(MPI_Status* status, MPI_Status& own) noexcept {
+  return status == MPI_STATUS_IGNORE ? &own : status;
+}
+
 // A recorded scope around one call (also an NVTX range and a CUDA
 // correlation where the session has them, as for PROF_SCOPE). `peer` is a
 // rank of `comm`.
@@ -100,7 +106,7 @@ int MPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_C
   const call_scope scope(&site, bytes_of(count, type), source, comm);
   if (source != MPI_ANY_SOURCE) return PMPI_Recv(buf, count, type, source, tag, comm, status);
   MPI_Status own{};
-  MPI_Status* const st = status == MPI_STATUS_IGNORE ? &own : status;
+  MPI_Status* const st = readable_status(status, own);
   const int rc = PMPI_Recv(buf, count, type, source, tag, comm, st);
   if (rc == MPI_SUCCESS) scope.received_from(call_scope::peer_key, st->MPI_SOURCE, comm);
   return rc;
@@ -128,7 +134,7 @@ int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int 
                          comm, status);
   }
   MPI_Status own{};
-  MPI_Status* const st = status == MPI_STATUS_IGNORE ? &own : status;
+  MPI_Status* const st = readable_status(status, own);
   const int rc = PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
                                recvtag, comm, st);
   if (rc == MPI_SUCCESS && st->MPI_SOURCE != dest) scope.received_from(call_scope::source_key, st->MPI_SOURCE, comm);

@@ -207,6 +207,7 @@ namespace {
 class input_buffer : public std::streambuf {
  public:
   explicit input_buffer(trace_input& in) : in_(in), buf_(in.buffer_size(std::size_t{1} << 20)) {}
+  std::uint64_t total() const noexcept { return total_; }  // bytes handed out so far
 
  protected:
   int_type underflow() override {
@@ -217,9 +218,6 @@ class input_buffer : public std::streambuf {
     setg(buf_.data(), buf_.data(), buf_.data() + n);
     return traits_type::to_int_type(*gptr());
   }
-
- public:
-  std::uint64_t total() const noexcept { return total_; }
 
  private:
   trace_input& in_;
