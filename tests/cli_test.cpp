@@ -24,6 +24,7 @@
 #include <sstream>
 #include <thread>
 
+#include "flusher_stall.hpp"
 #include "protobuf_wire.hpp"
 #include "test_support.hpp"
 #include "trace_reader.hpp"
@@ -246,15 +247,19 @@ TEST_CASE("a full ring's waits and losses: summary gives the session's rows and 
       CAPTURE(static_cast<int>(format));
       proftrace::profile p({.overflow = policy, .ring_events = 64, .stream_format = format});
       p.start();
-      std::vector<std::thread> threads;
-      for (int t = 0; t < 2; ++t)
-        threads.emplace_back([] {
-          for (int i = 0; i < 20000; ++i) {
-            PROF_SCOPE("outer");
-            PROF_SCOPE("inner");
-          }
-        });
-      for (auto& t : threads) t.join();
+      const auto scopes = [](int n) {
+        for (int i = 0; i < n; ++i) {
+          PROF_SCOPE("outer");
+          PROF_SCOPE("inner");
+        }
+      };
+      if (policy == proftrace::overflow_policy::drop) {
+        test_support::with_flusher_stalled([&] { scopes(1); }, [&] { scopes(19999); }, 2);
+      } else {
+        std::vector<std::thread> threads;
+        for (int t = 0; t < 2; ++t) threads.emplace_back([&] { scopes(20000); });
+        for (auto& t : threads) t.join();
+      }
       p.stop();
       const auto session = p.key_averages();
       const auto expected = by_key(session);

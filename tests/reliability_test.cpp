@@ -14,6 +14,7 @@
 #include <proftrace/proftrace.h>
 #include <proftrace/proftrace.hpp>
 
+#include "flusher_stall.hpp"
 #include "registry.hpp"
 #include "test_support.hpp"
 
@@ -42,16 +43,21 @@ TEST_CASE("overflow, every policy: written + lost = produced, exactly, in the tr
                             proftrace::overflow_policy::block}) {
     CAPTURE(static_cast<int>(policy));
     temp_dir out("overflow");
-    // A 64-event ring and a flusher that wakes rarely: two producers outrun it.
+    // A 64-event ring and a flusher that wakes rarely (kept away from the rings
+    // under the losing policies): two producers outrun it.
     proftrace::profile p({.overflow = policy, .ring_events = 64, .flush_period = std::chrono::milliseconds(500)});
     constexpr int per_thread = 20000;
     p.start();
-    {
+    if (policy == proftrace::overflow_policy::block) {
       std::vector<std::jthread> producers;
       for (int t = 0; t < 2; ++t)
         producers.emplace_back([] {
           for (int i = 0; i < per_thread; ++i) PROF_COUNTER("produced", i);
         });
+    } else {
+      test_support::with_flusher_stalled([] { PROF_COUNTER("produced", 0); }, [] {
+        for (int i = 1; i < per_thread; ++i) PROF_COUNTER("produced", i);
+      }, 2);
     }
     p.stop();
     p.export_chrome_trace(out.path / "t.json");
@@ -92,16 +98,17 @@ TEST_CASE("overflow: a scope of every kind is two events, lost or written (runti
     proftrace::profile p({.overflow = policy, .ring_events = 64, .flush_period = std::chrono::milliseconds(500)});
     constexpr int rounds = 5000;
     p.start();
-    std::jthread([] {
-      for (int i = 0; i < rounds; ++i) {
-        { PROF_SCOPE_DYNAMIC(std::string("dynamic")); }
-        proftrace_push("c push");
-        proftrace_pop();
-        proftrace_push_literal("c literal");
-        proftrace_pop();
-        { PROF_SCOPE("plain"); }
-      }
-    }).join();
+    const auto round = [] {
+      { PROF_SCOPE_DYNAMIC(std::string("dynamic")); }
+      proftrace_push("c push");
+      proftrace_pop();
+      proftrace_push_literal("c literal");
+      proftrace_pop();
+      { PROF_SCOPE("plain"); }
+    };
+    test_support::with_flusher_stalled(round, [&] {
+      for (int i = 1; i < rounds; ++i) round();
+    });
     p.stop();
     p.export_chrome_trace(out.path / "t.json");
     const auto trace = read_trace(out.path / "t.json");

@@ -11,6 +11,7 @@
 
 #include "flusher.hpp"
 #include "registry.hpp"
+#include "flusher_stall.hpp"
 #include "test_support.hpp"
 
 namespace pd = proftrace::detail;
@@ -532,12 +533,15 @@ TEST_CASE("overflow under drop: losses are counted in the trace and the summary"
                         .flush_period = std::chrono::milliseconds(1000)});
   std::uint64_t written = 0;
   p.start();
-  std::jthread([&] {
+  test_support::with_flusher_stalled([&] {
+    PROF_INSTANT("tick");
+    ++written;
+  }, [&] {
     for (int i = 0; i < 20000; ++i) {
       PROF_INSTANT("tick");
       ++written;
     }
-  }).join();
+  });
   p.stop();
   p.export_chrome_trace(out.path / "t.json");
   const auto trace = test_support::read_trace(out.path / "t.json");
@@ -555,9 +559,9 @@ TEST_CASE("overflow under drop_oldest: the newest survive and the overwritten ar
                         .ring_events = 64,
                         .flush_period = std::chrono::milliseconds(1000)});
   p.start();
-  std::jthread([&] {
-    for (int i = 0; i < 20000; ++i) PROF_COUNTER("n", i);
-  }).join();
+  test_support::with_flusher_stalled([] { PROF_COUNTER("n", 0); }, [] {
+    for (int i = 1; i < 20000; ++i) PROF_COUNTER("n", i);
+  });
   p.stop();
   p.export_chrome_trace(out.path / "t.json");
   const auto trace = test_support::read_trace(out.path / "t.json");
