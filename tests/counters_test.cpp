@@ -265,6 +265,50 @@ TEST_CASE("counters as args in both trace formats, on every thread, in both stre
   }
 }
 
+TEST_CASE("a thread's first scope counts nothing of attaching its ring, whichever macro opens it") {
+  if (!software_counters()) {
+    MESSAGE("this machine exposes no software perf counter: skipped");
+    return;
+  }
+  // A ring size no other test uses, so that each thread attaches a fresh
+  // ring (4 MiB touched: a millisecond or so) rather than a pooled one; the
+  // threads stay alive until all are done, so none reuses another's.
+  proftrace::profile p({.counters = {"task-clock", "page-faults"}, .ring_events = 1u << 17});
+  p.start();
+  std::atomic<int> done{0};
+  const auto first_scope = [&](auto open) {
+    return std::thread([&done, open] {
+      open();
+      done.fetch_add(1);
+      while (done.load() < 3) std::this_thread::yield();
+    });
+  };
+  std::thread step = first_scope([] { PROF_STEP(); });
+  std::thread shapes = first_scope([] { PROF_SCOPE_SHAPES("first shaped", {4, 4}); });
+  std::thread dynamic = first_scope([] { PROF_SCOPE_DYNAMIC(std::string("first dynamic")); });
+  step.join();
+  shapes.join();
+  dynamic.join();
+  p.stop();
+  temp_dir out("counters-first");
+  p.export_chrome_trace(out.path / "t.json");
+  const auto trace = read_trace(out.path / "t.json");
+  std::vector<scope_record> firsts;
+  for (const char* name : {"ProfilerStep#0", "thread step", "first shaped", "first dynamic"})
+    for (const auto& s : scopes_named(trace, name)) firsts.push_back(s);
+  REQUIRE(firsts.size() == 3);
+  for (const auto& s : firsts) {
+    CAPTURE(s.dur_ns);
+    REQUIRE(s.args.count("task-clock"));
+    CAPTURE(s.args.at("task-clock"));
+    CAPTURE(s.args.at("page-faults"));
+    // The thread cannot have run longer than the scope lasted (the counters'
+    // own reads, just outside it, are a few microseconds).
+    CHECK(s.args.at("task-clock") <= s.dur_ns + 50'000);
+    CHECK(s.args.at("page-faults") < 64);
+  }
+}
+
 TEST_CASE("counters the machine does not expose, and unknown names: one warning names them, the others count") {
   const bool cycles = machine_counts(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
   const bool software = software_counters();

@@ -192,6 +192,10 @@ void set_session_counters(std::span<const std::uint8_t> kinds) noexcept {
 }
 
 std::uint32_t counters_enter() noexcept {
+  // The thread's ring first: attaching it (a fresh ring's pages touched)
+  // between this read and the begin's would count against the scope. Only
+  // PROF_SCOPE's guard finds the ring before it opens its marks.
+  (void)thread_ring();
   thread_counters& t = this_thread_counters;
   const std::uint64_t g = generation.load(std::memory_order_acquire);
   if (PROFTRACE_UNLIKELY(t.generation != g)) reopen(t, g);
