@@ -708,7 +708,7 @@ void session::export_stacks(const std::filesystem::path& path, std::string_view 
     // frame, caller or not. (A row's stack holds "file(line): name".)
     for (event_average& r : all.rows)
       for (std::string& frame : r.stack)
-        if (const auto at = frame.find("): "); at != std::string::npos) frame.erase(0, at + 3);
+        frame = std::string(detail::frame_name(frame));
     text = all.collapsed_stacks(metric);  // checks the metric, trace or not
     if (!has_trace()) return impl_->warn_no_trace("export_stacks()", path, active_session == this);
   }

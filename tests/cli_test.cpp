@@ -239,6 +239,25 @@ TEST_CASE("events written in end order (children first) nest like events in star
   }
 }
 
+TEST_CASE("OpenMP's spans (cat openmp) are rows and frames of summary and stacks, as in the session's table") {
+  temp_dir dir("cli-openmp");
+  write_file(dir.path / "omp.json", R"json({"traceEvents": [
+    {"ph":"X","cat":"user_annotation","name":"kernels","pid":1,"tid":1,"ts":0,"dur":100},
+    {"ph":"X","cat":"openmp","name":"omp parallel: kernels (a.cpp:10)","pid":1,"tid":1,"ts":10,"dur":80},
+    {"ph":"X","cat":"openmp","name":"omp implicit task: kernels (a.cpp:10)","pid":1,"tid":1,"ts":12,"dur":76},
+    {"ph":"X","cat":"user_annotation","name":"work","pid":1,"tid":1,"ts":20,"dur":30},
+    {"ph":"X","cat":"openmp","name":"omp barrier","pid":1,"tid":1,"ts":50,"dur":35}]})json");
+  const auto rows = by_key(summarize(dir.path / "omp.json"));
+  REQUIRE(rows.count("omp barrier") == 1);
+  CHECK(rows.at("kernels").self_cpu_time_total_ns == 20000);
+  CHECK(rows.at("omp parallel: kernels (a.cpp:10)").self_cpu_time_total_ns == 4000);
+  CHECK(rows.at("omp implicit task: kernels (a.cpp:10)").self_cpu_time_total_ns == 11000);
+  CHECK(rows.at("omp barrier").self_cpu_time_total_ns == 35000);
+  const std::string stacks = run_cli({"stacks", (dir.path / "omp.json").string()}).out;
+  CHECK(stacks.find("kernels;omp_parallel:_kernels_(a.cpp:10);omp_implicit_task:_kernels_(a.cpp:10);omp_barrier 35") !=
+        std::string::npos);
+}
+
 TEST_CASE("a full ring's waits and losses: summary gives the session's rows and its Lost events line, in both formats") {
   temp_dir dir("cli-full-ring");
   for (const auto policy : {proftrace::overflow_policy::block, proftrace::overflow_policy::drop})

@@ -158,7 +158,7 @@ static_assert(std::is_void_v<decltype(PROF_FLOPS(proftrace::flops::estimate{1, t
 
 // Runtime names and args: a declaration and a void expression.
 int dynamic_names(int n) {
-  [[maybe_unused]] const std::string_view name = n > 1 ? "many" : "one";
+  const std::string_view name = n > 1 ? "many" : "one";  // used by the macros alone: no -Wunused
   PROF_SCOPE_DYNAMIC(name);
   PROF_ARG("n", n);
   PROF_ARG("half", n / 2.0);
@@ -169,10 +169,20 @@ int dynamic_names(int n) {
 }
 static_assert(std::is_void_v<decltype(PROF_ARG("decltype", 1))>);
 
+// Parameters passed on to the macros only: still used in the disabled
+// build (built with -Werror=unused-parameter).
+void passed_on(std::string_view name, const char* thread, int value, double sample) {
+  PROF_SCOPE_DYNAMIC(name);
+  PROF_THREAD_NAME(thread);
+  PROF_ARG("value", value);
+  PROF_COUNTER("sample", sample);
+}
+
 }  // namespace
 
 TEST_CASE("the macros compile in every position and leave the program's behaviour alone") {
   CHECK(dynamic_names(2) == 3);
+  passed_on("name", "thread", 1, 2.0);
   CHECK(memory_and_flops(2) == 3);
   CHECK(plain_function(4) == 6);
   CHECK(same_line(1) == 2);
@@ -282,9 +292,10 @@ TEST_CASE("disabled macros never evaluate their arguments") {
   CHECK(evaluations == 0);
 }
 
-TEST_CASE("disabled expression macros are ((void)0): void expressions usable anywhere an expression is") {
-  // Their documented disabled expansion is ((void)0), an expression of type
-  // void (enabled, they are void expressions as well).
+TEST_CASE("disabled expression macros are void expressions usable anywhere an expression is") {
+  // Their disabled expansion is ((void)0), or a runtime value as sizeof's
+  // operand cast to void: an expression of type void (enabled, they are
+  // void expressions as well).
   static_assert(std::is_void_v<decltype(PROF_INSTANT("x"))>);
   static_assert(std::is_void_v<decltype(PROF_COUNTER("x", 1))>);
   static_assert(std::is_void_v<decltype(PROF_THREAD_NAME("x"))>);

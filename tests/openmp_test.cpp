@@ -293,6 +293,25 @@ TEST_CASE("OMPT: a contended lock's wait is a span; a failed test lock leaves no
   }
 }
 
+TEST_CASE("OMPT under with_stack: OpenMP's frames are their names, with no file or line of proftrace's own") {
+  proftrace::profile p({.with_stack = true});
+  p.start();
+  imbalanced_loop(1);
+  p.stop();
+  const auto by_stack = p.key_averages(false, 5);
+  bool iteration_under_task = false;
+  for (const auto& r : by_stack.rows) {
+    for (const auto& frame : r.stack) {
+      CAPTURE(frame);
+      CHECK(frame.find("(0)") == std::string::npos);
+      CHECK(frame.find("ompt_tool") == std::string::npos);
+    }
+    if (r.key == "iteration" && !r.stack.empty() && starts_with(r.stack[0], "omp loop: ")) iteration_under_task = true;
+  }
+  CHECK(iteration_under_task);
+  CHECK(by_stack.table().find("(0)") == std::string::npos);
+}
+
 TEST_CASE("OMPT: a single's block is 'omp single' on the thread that ran it, 'omp single: skipped' on the other") {
   proftrace::profile p;
   p.start();

@@ -3,6 +3,7 @@
 // export_stacks.
 #include <doctest/doctest.h>
 
+#include <proftrace/proftrace.h>
 #include <proftrace/proftrace.hpp>
 
 #include <algorithm>
@@ -202,6 +203,41 @@ TEST_CASE("a live session: self time, stacks grouping, events() and export_stack
   plain.stop();
   CHECK_THROWS_WITH_AS(plain.export_stacks(out.path / "y.txt"), doctest::Contains("with_stack"), std::logic_error);
   CHECK_THROWS_WITH_AS(plain.events(), doctest::Contains("retain_events"), std::logic_error);
+}
+
+TEST_CASE("a frame whose site has no source line is its name alone, in the table, the trace and export_stacks") {
+  test_support::temp_dir out("reports-lineless");
+  proftrace::profile p({.with_stack = true});
+  p.start();
+  {
+    PROF_SCOPE("outer");
+    proftrace_push("init(): a C push");  // C pushes have no line: the frame is the name, "()" and all
+    {
+      PROF_SCOPE("leaf");
+      spin_us(20);  // a line of export_stacks needs some self time
+    }
+    proftrace_pop();
+  }
+  p.stop();
+  const auto by_stack = p.key_averages(false, 5);
+  const proftrace::event_average* leaf = nullptr;
+  for (auto& r : by_stack.rows)
+    if (r.key == "leaf") leaf = &r;
+  REQUIRE(leaf);
+  REQUIRE(leaf->stack.size() == 2);
+  CHECK(leaf->stack[0] == "init(): a C push");
+  CHECK(leaf->stack[1].find("reports_test.cpp(") != std::string::npos);
+  CHECK(leaf->stack[1].ends_with("): outer"));
+  CHECK(by_stack.table().find("(0)") == std::string::npos);
+  p.export_stacks(out.path / "stacks.txt");
+  const auto stacks = lines_of(test_support::read_text(out.path / "stacks.txt"));
+  CHECK(std::any_of(stacks.begin(), stacks.end(),
+                    [](const std::string& l) { return l.starts_with("outer;init():_a_C_push;leaf "); }));
+  p.export_chrome_trace(out.path / "t.json");
+  const auto leaves = test_support::events_named(test_support::read_trace(out.path / "t.json"), "leaf");
+  REQUIRE(leaves.size() == 1);
+  const std::string call_stack(leaves[0].at("args").at("Call stack").as_string());
+  CHECK(call_stack.find(";init(): a C push;") != std::string::npos);
 }
 
 TEST_CASE("collapsed stacks: outermost first, the op last, separators cleaned, same stacks summed") {

@@ -54,9 +54,10 @@ bool is_host_op(const trace_event& e) noexcept {
   const std::string_view cat = e.cat;
   if (e.ph != "X"sv || e.has_stream) return false;
   // "proftrace": a producer's wait for room in its full ring, a row of its
-  // own and out of its scope's self time, as in the session's table.
+  // own and out of its scope's self time, as in the session's table;
+  // "openmp": the OMPT collector's regions, loops and waits, as there too.
   return cat == "cpu_op"sv || cat == "user_annotation"sv || cat == "cuda_runtime"sv || cat == "cuda_driver"sv ||
-         cat == "proftrace"sv;
+         cat == "proftrace"sv || cat == "openmp"sv;
 }
 
 aggregator::aggregator(bool group_by_input_shape, std::size_t max_pending_per_thread, std::size_t max_buffered_events)

@@ -18,8 +18,9 @@
 #endif
 #endif
 
-// Master switch. 0: every PROF_* macro expands to nothing or ((void)0), its
-// arguments are not evaluated and no proftrace symbol is referenced.
+// Master switch. 0: every PROF_* macro compiles to no code (nothing,
+// ((void)0), or a runtime name or value as sizeof's operand), its arguments
+// are not evaluated and no proftrace symbol is referenced.
 #ifndef PROFTRACE_ENABLED
 #define PROFTRACE_ENABLED 1
 #endif

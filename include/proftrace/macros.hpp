@@ -116,6 +116,10 @@
 
 #else  // compiled out
 
+// A runtime name or value is named, never evaluated (an operand of sizeof
+// only: no code), so a variable that exists for the profile alone, a
+// parameter passed on as a scope's name, stays used under -Wunused.
+#define PROFTRACE_DETAIL_UNEVALUATED(x) static_cast<void>(sizeof(static_cast<void>(x), 0))
 #define PROF_SCOPE(name)
 #define PROF_FUNCTION()
 #define PROF_OP(name)
@@ -123,10 +127,10 @@
 #define PROF_MODULE(name)
 #define PROF_STEP()
 #define PROF_INSTANT(name) ((void)0)
-#define PROF_COUNTER(name, value) ((void)0)
-#define PROF_THREAD_NAME(name) ((void)0)
-#define PROF_SCOPE_DYNAMIC(name)
-#define PROF_ARG(key, value) ((void)0)
+#define PROF_COUNTER(name, value) PROFTRACE_DETAIL_UNEVALUATED(value)
+#define PROF_THREAD_NAME(name) PROFTRACE_DETAIL_UNEVALUATED(name)
+#define PROF_SCOPE_DYNAMIC(name) PROFTRACE_DETAIL_UNEVALUATED(name)
+#define PROF_ARG(key, value) PROFTRACE_DETAIL_UNEVALUATED(value)
 #define PROF_ASYNC_RANGE(name) ::proftrace::async_range()
 
 #endif

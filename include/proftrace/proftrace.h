@@ -17,8 +17,9 @@
  * session records cost a load and a branch (push/pop also keep the thread's
  * nesting, so that a scope pushed before a session starts pops cleanly).
  *
- * With PROFTRACE_ENABLED=0 every PROF_C_* macro expands to nothing (or
- * ((void)0)) and evaluates no argument, and the functions are inline
+ * With PROFTRACE_ENABLED=0 every PROF_C_* macro compiles to no code and
+ * evaluates no argument (a runtime name or value is only sizeof's operand,
+ * so it stays used under -Wextra), and the functions are inline
  * stand-ins that do nothing (proftrace_start returns 0): no library needed.
  */
 #ifndef PROFTRACE_PROFTRACE_H
@@ -185,17 +186,21 @@ static inline void proftrace_c_scope_cleanup_(int* unused) {
 
 #else /* compiled out */
 
-#define PROF_C_SCOPE(name)
-#define PROF_C_SCOPE_LITERAL(name)
-#define PROF_C_PUSH(name) ((void)0)
-#define PROF_C_PUSH_LITERAL(name) ((void)0)
+/* A name or value is an operand of sizeof only: never evaluated, no code,
+ * and a parameter passed on as a scope's name stays used under -Wextra
+ * (as a comma's left operand: a bit-field too). */
+#define PROFTRACE_C_UNEVALUATED(x) ((void)sizeof((void)(x), 0))
+#define PROF_C_SCOPE(name) PROFTRACE_C_UNEVALUATED(name)
+#define PROF_C_SCOPE_LITERAL(name) PROFTRACE_C_UNEVALUATED(name)
+#define PROF_C_PUSH(name) PROFTRACE_C_UNEVALUATED(name)
+#define PROF_C_PUSH_LITERAL(name) PROFTRACE_C_UNEVALUATED(name)
 #define PROF_C_POP() ((void)0)
 #define PROF_C_STEP() ((void)0)
-#define PROF_C_INSTANT(name) ((void)0)
-#define PROF_C_COUNTER(name, value) ((void)0)
-#define PROF_C_ARG_INT(key, value) ((void)0)
-#define PROF_C_ARG_DOUBLE(key, value) ((void)0)
-#define PROF_C_ARG_STRING(key, value) ((void)0)
+#define PROF_C_INSTANT(name) PROFTRACE_C_UNEVALUATED(name)
+#define PROF_C_COUNTER(name, value) PROFTRACE_C_UNEVALUATED(value)
+#define PROF_C_ARG_INT(key, value) PROFTRACE_C_UNEVALUATED(value)
+#define PROF_C_ARG_DOUBLE(key, value) PROFTRACE_C_UNEVALUATED(value)
+#define PROF_C_ARG_STRING(key, value) PROFTRACE_C_UNEVALUATED(value)
 #define PROF_C_ALLOC(address, bytes, device) ((void)0)
 #define PROF_C_FREE(address, device) ((void)0)
 #define PROF_C_FLOPS(flops) ((void)0)

@@ -7,24 +7,38 @@ namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
 
+namespace {
+// "file(line): name"; a site with no source line of its own (OpenMP's
+// constructs, C pushes, proftrace's own spans) is its name alone.
+std::string located(const site& where, std::string_view name) {
+  if (where.line == 0) return std::string(name);
+  std::string frame = where.file;
+  frame += '(';
+  append_int(frame, where.line);
+  frame += "): ";
+  frame += name;
+  return frame;
+}
+}  // namespace
+
 std::string frame_of(const site& f) {
   if (f.cat == category::step) return "ProfilerStep*";
-  std::string frame = f.file;
-  frame += '(';
-  append_int(frame, f.line);
-  frame += "): ";
-  frame += f.name;
-  return frame;
+  return located(f, f.name);
 }
 
 std::string frame_of(const open_scope& s) {
   if (s.dynamic_name.empty()) return frame_of(*s.where);
-  std::string frame = s.where->file;
-  frame += '(';
-  append_int(frame, s.where->line);
-  frame += "): ";
-  frame += s.dynamic_name;
-  return frame;
+  return located(*s.where, s.dynamic_name);
+}
+
+std::string_view frame_name(std::string_view frame) noexcept {
+  const auto at = frame.find("): ");
+  if (at == std::string_view::npos) return frame;
+  const auto open = frame.rfind('(', at);
+  if (open == std::string_view::npos || open + 1 == at) return frame;
+  for (auto i = open + 1; i < at; ++i)
+    if (frame[i] < '0' || frame[i] > '9') return frame;
+  return frame.substr(at + 3);
 }
 
 bool is_frame(const thread_state& ts, const open_scope& s) noexcept {

@@ -238,12 +238,14 @@ struct pairing_counts {
   std::uint64_t dropped_args = 0;     // PROF_ARG with no scope open, or past max_scope_args on one scope
 };
 
-// A stack frame as traces and tables show it: "file(line): name", or
-// "ProfilerStep*" for every step, so identical call paths stay one group
-// across steps.
+// A stack frame as traces and tables show it: "file(line): name" (the name
+// alone for a site with no line of its own), or "ProfilerStep*" for every
+// step, so identical call paths stay one group across steps.
 std::string frame_of(const site& f);
 // The same for an open scope: its runtime name, if it has one.
 std::string frame_of(const open_scope& s);
+// A frame's name: what follows its "file(line): ", if it has one.
+std::string_view frame_name(std::string_view frame) noexcept;
 // Whether an open scope is a frame of the stacks its children show (not a
 // profile::step() annotation that will not be written).
 bool is_frame(const thread_state& ts, const open_scope& s) noexcept;

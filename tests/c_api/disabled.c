@@ -1,5 +1,5 @@
-/* PROFTRACE_ENABLED=0: every PROF_C_* macro expands to nothing or
- * ((void)0) and evaluates no argument, and the functions are inline
+/* PROFTRACE_ENABLED=0: every PROF_C_* macro compiles to no code and
+ * evaluates no argument (a name or value is only sizeof's operand), and the functions are inline
  * stand-ins. Built WITHOUT libproftrace: linking
  * at all shows no proftrace symbol is referenced (never_defined() would
  * fail to link if any argument were evaluated). */
@@ -10,6 +10,20 @@
 #endif
 
 int never_defined(void);
+const char* never_defined_text(void);
+
+/* Parameters passed on to the macros only stay used (-Wextra -Werror). */
+static void passed_on(const char* name, int value, double sample) {
+  PROF_C_SCOPE(name);
+  PROF_C_PUSH(name);
+  PROF_C_ARG_INT("value", value);
+  PROF_C_COUNTER("sample", sample);
+  PROF_C_POP();
+  PROF_C_SCOPE(never_defined_text());
+  PROF_C_SCOPE_LITERAL(never_defined_text());
+  PROF_C_PUSH_LITERAL(never_defined_text());
+  PROF_C_INSTANT(never_defined_text());
+}
 
 static int work(int n) {
   PROF_C_SCOPE("scope");
@@ -43,5 +57,6 @@ int main(void) {
   proftrace_push("x");
   proftrace_pop();
   proftrace_stop();
+  passed_on("name", 1, 2.0);
   return work(4) == 6 && proftrace_last_error()[0] == '\0' ? 0 : 1;
 }
