@@ -41,6 +41,9 @@ struct thread_exit_hook {
 };
 thread_local thread_exit_hook exit_hook;
 
+// A name this thread takes when it attaches its ring, unless named by then.
+constinit thread_local const char* default_name = nullptr;
+
 }  // namespace
 
 registry& registry::instance() {
@@ -100,6 +103,11 @@ void registry::set_name(thread_record* r, std::string name) {
   r->name = std::move(name);
 }
 
+void registry::name_if_unnamed(thread_record* r, const char* name) {
+  std::lock_guard lock(mutex_);
+  if (r->name.empty()) r->name = name;
+}
+
 std::string registry::name_of(thread_record* r) {
   std::lock_guard lock(mutex_);
   return r->name;
@@ -122,6 +130,7 @@ ring* attach_this_thread() noexcept {
   const in_profiler_guard own_allocations;
   try {
     thread_record* rec = reg.attach(current_tid(), reg.ring_events());
+    if (default_name) reg.set_name(rec, default_name);
     exit_hook.record = rec;
     this_thread_ring = rec->events.get();
     return this_thread_ring;
@@ -130,6 +139,16 @@ ring* attach_this_thread() noexcept {
     warn_once("attach", std::string("cannot allocate this thread's event ring (") + e.what() +
                             "); its events are dropped and counted");
     return nullptr;
+  }
+}
+
+void set_default_thread_name(const char* name) noexcept {
+  default_name = name;
+  if (this_thread_ring == nullptr || !exit_hook.record) return;
+  const in_profiler_guard own_allocations;
+  try {
+    registry::instance().name_if_unnamed(exit_hook.record, name);
+  } catch (...) {
   }
 }
 

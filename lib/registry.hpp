@@ -36,6 +36,7 @@ class registry {
   // Frees an exited, drained record; its ring goes to a pool for reuse.
   void reap(thread_record* r);
   void set_name(thread_record* r, std::string name);
+  void name_if_unnamed(thread_record* r, const char* name);
   std::string name_of(thread_record* r);
 
   // fork(): the lock is held across it; in the child only the forking
@@ -64,6 +65,10 @@ extern const site api_step_site;
 overflow_policy current_overflow_policy() noexcept;
 void set_overflow_policy(overflow_policy p) noexcept;
 void wake_flusher() noexcept;
+// A name for the calling thread where nothing names it (PROF_THREAD_NAME
+// wins, before or after): a runtime's worker (an OpenMP thread). `name`
+// lives as long as the thread. Attaches no ring: taken when one attaches.
+void set_default_thread_name(const char* name) noexcept;
 bool flusher_running() noexcept;
 // The flusher's thread marks itself: a full ring there never waits under
 // `block` (only the flusher could make room), it drops and counts instead.

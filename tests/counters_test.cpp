@@ -323,6 +323,11 @@ TEST_CASE("counters the machine does not expose, and unknown names: one warning 
   CHECK(w.find("no-such-counter") != std::string::npos);
   CHECK((w.find("'cycles'") != std::string::npos) == !cycles);
   CHECK((w.find("'task-clock'") != std::string::npos) == !software);
+  // It ends naming what is counted, or that nothing is.
+  if (software)
+    CHECK(w.ends_with(cycles ? "; counted: task-clock, cycles" : "; counted: task-clock"));
+  else if (!cycles)
+    CHECK(w.ends_with("; no counter is recorded"));
   const auto rows = p.key_averages();
   const auto* measured = row_named(rows, "measured");
   REQUIRE(measured);

@@ -8,6 +8,7 @@
 #include <atomic>
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +21,7 @@
 
 #include <proftrace/proftrace.hpp>
 
+#include "openmp/code_location.hpp"
 #include "test_support.hpp"
 
 using test_support::read_trace;
@@ -312,6 +314,45 @@ TEST_CASE("OMPT under with_stack: OpenMP's frames are their names, with no file 
   CHECK(by_stack.table().find("(0)") == std::string::npos);
 }
 
+TEST_CASE("OMPT: the runtime's workers are named 'OpenMP worker N' unless the program names them") {
+  const auto thread_names = [](const boost::json::object& trace) {
+    std::map<std::int64_t, std::string> names;
+    for (const auto& e : trace.at("traceEvents").as_array()) {
+      const auto& o = e.as_object();
+      if (o.at("ph").as_string() == "M" && o.at("name").as_string() == "thread_name")
+        names[o.at("tid").to_number<std::int64_t>()] = std::string(o.at("args").at("name").as_string());
+    }
+    return names;
+  };
+  temp_dir out("openmp-names");
+  proftrace::profile p;
+  p.start();
+  std::atomic<std::int64_t> worker_tid{0};
+#pragma omp parallel num_threads(2)
+  {
+    PROF_SCOPE("in region");
+    if (omp_get_thread_num() == 1) worker_tid = static_cast<std::int64_t>(gettid());
+  }
+  p.stop();
+  p.export_chrome_trace(out.path / "t.json");
+  auto names = thread_names(read_trace(out.path / "t.json"));
+  REQUIRE(worker_tid != 0);
+  CAPTURE(names[worker_tid]);
+  CHECK(starts_with(names[worker_tid], "OpenMP worker "));
+
+  proftrace::profile named;
+  named.start();
+#pragma omp parallel num_threads(2)
+  {
+    if (omp_get_thread_num() == 1) PROF_THREAD_NAME("solver worker");
+    PROF_SCOPE("in region");
+  }
+  named.stop();
+  named.export_chrome_trace(out.path / "named.json");
+  names = thread_names(read_trace(out.path / "named.json"));
+  CHECK(names[worker_tid] == "solver worker");  // the pool's same thread
+}
+
 TEST_CASE("OMPT: a single's block is 'omp single' on the thread that ran it, 'omp single: skipped' on the other") {
   proftrace::profile p;
   p.start();
@@ -411,3 +452,15 @@ TEST_CASE("a runtime without OMPT (libgomp): one warning at the first session st
 }
 
 #endif
+
+TEST_CASE("a construct's source line: addr2line's answer without its directory, none where no line is known") {
+  namespace pd = proftrace::detail;
+  CHECK(pd::source_line_of("/src/app/solver.cpp:42") == "solver.cpp:42");
+  CHECK(pd::source_line_of("solver.cpp:7") == "solver.cpp:7");
+  CHECK(pd::source_line_of("/src/app/solver.cpp:?") == "");  // a file, no line tables: no "(solver.cpp:?)"
+  CHECK(pd::source_line_of("/src/app/solver.cpp:0") == "");
+  CHECK(pd::source_line_of("??:0") == "");
+  CHECK(pd::source_line_of("??:?") == "");
+  CHECK(pd::source_line_of("") == "");
+  CHECK(pd::source_line_of("/src/app/solver.cpp:30") == "solver.cpp:30");  // a line ending in 0 is a line
+}

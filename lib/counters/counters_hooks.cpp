@@ -45,8 +45,12 @@ std::vector<std::uint8_t> available_counters(const std::vector<std::string>& nam
     close(fd);
     kinds.push_back(static_cast<std::uint8_t>(kind));
   }
-  if (!missing.empty())
-    warn("counters not counted: " + missing + (kinds.empty() ? "; no counter is recorded" : "; the others are"));
+  if (!missing.empty()) {
+    std::string counted;
+    for (const std::uint8_t k : kinds) counted += std::string(counted.empty() ? "" : ", ") + counter_kinds()[k].name;
+    warn("counters not counted: " + missing +
+         (kinds.empty() ? "; no counter is recorded" : "; counted: " + counted));
+  }
   return kinds;
 }
 

@@ -162,6 +162,14 @@ std::string object_file(const Dl_info& info) {
 
 }  // namespace
 
+std::string source_line_of(const std::string& where) {
+  // "??:0", "??:?": nothing known; "file.cpp:?", "file.cpp:0": a file
+  // without a line (line tables missing), not worth a name's parentheses.
+  if (where.empty() || where.find("??") != std::string::npos || where.ends_with(":0") || where.ends_with(":?"))
+    return {};
+  return base_name(where);
+}
+
 code_location locate_code(const void* address) {
   code_location out;
   Dl_info info{};
@@ -183,8 +191,7 @@ code_location locate_code(const void* address) {
   const bool asked = ask_addr2line(file, relative ? at - base : at, function, where);
   if (!asked || function == "??") function = info.dli_sname ? demangled(info.dli_sname) : std::string();
   out.function = without_parameters(std::move(function));
-  if (asked && !where.empty() && where.find("??") == std::string::npos && where.find(":0") == std::string::npos)
-    out.location = base_name(where);
+  if (asked) out.location = source_line_of(where);
   if (out.function.empty() && out.location.empty()) {
     char buf[48];
     std::snprintf(buf, sizeof buf, "+0x%zx", static_cast<std::size_t>(at + 1 - base));

@@ -25,6 +25,9 @@ struct code_location {
 };
 
 code_location locate_code(const void* address);
+// addr2line's "/path/file.cpp:42" as "file.cpp:42"; empty where it knows no
+// line ("??:0", "??:?", "file.cpp:?").
+std::string source_line_of(const std::string& where);
 // Starts the symbolizer of the object holding `address`.
 void warm_up_code_locations(const void* address);
 // The compiler's outlined bodies of OpenMP constructs (".omp_outlined."):

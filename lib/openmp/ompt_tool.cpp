@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -21,6 +22,7 @@
 #include "collector_hooks.hpp"
 #include "openmp/code_location.hpp"
 #include "proftrace/detail/recorder.hpp"
+#include "registry.hpp"
 #include "warn.hpp"
 
 namespace proftrace {
@@ -288,12 +290,23 @@ void on_mutex_acquired(ompt_mutex_t, ompt_wait_id_t id, const void*) {
     r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), waiting.begin_ticks, event_kind::complete);
 }
 
+// A worker of the runtime's pool is "OpenMP worker N" (N: 1, 2, ... in the
+// order the runtime started them) unless the program names it.
+void on_thread_begin(ompt_thread_t type, ompt_data_t*) {
+  if (type != ompt_thread_worker) return;
+  static std::atomic<int> workers{0};
+  thread_local char name[32];
+  std::snprintf(name, sizeof name, "OpenMP worker %d", workers.fetch_add(1, std::memory_order_relaxed) + 1);
+  set_default_thread_name(name);
+}
+
 int initialize(ompt_function_lookup_t lookup, int, ompt_data_t*) {
   const auto set_callback = reinterpret_cast<ompt_set_callback_t>(lookup("ompt_set_callback"));
   if (set_callback == nullptr) return 0;
   const auto set = [&](ompt_callbacks_t which, auto fn) {
     return set_callback(which, reinterpret_cast<ompt_callback_t>(fn));
   };
+  set(ompt_callback_thread_begin, &on_thread_begin);
   set(ompt_callback_parallel_begin, &on_parallel_begin);
   set(ompt_callback_parallel_end, &on_parallel_end);
   set(ompt_callback_implicit_task, &on_implicit_task);
