@@ -126,9 +126,12 @@ std::string clock_alignment_json([[maybe_unused]] const std::optional<distribute
            "ranks was measured\"}";
   if (dist && dist->source == "MPI_Comm_rank" && dist->world_size > 1 && !in_forked_child) {
     if (const auto o = detail::measure_clock_offset(detail::trace_clock_ns)) {
+      // at_ns: when, on this rank's trace clock, so that the offsets at
+      // start and at stop give the drift between (proftrace merge).
       return "{\"method\": \"mpi_ping_pong\", \"reference_rank\": 0, \"measured\": \"" + std::string(when) +
              "\", \"offset_ns\": " + std::to_string(o->offset_ns) + ", \"round_trip_ns\": " +
-             std::to_string(o->round_trip_ns) + ", \"rounds\": " + std::to_string(o->rounds) + "}";
+             std::to_string(o->round_trip_ns) + ", \"rounds\": " + std::to_string(o->rounds) +
+             ", \"at_ns\": " + std::to_string(detail::trace_clock_ns()) + "}";
     }
   }
 #endif

@@ -1255,6 +1255,61 @@ TEST_CASE("merge: one process per rank in rank order, clocks moved by each rank'
   CHECK(run_cli({"merge", dir.path.string()}).rc == 2);  // no -o
 }
 
+TEST_CASE("merge: a rank whose clock drifts is moved by the offsets at start and at stop, interpolated") {
+  temp_dir dir("cli-merge-drift");
+  // Rank 1's clock reads 5 us ahead at its start (t = 1 s + 0) and 15 us
+  // ahead at its stop (t = 1 s + 100 ms): it gains 100 ns per ms. Its events
+  // at true times 10 us, 50 ms and 90 ms (each 2 ms long) read late by
+  // 5 us + 100 ns per ms; rank 0's are the true times.
+  const auto write_rank = [&](int rank) {
+    const auto offset_at = [&](double true_ms) { return rank == 0 ? 0.0 : 5000.0 + 100.0 * true_ms; };  // ns
+    std::string events;
+    for (const double true_ms : {0.01, 50.0, 90.0}) {
+      const double ts_us = true_ms * 1000.0 + offset_at(true_ms) / 1000.0;
+      const double dur_us = 2000.0 + (offset_at(true_ms + 2.0) - offset_at(true_ms)) / 1000.0;
+      char e[256];
+      std::snprintf(e, sizeof e,
+                    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"work\", \"pid\": 7, \"tid\": 7, "
+                    "\"ts\": %.3f, \"dur\": %.3f},\n",
+                    ts_us, dur_us);
+      events += e;
+    }
+    events.resize(events.size() - 2);  // the last comma
+    const auto alignment = [&](double true_ms) {
+      const auto at_ns = static_cast<std::int64_t>(1'000'000'000 + true_ms * 1e6 + offset_at(true_ms));
+      return "{\"method\": \"mpi_ping_pong\", \"offset_ns\": " + std::to_string(static_cast<std::int64_t>(offset_at(true_ms))) +
+             ", \"at_ns\": " + std::to_string(at_ns) + "}";
+    };
+    write_file(dir.path / ("rank" + std::to_string(rank) + ".pt.trace.json"),
+               "{\"schemaVersion\": 1, \"distributedInfo\": {\"backend\": \"mpi\", \"rank\": " + std::to_string(rank) +
+                   ", \"world_size\": 2, \"host\": \"h\"},\n\"clockAlignment\": " + alignment(0) +
+                   ",\n\"baseTimeNanoseconds\": 1000000000,\n\"traceEvents\": [\n" + events +
+                   "\n],\n\"clockAlignmentAtStop\": " + alignment(100) + "\n}\n");
+  };
+  write_rank(0);
+  write_rank(1);
+  const auto merged = dir.path / "merged.json";
+  const auto r = run_cli({"merge", dir.path.string(), "-o", merged.string()});
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.out.find("2 corrected for their clocks' drift") != std::string::npos);
+  const auto trace = boost::json::parse(slurp(merged)).as_object();
+  std::map<std::int64_t, std::vector<std::pair<double, double>>> work;  // pid -> (ts, dur)
+  for (const auto& v : trace.at("traceEvents").as_array()) {
+    const auto& e = v.as_object();
+    if (e.at("name") == "work") work[e.at("pid").to_number<std::int64_t>()].emplace_back(e.at("ts").to_number<double>(), e.at("dur").to_number<double>());
+  }
+  REQUIRE(work.size() == 2);
+  const auto& rank0 = work.begin()->second;
+  const auto& rank1 = std::next(work.begin())->second;
+  REQUIRE(rank0.size() == 3);
+  REQUIRE(rank1.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(std::fabs(rank1[i].first - rank0[i].first) <= 0.002);  // within 2 ns: the same true time
+    CHECK(std::fabs(rank1[i].second - 2000.0) <= 0.002);
+  }
+}
+
 // ---- validate --repair ----
 
 namespace {

@@ -115,6 +115,8 @@ TEST_CASE("each rank's trace says which rank wrote it and how its clock relates 
     CHECK(clock.at("round_trip_ns").as_int64() >= 0);
     if (m[1] == "0") CHECK(clock.at("offset_ns").as_int64() == 0);
     CHECK(trace.at("clockAlignmentAtStop").at("method").as_string() == "mpi_ping_pong");
+    // When each was measured, on this rank's clock: stop after start.
+    CHECK(trace.at("clockAlignmentAtStop").at("at_ns").as_int64() > clock.at("at_ns").as_int64());
     const int rank = std::stoi(m[1]);
     const std::int64_t base = trace.at("baseTimeNanoseconds").to_number<std::int64_t>();
     const std::int64_t offset = clock.at("offset_ns").as_int64();

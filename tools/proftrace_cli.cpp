@@ -101,8 +101,9 @@ const char* const merge_help =
     "directory beside MERGED): each rank its own process, named \"rank N (host)\" and sorted by\n"
     "rank (distributedInfo), a rank's schedule cycles one after another on its\n"
     "process (named \"rank N (host) steps 10-14, 20-24\"), times moved onto rank\n"
-    "0's clock by each trace's clockAlignment offset, flow ids kept apart per\n"
-    "rank. Streaming: memory stays small whatever the number and size of traces;\n"
+    "0's clock by each trace's clockAlignment offset (interpolated to its\n"
+    "clockAlignmentAtStop where the offset was measured at stop too: the drift),\n"
+    "flow ids kept apart per rank. Streaming: memory stays small whatever the number and size of traces;\n"
     "one event at a time, an event over 16 MiB of JSON text is refused (exit 1).\n"
     "MERGED is written aside and renamed: a failed merge leaves it as it was.\n"
     "\n"
@@ -609,6 +610,8 @@ int cmd_merge(const std::vector<std::string>& args) {
   std::cout << *a.output << ": " << r.traces << " traces, " << r.events << " events, " << r.ranks
             << (r.ranks == 1 ? " rank" : " ranks");
   if (r.unaligned) std::cout << "; " << r.unaligned << " without a measured clock offset (their Unix time taken as is)";
+  if (r.drift_corrected)
+    std::cout << "; " << r.drift_corrected << " corrected for their clocks' drift between start and stop";
   std::cout << "\n";
   return exit_ok;
 }

@@ -1,8 +1,9 @@
 // `proftrace merge`: several ranks' traces into one timeline.
 //
-// Each input is read twice, streaming: once up to its first event for its
-// metadata (distributedInfo, clockAlignment, baseTimeNanoseconds), then
-// event by event, each event cut out of the text of traceEvents, parsed
+// Each input is read twice, streaming: once for its metadata
+// (distributedInfo, clockAlignment, baseTimeNanoseconds: up to its first
+// event, or all of it where the clock offset was measured again at stop,
+// clockAlignmentAtStop, which follows the events), then event by event, each event cut out of the text of traceEvents, parsed
 // alone, rewritten and written out. Memory holds one event at a time, and
 // an event longer than max_event_bytes is refused rather than held (a gzip
 // bomb or a corrupt trace would otherwise take all memory). The output is
@@ -46,6 +47,18 @@ struct input {
   std::int64_t offset_ns = 0;  // this rank's clock minus rank 0's
   std::int64_t aligned_base_ns = 0;  // base_ns on rank 0's clock
   bool aligned = false;
+  // The offset measured again at stop() (clockAlignmentAtStop): between the
+  // two measurements' times (at_ns, this rank's clock) the offset is taken
+  // to change linearly, the clocks' drift.
+  std::int64_t at_ns = 0, stop_offset_ns = 0, stop_at_ns = 0;
+  bool drift = false;
+  // What to add to a time of this rank's clock (ns) beyond the start
+  // offset: the drift since the first measurement.
+  double drift_correction_ns(double unix_ns) const noexcept {
+    if (!drift) return 0;
+    const double rate = static_cast<double>(stop_offset_ns - offset_ns) / static_cast<double>(stop_at_ns - at_ns);
+    return -rate * (unix_ns - static_cast<double>(at_ns));
+  }
 };
 
 // Ranks merge can keep apart: a rank's processes get pids rank * 1000 + n (n < 1000)
@@ -61,10 +74,13 @@ input read_header(const std::filesystem::path& file) {
   read_options opts;
   opts.on_event = [](const trace_event&) { return false; };  // the metadata before traceEvents is enough,
   read_result header = read_trace(file, opts);
-  const auto has_base = [](const read_result& r) {
-    return std::any_of(r.metadata.begin(), r.metadata.end(), [](const auto& m) { return m.key == "baseTimeNanoseconds"; });
+  const auto has = [](const read_result& r, std::string_view key) {
+    return std::any_of(r.metadata.begin(), r.metadata.end(), [&](const auto& m) { return m.key == key; });
   };
-  if (header.stopped && !has_base(header)) {  // unless the keys follow the events (Kineto's base may): all of it
+  // unless the keys follow the events (Kineto's base may), or the offset
+  // was measured again at stop (proftrace writes that after the events):
+  // then all of it.
+  if (header.stopped && (!has(header, "baseTimeNanoseconds") || has(header, "clockAlignment.at_ns"))) {
     opts.on_event = [](const trace_event&) { return true; };
     header = read_trace(file, opts);
   }
@@ -82,7 +98,20 @@ input read_header(const std::filesystem::path& file) {
     else if (m.key == "clockAlignment.offset_ns") {
       in.offset_ns = integer(m, INT64_MIN, INT64_MAX, "an integer of nanoseconds");
       in.aligned = true;
+    } else if (m.key == "clockAlignment.at_ns") {
+      in.at_ns = integer(m, INT64_MIN, INT64_MAX, "an integer of nanoseconds");
+    } else if (m.key == "clockAlignmentAtStop.offset_ns") {
+      in.stop_offset_ns = integer(m, INT64_MIN, INT64_MAX, "an integer of nanoseconds");
+    } else if (m.key == "clockAlignmentAtStop.at_ns") {
+      in.stop_at_ns = integer(m, INT64_MIN, INT64_MAX, "an integer of nanoseconds");
     }
+  }
+  // Both measurements, in order and apart, with a drift a clock can have
+  // (under 1 ms per second; anything more is a bad reading, not a drift).
+  if (in.aligned && has(header, "clockAlignment.at_ns") && has(header, "clockAlignmentAtStop.offset_ns") &&
+      has(header, "clockAlignmentAtStop.at_ns") && in.stop_at_ns > in.at_ns) {
+    const double span = static_cast<double>(in.stop_at_ns - in.at_ns);
+    in.drift = std::fabs(static_cast<double>(in.stop_offset_ns - in.offset_ns)) < 1e-3 * span;
   }
   if (__builtin_sub_overflow(in.base_ns, in.offset_ns, &in.aligned_base_ns))
     throw trace_error(file.string() + ": baseTimeNanoseconds " + std::to_string(in.base_ns) + " minus its clock offset " +
@@ -305,11 +334,22 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
         }
       if (auto* pid = e.if_contains("pid")) *pid = merged_pid(*pid);
       if (auto* ts = e.if_contains("ts"); ts && ts->is_number()) {
-        const double us = ts->to_number<double>() + static_cast<double>(shift_ns) / 1000.0;
+        const double own_us = ts->to_number<double>();
+        const double begin_ns = static_cast<double>(in.base_ns) + own_us * 1000.0;  // on this rank's clock
+        const double drift_ns = in.drift_correction_ns(begin_ns);
+        const double us = own_us + (static_cast<double>(shift_ns) + drift_ns) / 1000.0;
         if (!std::isfinite(us))
           throw trace_error(where() + ": \"ts\" is beyond the range of a double (JSON cannot hold the merged value)");
         // To the nanosecond; a time too large for that (1e308) stays as it is.
         *ts = std::fabs(us) < 1e15 ? std::round(us * 1000.0) / 1000.0 : us;
+        // The end moves by the drift at the end: a span stretches or shrinks
+        // by the clocks' relative rate (a few ppm).
+        if (auto* dur = e.if_contains("dur"); in.drift && dur && dur->is_number()) {
+          const double d_us = dur->to_number<double>();
+          const double end_drift_ns = in.drift_correction_ns(begin_ns + d_us * 1000.0);
+          const double merged_dur = std::max(0.0, d_us + (end_drift_ns - drift_ns) / 1000.0);
+          if (std::isfinite(merged_dur) && std::fabs(merged_dur) < 1e15) *dur = std::round(merged_dur * 1000.0) / 1000.0;
+        }
       }
       // Flow ids and CUPTI correlations are per process: keep them apart per
       // rank. Only integers are moved (a fractional or huge id stays as it is).
@@ -333,6 +373,7 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
     if (host_process != SIZE_MAX && first_step <= last_step) processes[host_process].steps.emplace_back(first_step, last_step);
     ++result.traces;
     if (!in.aligned) ++result.unaligned;
+    if (in.drift) ++result.drift_corrected;
   }
   // Process names: the host's with its cycles' steps; unique (a rank whose
   // traces came from different processes tells them apart by their pids).
