@@ -58,11 +58,9 @@ std::vector<boost::json::object> build_graph(std::vector<traced_event> events, s
   const auto thread_of = [&](std::int64_t tid, std::int64_t first_ns) -> boost::json::object& {
     auto [it, fresh] = thread_node.try_emplace(tid, nodes.size());
     if (fresh) {
+      // No ctrl_deps: a thread follows no sibling on its own thread.
       nodes.push_back(node(static_cast<std::int64_t>(nodes.size()) + 1, "[proftrace|execution_trace|thread]", 1,
                            "thread", tid, first_ns, 0));
-      auto& deps = nodes.back()["ctrl_deps"].as_array();
-      if (auto prev = last_child.find(1); prev != last_child.end()) deps.push_back(prev->second);
-      last_child[1] = nodes.back()["id"].as_int64();
     }
     return nodes[it->second];
   };
@@ -135,14 +133,19 @@ struct execution_trace_observer::impl {
   std::filesystem::path path;
   bool registered = false;
   bool running = false;
+  bool attached_running = false;  // a session it is attached to runs: start() joins it
+  bool started_mid_session = false;  // start() joined it: earlier events of its traces are left out
+  bool stopping_own = false;         // stop() is ending the private session: a write error is stop()'s
+  std::string own_error;
   std::unique_ptr<session> own;  // the private session of a capture on its own
   std::vector<traced_event> events;
   std::size_t traces = 0;
   std::int64_t start_ns = 0;
   std::size_t nodes_written = 0;
 
-  void begin() {
+  void begin(bool mid_session) {
     running = true;
+    started_mid_session = mid_session;
     events.clear();
     traces = 0;
     start_ns = unix_now_ns();
@@ -195,6 +198,7 @@ const std::filesystem::path& execution_trace_observer::get_output_file_path() co
 
 void execution_trace_observer::start() {
   if (!impl_->registered || impl_->running) return;
+  if (impl_->attached_running) return impl_->begin(true);  // the session it is attached to drives it
   auto own = std::make_unique<profile>(
       profile_options{.record_shapes = true, .with_flops = true, .execution_trace_observer = this});
   try {
@@ -211,7 +215,11 @@ void execution_trace_observer::stop() {
   if (!impl_->running) return;
   if (impl_->own) {
     std::unique_ptr<session> own = std::move(impl_->own);
+    impl_->stopping_own = true;
+    impl_->own_error.clear();
     own->stop();  // calls on_session_stop, which writes
+    impl_->stopping_own = false;
+    if (!impl_->own_error.empty()) throw std::runtime_error(impl_->own_error);
     return;
   }
   impl_->finish();  // attached: the traces finished so far
@@ -220,20 +228,30 @@ void execution_trace_observer::stop() {
 std::size_t execution_trace_observer::node_count() const noexcept { return impl_->nodes_written; }
 
 void execution_trace_observer::on_session_start() {
-  if (impl_->registered && !impl_->running) impl_->begin();
+  impl_->attached_running = true;
+  if (impl_->registered && !impl_->running) impl_->begin(false);
 }
 
 void execution_trace_observer::on_trace(const std::vector<function_event>& events, std::int64_t, std::int64_t) {
   if (!impl_->running) return;
-  for (const function_event& e : events) impl_->events.push_back({impl_->traces, e});
+  for (const function_event& e : events)
+    if (!impl_->started_mid_session || e.start_unix_ns >= impl_->start_ns) impl_->events.push_back({impl_->traces, e});
   ++impl_->traces;
 }
 
 void execution_trace_observer::on_session_stop() {
-  if (impl_->running) impl_->finish();
+  impl_->attached_running = false;
+  if (!impl_->running) return;
+  try {
+    impl_->finish();
+  } catch (const std::exception& e) {
+    if (!impl_->stopping_own) throw;  // the session's stop() makes it a warning
+    impl_->own_error = e.what();
+  }
 }
 
 void execution_trace_observer::on_session_abandoned() noexcept {
+  impl_->attached_running = false;
   impl_->running = false;
   impl_->events.clear();
 }

@@ -244,9 +244,9 @@ struct session::impl {
     detail::session_state.store(on ? recording_bits() : detail::state_session, std::memory_order_release);
   }
 
-  bool observing() const {
-    return opts.execution_trace_observer != nullptr && opts.execution_trace_observer->is_registered();
-  }
+  // An execution trace observer is attached (registered or not yet: it may
+  // register and start() while the session runs).
+  bool observing() const { return opts.execution_trace_observer != nullptr; }
 
   // Why there is no finished trace to report (the reports' note).
   std::string no_trace_reason(bool running) const {
@@ -610,8 +610,15 @@ void session::stop() {
       s.last_note = "empty trace: stop() ended it at step " + std::to_string(at_step) +
                     ", during its schedule's warmup (a schedule records from its first active step)";
   }
-  // The observer writes its graph over the same window (an unwritable path throws from here).
-  if (s.observing()) s.opts.execution_trace_observer->on_session_stop();
+  // The observer writes its graph over the same window; a path that became
+  // unwritable is a warning here, as any failure inside stop().
+  if (s.observing()) {
+    try {
+      s.opts.execution_trace_observer->on_session_stop();
+    } catch (const std::exception& e) {
+      detail::warn(std::string(e.what()) + "; the session's trace is not affected");
+    }
+  }
 }
 
 void session::step() {

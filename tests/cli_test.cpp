@@ -2449,7 +2449,7 @@ TEST_CASE("convert: string tids as named tracks, names from later M events, inst
   }
   const std::set<std::string> expected = {
       R"(X gemm "stream 7" @1000010000 +5000)", "X outer 2 @1000010000 +100000", "X inner 2 @1000020000 +10000",
-      "i mark 2 @1000050000",                  R"(C mem "mem" @1000060000)",     R"(b req "req" @1000030000)",
+      "i mark 2 @1000050000",                  "C mem 1 @1000060000",            R"(b req "req" @1000030000)",
       R"(e req "req" @1000070000)",            R"(M thread_name 2 {"name":"worker"})"};
   CHECK(seen == expected);
   std::vector<std::int64_t> async_ids;  // the async range's pair shares one id
@@ -2457,6 +2457,12 @@ TEST_CASE("convert: string tids as named tracks, names from later M events, inst
     if (v.as_object().at("ph") == "b" || v.as_object().at("ph") == "e") async_ids.push_back(v.as_object().at("id").as_int64());
   CHECK(async_ids == std::vector<std::int64_t>{1, 1});
   CHECK(slurp(out).find(R"("grid": [1,2])") != std::string::npos);  // an array arg kept as JSON
+  // A counter is its process's (Perfetto's counter tracks have no thread), in
+  // Kineto's "counter" category; Kineto's keys are there though the input had none.
+  for (const auto& v : doc.at("traceEvents").as_array())
+    if (v.as_object().at("ph") == "C") CHECK(v.as_object().at("cat") == "counter");
+  CHECK(doc.at("schemaVersion") == 1);
+  CHECK(doc.at("deviceProperties").as_array().empty());
 }
 
 TEST_CASE("async ranges across threads keep their pairs through .pftrace and back, twice, and from a streamed session") {

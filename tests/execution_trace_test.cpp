@@ -85,6 +85,9 @@ void check_known_program(const graph& g) {
   CHECK(g.deps("b") == std::vector<std::int64_t>{g.id("gemm")});
   CHECK(g.deps("c").empty());
   CHECK(g.deps("outer").empty());
+  // A thread node follows no other thread's node.
+  for (const auto& [id, n] : g.by_id)
+    if (n.at("category").as_string() == "thread") CHECK(n.at("ctrl_deps").as_array().empty());
   // Ids follow start order: a parent before its children.
   CHECK(g.id("outer") < g.id("gemm"));
   CHECK(g.id("gemm") < g.id("b"));
@@ -201,6 +204,56 @@ TEST_CASE("an observer whose file became unwritable throws from stop(), naming t
   std::filesystem::remove_all(dir);
   CHECK_THROWS_WITH_AS(et.stop(), doctest::Contains((dir / "et.json").string().c_str()), std::runtime_error);
   CHECK_FALSE(et.is_running());
+}
+
+TEST_CASE("attached to a session, the observer's path became unwritable: the session's stop() warns, its trace stands") {
+  temp_dir out("et-session-unwritable");
+  const auto dir = out.path / "sub";
+  std::filesystem::create_directories(dir);
+  test_support::warning_capture warnings;
+  proftrace::execution_trace_observer et;
+  et.register_callback(dir / "et.json");
+  proftrace::profile p({.execution_trace_observer = &et});
+  p.start();
+  { PROF_SCOPE("x"); }
+  std::filesystem::remove_all(dir);
+  CHECK_NOTHROW(p.stop());
+  REQUIRE(warnings.seen.size() == 1);
+  CHECK(warnings.seen[0].find((dir / "et.json").string()) != std::string::npos);
+  CHECK(p.has_trace());
+  CHECK(p.key_averages().table().find("x") != std::string::npos);
+  CHECK_FALSE(et.is_running());
+}
+
+TEST_CASE("attached to a running session, start() and stop() open and close windows of it") {
+  temp_dir out("et-windows");
+  proftrace::execution_trace_observer et;
+  // Registered late: attached, not yet registered, when the session starts.
+  proftrace::profile p({.record_shapes = true, .execution_trace_observer = &et});
+  p.start();
+  { PROF_SCOPE("before registration"); }
+  et.register_callback(out.path / "et.json");
+  CHECK_NOTHROW(et.start());  // joins the session it is attached to
+  CHECK(et.is_running());
+  { PROF_SCOPE("in the window"); }
+  p.stop();  // the session's trace finishes: the window's graph is written
+  CHECK_FALSE(et.is_running());
+  graph g = read_graph(out.path / "et.json");
+  CHECK(g.by_name.count("in the window") == 1);
+  CHECK(g.by_name.count("before registration") == 0);  // before start(): not in the window
+
+  // Stopped, then started again while the session runs.
+  p.start();
+  CHECK(et.is_running());  // a registered observer starts with its session
+  { PROF_SCOPE("first window"); }
+  et.stop();  // no trace of the session has finished yet: an empty window
+  CHECK_NOTHROW(et.start());
+  CHECK(et.is_running());
+  { PROF_SCOPE("second window"); }
+  p.stop();
+  g = read_graph(out.path / "et.json");
+  CHECK(g.by_name.count("second window") == 1);
+  CHECK(g.by_name.count("first window") == 0);
 }
 
 TEST_CASE("async ranges become nodes under the thread that began them, outside the control order") {

@@ -16,10 +16,11 @@
 // traces) and is written at stop(). With PROFTRACE_ENABLED=0 nothing is
 // recorded and the file holds a valid graph with no nodes.
 //
-// Errors: register_callback() and stop() throw std::runtime_error naming the
-// path when it cannot be written; get_output_file_path() throws
-// std::logic_error when no callback is registered; start() on its own throws
-// std::logic_error while another session runs (attach the observer to it).
+// Errors: register_callback() and the observer's stop() throw
+// std::runtime_error naming the path when it cannot be written (a session's
+// stop() warns instead); get_output_file_path() throws std::logic_error when
+// no callback is registered; start() on its own throws std::logic_error while
+// a session it is not attached to runs (attach the observer to it).
 #pragma once
 
 #include <cstdint>
@@ -57,8 +58,9 @@ class execution_trace_observer {
   const std::filesystem::path& get_output_file_path() const;
 
   // Capture on its own: starts a private session (record_shapes, with_flops)
-  // unless a session this observer is attached to drives it. Does nothing
-  // when not registered or already running.
+  // unless a session this observer is attached to runs: then a window of
+  // that session's scopes from now (registered late, or after a stop()).
+  // Does nothing when not registered or already running.
   void start();
   // Ends the capture and writes the graph.
   void stop();

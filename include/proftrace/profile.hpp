@@ -117,7 +117,8 @@ struct profile_options {
   // (CPU collectors only: CUDA cannot be used across fork()).
   fork_child in_forked_child = fork_child::profiling_off;
   // false: start(), stop() and step() do nothing and record nothing (the
-  // legacy profiler's enabled flag); the reports then throw std::logic_error.
+  // legacy profiler's enabled flag); the reports are then empty, the table
+  // one line saying so, and the exports write nothing and warn.
   bool enabled = true;
   // Started and stopped with the session; gets every trace's scopes as a
   // graph (<proftrace/execution_trace.hpp>). Not owned; must outlive the session.

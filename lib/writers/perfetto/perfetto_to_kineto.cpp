@@ -55,6 +55,8 @@ void decoded_json_writer::metadata(const std::string& name, const std::string& j
   }
   if (name == "traceEvents" || name == "displayTimeUnit") return;  // this writer's own keys
   if (name == "proftrace") has_counters_key_ = true;
+  if (name == "schemaVersion") has_schema_ = true;
+  if (name == "deviceProperties") has_devices_ = true;
   std::string& into = opened_ ? tail_keys_ : head_keys_;
   into += "  ";
   append_json_string(into, name);
@@ -70,7 +72,12 @@ void decoded_json_writer::metadata(const std::string& name, const std::string& j
 void decoded_json_writer::open() {
   if (opened_) return;
   opened_ = true;
-  std::string head = "{\n" + head_keys_ + "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ";
+  // Kineto's keys where the trace did not carry them (a CPU-only session's
+  // .pftrace, another tool's): HTA and TensorBoard look for them.
+  std::string head = "{\n";
+  if (!has_schema_) head += "  \"schemaVersion\": 1,\n";
+  if (!has_devices_) head += "  \"deviceProperties\": [],\n";
+  head += head_keys_ + "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ";
   append_int(head, base_ns_);
   head += ",\n  \"traceEvents\": [";
   buf_.insert(0, head);
@@ -92,7 +99,7 @@ void decoded_json_writer::append_where(const decoded_track& t) {
   append_int(buf_, t.has_pid ? t.pid : 0);
   buf_ += ", \"tid\": ";
   if (t.is_thread) append_int(buf_, t.tid);
-  else if (t.is_process) append_int(buf_, t.pid);
+  else if (t.is_process || (t.is_counter && t.has_pid)) append_int(buf_, t.pid);  // a counter is its process's
   else append_json_string(buf_, t.name);
 }
 
@@ -196,7 +203,7 @@ void decoded_json_writer::event(const decoded_event& e) {
   if (e.type == decoded_event::kind::instant)
     buf_ += e.track->is_process ? "\", \"s\": \"p" : !e.track->has_pid ? "\", \"s\": \"g" : "\", \"s\": \"t";
   buf_ += "\", \"cat\": ";
-  append_json_string(buf_, e.category);
+  append_json_string(buf_, e.category.empty() && e.type == decoded_event::kind::counter ? "counter" : e.category);
   buf_ += ", \"name\": ";
   append_json_string(buf_, e.name);
   buf_ += ", ";

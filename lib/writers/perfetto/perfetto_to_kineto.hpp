@@ -60,6 +60,7 @@ class decoded_json_writer {
   std::string head_keys_, tail_keys_;  // top-level keys, each line ending in a comma
   bool opened_ = false, first_ = true, has_base_ = false;
   bool has_counters_key_ = false;  // the trace had a "proftrace" key
+  bool has_schema_ = false, has_devices_ = false;  // ... "schemaVersion", "deviceProperties"
   std::unordered_set<std::uint64_t> process_tracks_;
   std::unordered_map<std::uint64_t, std::uint64_t> async_ids_;  // an async range's track -> its JSON id
   std::int64_t base_ns_ = 0;
