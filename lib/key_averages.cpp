@@ -300,21 +300,23 @@ std::string event_averages::collapsed_stacks(std::string_view metric) const {
       if (c == ' ' || c == ';' || c == '\t' || c == '\n') c = '_';
     return frame;
   };
+  // Summed in ns, cut to whole us once per line: rows that share a stack
+  // (one per input shape under record_shapes) each cut on their own would
+  // lose up to a microsecond apiece, and `proftrace stacks` cuts once.
   std::vector<std::pair<std::string, std::int64_t>> lines;
   std::unordered_map<std::string, std::size_t> index;
   for (const auto& r : rows) {
-    const std::int64_t value_us =
-        (metric == "self_cpu_time_total" ? r.self_cpu_time_total_ns : r.self_cuda_time_total_ns) / 1000;
+    const std::int64_t value_ns = metric == "self_cpu_time_total" ? r.self_cpu_time_total_ns : r.self_cuda_time_total_ns;
     std::string stack;
     for (auto it = r.stack.rbegin(); it != r.stack.rend(); ++it) stack += clean(*it) + ";";
     stack += clean(r.key);
     auto [it, fresh] = index.try_emplace(stack, lines.size());
     if (fresh) lines.emplace_back(stack, 0);
-    lines[it->second].second += value_us;
+    lines[it->second].second += value_ns;
   }
   std::string out;
-  for (const auto& [stack, value] : lines)
-    if (value > 0) out += stack + " " + std::to_string(value) + "\n";
+  for (const auto& [stack, value_ns] : lines)
+    if (value_ns >= 1000) out += stack + " " + std::to_string(value_ns / 1000) + "\n";
   return out;
 }
 

@@ -467,11 +467,21 @@ void decoder::track_event(std::string_view bytes, std::int64_t unix_ns, const se
   }
 }
 
+bool ended_on_another_thread(const decoded_event& end) {
+  for (const decoded_arg& a : end.args)
+    if (a.name == withdrawn_slice_arg && std::holds_alternative<bool>(a.value) && std::get<bool>(a.value)) return true;
+  return false;
+}
+
 void decoder::slice_end(track_state& t, decoded_event& end) {
   if (t.skipped > 0) return void(--t.skipped);
   if (t.depth == 0) return void(++result_.unmatched_ends);
   --open_total_;
   decoded_event& begin = *t.open[--t.depth];
+  // The part of a scope that ended on another thread which its first
+  // thread's track shows (proftrace's writer had written its begin): the
+  // scope itself is the async range beside it, as in the JSON trace.
+  if (PROFTRACE_UNLIKELY(!end.args.empty()) && ended_on_another_thread(end)) return void(++result_.withdrawn_slices);
   begin.dur_ns = ns_after(end.start_ns, begin.start_ns);
   for (auto& a : end.args) begin.args.push_back(std::move(a));
   for (auto id : end.terminating_flow_ids) begin.terminating_flow_ids.push_back(id);

@@ -26,6 +26,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -39,6 +40,9 @@ struct decoded_json {
   bool operator==(const decoded_json&) const = default;
 };
 using decoded_value = std::variant<std::int64_t, std::uint64_t, double, bool, std::string, decoded_json>;
+// The END annotation proftrace's writer gives such a slice.
+inline constexpr std::string_view withdrawn_slice_arg = "ended on another thread";
+
 struct decoded_arg {
   std::string name;
   decoded_value value;
@@ -84,6 +88,10 @@ struct perfetto_read_result {
   // BEGINs past max_open_slices open at once (a corrupt or crafted file):
   // skipped with their ENDs, so memory stays bounded.
   std::uint64_t skipped_open = 0;
+  // Slices whose END says withdrawn_slice_arg: the first thread's part of a
+  // scope that ended on another thread, written again as an async range;
+  // not delivered, so that every reader counts the scope once, as in JSON.
+  std::uint64_t withdrawn_slices = 0;
   bool stopped = false;              // on_event returned false
 };
 

@@ -7,6 +7,7 @@
 #include "json_text.hpp"
 #include "proftrace/detail/recorder.hpp"
 #include "registry.hpp"
+#include "writers/perfetto/perfetto_reader.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
@@ -186,7 +187,7 @@ void perfetto_writer::async(const open_async& a, std::uint64_t id, std::int64_t 
 
 void perfetto_writer::withdrawn(std::int64_t tid, const open_scope& s, std::int64_t ns) {
   if (s.where == &api_step_site) return;  // its begin was never on the thread's track
-  const annotation moved[] = {{.name = "ended on another thread", .value = true}};
+  const annotation moved[] = {{.name = withdrawn_slice_arg, .value = true}};  // readers skip the slice
   packet_sequence& q = sequence_of(tid);
   q.builder.slice_end(q.track, ns, moved);
 }
