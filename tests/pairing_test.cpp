@@ -334,6 +334,18 @@ detached scope_across_threads(resume_pool& pool, std::atomic<int>& done) {
   done.fetch_add(1, std::memory_order_release);
 }
 
+// The same with what a user records in the scope before it leaves the thread.
+detached scope_with_args_across_threads(resume_pool& pool, std::atomic<int>& done) {
+  {
+    PROF_SCOPE_SHAPES("handed over", {8, 8}, {8, 8});
+    PROF_ARG("batch", 32);
+    PROF_ARG("mode", "train");
+    PROF_MATMUL(8, 8, 8);
+    co_await resume_on{pool};
+  }
+  done.fetch_add(1, std::memory_order_release);
+}
+
 std::int64_t count_phase(const boost::json::object& trace, std::string_view name, std::string_view ph) {
   std::int64_t n = 0;
   for (auto& v : trace.at("traceEvents").as_array()) {
@@ -344,6 +356,44 @@ std::int64_t count_phase(const boost::json::object& trace, std::string_view name
 }
 
 }  // namespace
+
+TEST_CASE("a scope that ends on another thread keeps its args, FLOPs and shapes on its async range, in both formats") {
+  for (const auto format : {proftrace::trace_format::json, proftrace::trace_format::pftrace}) {
+    CAPTURE(static_cast<int>(format));
+    temp_dir out("moved-args");
+    proftrace::profile p({.record_shapes = true, .with_flops = true, .stream_format = format});
+    std::atomic<int> done{0};
+    p.start();
+    {
+      resume_pool pool;
+      scope_with_args_across_threads(pool, done);
+      while (done.load(std::memory_order_acquire) < 1) std::this_thread::yield();
+    }
+    p.stop();
+    p.export_chrome_trace(out.path / "t.json");
+    const auto trace = read_trace(out.path / "t.json");
+    CHECK(counter(trace, "scopes_ended_on_another_thread") == 1);
+    CHECK(counter(trace, "dropped_args") == 0);
+    int begins = 0;
+    for (const auto& e : test_support::events_named(trace, "handed over")) {
+      if (e.at("ph").as_string() != "b") continue;
+      ++begins;
+      const auto& args = e.at("args").as_object();
+      CHECK(args.at("batch").as_int64() == 32);
+      CHECK(args.at("mode").as_string() == "train");
+      CHECK(args.at("flops").as_int64() == 2 * 8 * 8 * 8);
+      CHECK(boost::json::serialize(args.at("Input Dims")) == "[[8,8],[8,8]]");
+    }
+    CHECK(begins == 1);
+    bool row = false;
+    for (const auto& r : p.key_averages().rows)
+      if (r.key == "handed over") {
+        row = true;
+        CHECK(r.flops == 2 * 8 * 8 * 8);
+      }
+    CHECK(row);
+  }
+}
 
 TEST_CASE("a coroutine's scope that ends on a pool thread: an async range, nothing else lost (block)") {
   temp_dir out("coroutine");

@@ -457,7 +457,7 @@ TEST_CASE("an async range closed truncated says so in both formats") {
     CAPTURE(truncated);
     pt::kineto_json_writer json(head);
     pt::perfetto_writer perfetto(head);
-    pt::open_async a{&outer_site, head.start_ns + 100, 11, 5, 0, false, {}, truncated};
+    pt::open_async a{.where = &outer_site, .begin_ns = head.start_ns + 100, .tid = 11, .external_id = 5, .truncated = truncated};
     json.async(a, 1, head.start_ns + 300, 12);
     perfetto.async(a, 1, head.start_ns + 300, 12);
     CHECK((json.buffer().find("\"truncated\": true") != std::string::npos) == truncated);

@@ -148,9 +148,11 @@ void aggregator::add_async(const open_async& a, std::int64_t end_ns, std::int64_
   row.top_level = true;
   row.count += 1;
   row.cpu_time_total_ns += dur;
+  if (__builtin_add_overflow(row.flops, a.flops, &row.flops)) row.flops = INT64_MAX;  // a moved scope's estimates
   if (!opts_.retain_events) return;
   function_event& e = retained_.emplace_back();
   e.name = a.name();
+  e.flops = a.flops;
   e.thread = a.tid;
   e.start_unix_ns = a.begin_ns;
   e.duration_ns = dur;

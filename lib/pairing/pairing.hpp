@@ -290,7 +290,7 @@ class pairing {
   }
 
   void async_begin(thread_state& ts, const event& e, const site* where, std::int64_t ns, Sink* w) {
-    const open_async a{where, ns, ts.tid, w->next_external_id++, 0, false, {}};
+    const open_async a{.where = where, .begin_ns = ns, .tid = ts.tid, .external_id = w->next_external_id++};
     if (const auto early = early_async_ends_.find(e.payload); early != early_async_ends_.end()) {
       w->async(a, e.payload, early->second.end_ns, early->second.tid);
       early_async_ends_.erase(early);
@@ -511,7 +511,7 @@ class pairing {
     // counts as its parent's children, as in the written trace.
     if (!ts.stack.empty()) ts.stack.back().child_ns += s.child_ns;
     if (s.announced) w->withdrawn(ts, s, std::max(w->to_ns(ts.last_ticks), s.begin_ns));
-    const open_async a{s.where, s.begin_ns, ts.tid, s.external_id, w->to_ns(ts.last_ticks), thread_gone, s.dynamic_name};
+    const open_async a = moved_range(s, ts.tid, w->to_ns(ts.last_ticks), thread_gone);
     if (const auto early = early_moved_ends_.find(s.index); early != early_moved_ends_.end()) {
       write_moved(*w, a, early->second.end_ns, early->second.tid);
       early_moved_ends_.erase(early);
@@ -560,6 +560,21 @@ class pairing {
     return first;
   }
 
+  // The async range a scope that ended on another thread becomes, with what
+  // was recorded in it on its first thread (args, FLOPs, shapes).
+  static open_async moved_range(const open_scope& s, std::int64_t tid, std::int64_t thread_gone_ns, bool thread_gone) {
+    return {.where = s.where,
+            .begin_ns = s.begin_ns,
+            .tid = tid,
+            .external_id = s.external_id,
+            .thread_gone_ns = thread_gone_ns,
+            .thread_gone = thread_gone,
+            .dynamic_name = s.dynamic_name,
+            .shapes = s.shapes,
+            .flops = s.flops,
+            .args = s.args};
+  }
+
   void write_moved(Sink& w, const open_async& a, std::int64_t end_ns, std::int64_t end_tid) {
     ++w.counts.moved_scopes;
     w.async(a, next_async_id.fetch_add(1, std::memory_order_relaxed), end_ns, end_tid);
@@ -587,7 +602,7 @@ class pairing {
     const auto it = std::lower_bound(o.stack.begin(), o.stack.end(), begin,
                                      [](const open_scope& s, std::uint64_t i) { return s.index < i; });
     if (it == o.stack.end() || it->index != begin) return false;
-    const open_async a{it->where, it->begin_ns, o.tid, it->external_id, 0, false, it->dynamic_name};
+    const open_async a = moved_range(*it, o.tid, 0, false);
     if (it->announced) w->withdrawn(o, *it, std::max(ns, it->begin_ns));
     const auto at = static_cast<std::size_t>(it - o.stack.begin());
     if (at > 0) o.stack[at - 1].child_ns += it->child_ns;  // as give_up_top: its children become its parent's
@@ -601,8 +616,7 @@ class pairing {
   bool begin_of_moved_scope(thread_state& ts, const open_scope& s, Sink* w) {
     const auto early = early_moved_ends_.find(s.index);
     if (early == early_moved_ends_.end()) return false;
-    write_moved(*w, open_async{s.where, s.begin_ns, ts.tid, s.external_id, 0, false, s.dynamic_name},
-                early->second.end_ns, early->second.tid);
+    write_moved(*w, moved_range(s, ts.tid, 0, false), early->second.end_ns, early->second.tid);
     early_moved_ends_.erase(early);
     return true;
   }

@@ -191,8 +191,13 @@ struct open_async {
   // thread ends it before the trace closes, it ends there (truncated).
   std::int64_t thread_gone_ns = 0;
   bool thread_gone = false;
-  std::string dynamic_name;  // a scope's runtime name (PROF_SCOPE_DYNAMIC, proftrace_push)
+  std::string dynamic_name{};  // a scope's runtime name (PROF_SCOPE_DYNAMIC, proftrace_push)
   bool truncated = false;  // written where it was last known open: its end was most likely lost
+  // A scope that ended on another thread: what was recorded in it while it
+  // was its first thread's innermost scope, written on the range.
+  std::string shapes{};
+  std::int64_t flops = 0;
+  std::vector<scope_arg> args{};
   const char* name() const noexcept { return dynamic_name.empty() ? where->name : dynamic_name.c_str(); }
 };
 // An async range's end that reached the flusher before its begin (the

@@ -212,29 +212,20 @@ void kineto_json_writer::scope(const thread_state& ts, const open_scope& s, std:
   buffer() += "}}";
 }
 
-void kineto_json_writer::scope_args(const thread_state& ts, const open_scope& s) {
-  if (s.truncated) buffer() += ", \"truncated\": true";
-  if (s.where == &thread_step_site) {
-    buffer() += ", \"step\": ";
-    append_int(buffer(), s.payload);
-  }
-  if (!s.shapes.empty()) {
+void kineto_json_writer::shapes_and_flops(const std::string& shapes, std::int64_t flops) {
+  if (!shapes.empty()) {
     buffer() += ", \"Input Dims\": ";
-    buffer() += s.shapes;
+    buffer() += shapes;
   }
-  if (s.flops > 0) {
+  if (flops > 0) {
     buffer() += ", \"flops\": ";
-    append_int(buffer(), s.flops);
+    append_int(buffer(), flops);
   }
-  if (s.comm_bytes >= 0) {
-    buffer() += ", \"bytes\": ";
-    append_int(buffer(), s.comm_bytes);
-    if (s.comm_peer >= 0) {
-      buffer() += ", \"peer\": ";
-      append_int(buffer(), s.comm_peer);
-    }
-  }
-  for (const scope_arg& a : s.args) {
+}
+
+// PROF_ARG values, in record order.
+void kineto_json_writer::user_args(const std::vector<scope_arg>& args) {
+  for (const scope_arg& a : args) {
     buffer() += ", ";
     append_json_string(buffer(), a.key);
     buffer() += ": ";
@@ -243,6 +234,24 @@ void kineto_json_writer::scope_args(const thread_state& ts, const open_scope& s)
     else if (a.type == arg_type::floating) append_double(buffer(), a.floating);
     else append_json_string(buffer(), a.text);
   }
+}
+
+void kineto_json_writer::scope_args(const thread_state& ts, const open_scope& s) {
+  if (s.truncated) buffer() += ", \"truncated\": true";
+  if (s.where == &thread_step_site) {
+    buffer() += ", \"step\": ";
+    append_int(buffer(), s.payload);
+  }
+  shapes_and_flops(s.shapes, s.flops);
+  if (s.comm_bytes >= 0) {
+    buffer() += ", \"bytes\": ";
+    append_int(buffer(), s.comm_bytes);
+    if (s.comm_peer >= 0) {
+      buffer() += ", \"peer\": ";
+      append_int(buffer(), s.comm_peer);
+    }
+  }
+  user_args(s.args);
   if (head_.with_stack) {
     buffer() += ", \"Call stack\": ";
     append_json_string(buffer(), call_stack(ts, s));
@@ -271,6 +280,8 @@ void kineto_json_writer::async(const open_async& a, std::uint64_t id, std::int64
   buffer() += ", \"end thread\": ";
   append_int(buffer(), end_tid);
   if (a.truncated) buffer() += ", \"truncated\": true";
+  shapes_and_flops(a.shapes, a.flops);
+  user_args(a.args);
   buffer() += "}}";
   open("\"ph\": \"e\", \"cat\": \"async\"", end_tid, end_ns);
   buffer() += "}";

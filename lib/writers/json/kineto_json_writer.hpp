@@ -73,6 +73,8 @@ class kineto_json_writer {
     stage_end_ = stage_;
   }
   void scope_args(const thread_state& ts, const open_scope& s);
+  void shapes_and_flops(const std::string& shapes, std::int64_t flops);
+  void user_args(const std::vector<scope_arg>& args);
   void open_event(std::string_view ph_and_cat, std::string_view name, std::int64_t tid, std::int64_t ns);
 
   const trace_head& head_;

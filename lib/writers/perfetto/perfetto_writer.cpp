@@ -90,22 +90,35 @@ const perfetto_writer::site_ids& perfetto_writer::packet_sequence::new_site(cons
 }
 
 // The args a scope shows; `text` keeps the strings they point into.
+std::size_t perfetto_writer::shapes_and_flops(const std::string& shapes, std::int64_t flops,
+                                              annotation (&out)[max_annotations], std::size_t n) {
+  if (!shapes.empty()) out[n++] = {.name = "Input Dims", .value = json_value{shapes}};
+  if (flops > 0) out[n++] = {.name = "flops", .value = flops};
+  return n;
+}
+
+// PROF_ARG values, in record order (at most max_scope_args).
+std::size_t perfetto_writer::user_args(const std::vector<scope_arg>& args, annotation (&out)[max_annotations],
+                                       std::size_t n) {
+  for (const scope_arg& a : args) {
+    if (a.type == arg_type::integer) out[n++] = {.name = a.key, .value = a.integer};
+    else if (a.type == arg_type::unsigned_integer) out[n++] = {.name = a.key, .value = static_cast<std::uint64_t>(a.integer)};
+    else if (a.type == arg_type::floating) out[n++] = {.name = a.key, .value = a.floating};
+    else out[n++] = {.name = a.key, .value = std::string_view(a.text)};
+  }
+  return n;
+}
+
 std::size_t perfetto_writer::scope_args(const packet_sequence& q, const thread_state& ts, const open_scope& s,
                                         annotation (&out)[max_annotations], std::string (&text)[2]) {
   std::size_t n = 0;
   out[n++] = {.name = {}, .name_iid = q.external_id_iid, .value = s.external_id};
   if (s.truncated) out[n++] = {.name = "truncated", .value = true};
   if (s.where == &thread_step_site) out[n++] = {.name = "step", .value = s.payload};
-  if (!s.shapes.empty()) out[n++] = {.name = "Input Dims", .value = json_value{s.shapes}};
-  if (s.flops > 0) out[n++] = {.name = "flops", .value = s.flops};
+  n = shapes_and_flops(s.shapes, s.flops, out, n);
   if (s.comm_bytes >= 0) out[n++] = {.name = "bytes", .value = s.comm_bytes};
   if (s.comm_bytes >= 0 && s.comm_peer >= 0) out[n++] = {.name = "peer", .value = std::int64_t{s.comm_peer}};
-  for (const scope_arg& a : s.args) {
-    if (a.type == arg_type::integer) out[n++] = {.name = a.key, .value = a.integer};
-    else if (a.type == arg_type::unsigned_integer) out[n++] = {.name = a.key, .value = static_cast<std::uint64_t>(a.integer)};
-    else if (a.type == arg_type::floating) out[n++] = {.name = a.key, .value = a.floating};
-    else out[n++] = {.name = a.key, .value = std::string_view(a.text)};
-  }
+  n = user_args(s.args, out, n);
   if (head_.with_stack) {
     text[0] = call_stack(ts, s);
     out[n++] = {.name = "Call stack", .value = std::string_view(text[0])};
@@ -177,11 +190,13 @@ void perfetto_writer::any_scope(thread_state& ts, const open_scope& s, std::int6
 // track of its own, named after it, under the process.
 void perfetto_writer::async(const open_async& a, std::uint64_t id, std::int64_t end_ns, std::int64_t end_tid) {
   const std::uint64_t track = main_.builder.named_track(a.name(), process_track_, id);
-  const annotation args[] = {{.name = {}, .name_iid = main_.external_id_iid, .value = a.external_id},
-                             {.name = "begin thread", .value = a.tid},
-                             {.name = "end thread", .value = end_tid},
-                             {.name = "truncated", .value = true}};
-  main_.builder.slice_begin(track, a.begin_ns, a.name(), "async", annotations(args, a.truncated ? 4 : 3));
+  annotation args[max_annotations] = {{.name = {}, .name_iid = main_.external_id_iid, .value = a.external_id},
+                                      {.name = "begin thread", .value = a.tid},
+                                      {.name = "end thread", .value = end_tid},
+                                      {.name = "truncated", .value = true}};
+  std::size_t n = a.truncated ? 4 : 3;
+  n = user_args(a.args, args, shapes_and_flops(a.shapes, a.flops, args, n));
+  main_.builder.slice_begin(track, a.begin_ns, a.name(), "async", annotations(args, n));
   main_.builder.slice_end(track, std::max(end_ns, a.begin_ns));
 }
 

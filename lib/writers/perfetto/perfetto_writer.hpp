@@ -119,6 +119,10 @@ class perfetto_writer {
   static constexpr std::size_t max_annotations = 10 + max_scope_args;
   std::size_t scope_args(const packet_sequence& q, const thread_state& ts, const open_scope& s,
                          annotation (&out)[max_annotations], std::string (&text)[2]);
+  // Appended at out[n]; the new count.
+  static std::size_t shapes_and_flops(const std::string& shapes, std::int64_t flops, annotation (&out)[max_annotations],
+                                      std::size_t n);
+  static std::size_t user_args(const std::vector<scope_arg>& args, annotation (&out)[max_annotations], std::size_t n);
   void gpu_activity_slice(const gpu_activity& a);
   std::uint64_t stream_track(std::uint32_t device, std::uint32_t stream);
 
