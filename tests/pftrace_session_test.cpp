@@ -145,6 +145,45 @@ TEST_CASE("a JSON session exports .pftrace, .pftrace.gz and .pftrace.zst by conv
   fs::remove_all(dir);
 }
 
+TEST_CASE("a .pftrace session's JSON export names and orders processes and threads as a JSON session's does") {
+  const fs::path dir = fresh_dir("metadata-events");
+  // name, pid, tid, args: every "M" event of a trace, apart from its ts
+  const auto metadata_events = [](const fs::path& file) {
+    std::ifstream in(file);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::multiset<std::string> out;
+    const boost::json::value trace = boost::json::parse(text.str());
+    for (const auto& v : trace.at("traceEvents").as_array()) {
+      const auto& e = v.as_object();
+      if (e.at("ph").as_string() != "M") continue;
+      out.insert(std::string(e.at("name").as_string()) + " " + boost::json::serialize(e.at("pid")) + " " +
+                 boost::json::serialize(e.at("tid")) + " " + boost::json::serialize(e.at("args")));
+    }
+    return out;
+  };
+  std::multiset<std::string> seen[2];
+  for (const auto format : {proftrace::trace_format::json, proftrace::trace_format::pftrace}) {
+    proftrace::profile p({.stream_format = format});
+    record(p);
+    const fs::path json = dir / (format == proftrace::trace_format::json ? "from-json.json" : "from-pftrace.json");
+    p.export_chrome_trace(json);
+    seen[format == proftrace::trace_format::json ? 0 : 1] = metadata_events(json);
+  }
+  // The threads' tids differ between the two runs: compare the kinds of events per process and thread.
+  const auto kinds = [](const std::multiset<std::string>& events) {
+    std::multiset<std::string> k;
+    for (const auto& e : events) k.insert(e.substr(0, e.find(' ')));
+    return k;
+  };
+  CHECK(kinds(seen[1]) == kinds(seen[0]));
+  CHECK(kinds(seen[1]).count("process_labels") == 1);
+  CHECK(kinds(seen[1]).count("thread_sort_index") == 2);
+  for (const auto& e : seen[1])
+    if (e.starts_with("process_")) CHECK(e.find(" 0 {") != std::string::npos);  // a process's metadata on tid 0
+  fs::remove_all(dir);
+}
+
 TEST_CASE("trace-wide metadata (a user's keys, clockAlignment) reaches the .pftrace and comes back as top-level JSON") {
   const fs::path dir = fresh_dir("metadata");
   for (const auto format : {proftrace::trace_format::json, proftrace::trace_format::pftrace}) {

@@ -166,6 +166,9 @@ class converter {
   std::vector<thread_key> threads_;
   std::unordered_map<std::string, std::uint32_t> thread_index_;  // "pid\x1ftid"
   std::unordered_map<std::string, std::string> thread_names_, process_names_;
+  // process_labels, process_sort_index, thread_sort_index: by pid, by "pid\x1ftid"
+  std::unordered_map<std::string, perfetto_builder::track_order> process_order_, thread_order_;
+  std::unordered_map<std::string, std::string> process_labels_;  // track_order.labels views these
   std::map<std::pair<std::uint32_t, std::int64_t>, flows_at> flows_;
   std::vector<std::uint64_t> thread_uuids_;  // 0: not declared yet
   // A numeric thread's own packet sequence (its track and clock by default,
@@ -186,11 +189,19 @@ std::uint32_t converter::thread_of(const json::object& e) {
 
 void converter::add_metadata(const json::object& e) {
   const json::value* args = e.if_contains("args");
-  const json::value* name = args && args->is_object() ? args->get_object().if_contains("name") : nullptr;
-  if (!name || !name->is_string()) return;
+  if (!args || !args->is_object()) return;
+  const auto arg = [&](std::string_view key) { return args->get_object().if_contains(key); };
   const std::string_view what = string_of(e, "name");
-  if (what == "thread_name") thread_names_[read_id(e, "pid").text + '\x1f' + read_id(e, "tid").text] = name->get_string();
-  else if (what == "process_name") process_names_[read_id(e, "pid").text] = name->get_string();
+  const std::string pid = read_id(e, "pid").text, thread = pid + '\x1f' + read_id(e, "tid").text;
+  const json::value* v = arg(what == "process_labels" ? "labels" : what.ends_with("_sort_index") ? "sort_index" : "name");
+  if (v && v->is_string()) {
+    if (what == "thread_name") thread_names_[thread] = v->get_string();
+    else if (what == "process_name") process_names_[pid] = v->get_string();
+    else if (what == "process_labels") process_order_[pid].labels = process_labels_[pid] = v->get_string();
+  } else if (v && v->is_int64()) {
+    if (what == "process_sort_index") process_order_[pid].sort_index = v->get_int64();
+    else if (what == "thread_sort_index") thread_order_[thread].sort_index = v->get_int64();
+  }
 }
 
 void converter::add_flow(const json::object& e, std::uint32_t thread, std::int64_t ts, bool start) {
@@ -275,7 +286,9 @@ std::vector<emission> converter::plan() {
 std::uint64_t converter::process_track(perfetto_builder& b, const id_value& pid) {
   if (!pid.is_number) return b.named_track(pid.text, 0, 0);
   const auto name = process_names_.find(pid.text);
-  return b.process_track(pid.number, name == process_names_.end() ? std::string_view() : name->second);
+  const auto order = process_order_.find(pid.text);
+  return b.process_track(pid.number, name == process_names_.end() ? std::string_view() : name->second,
+                         order == process_order_.end() ? perfetto_builder::track_order{} : order->second);
 }
 
 std::uint64_t converter::thread_track(perfetto_builder& b, std::uint32_t thread) {
@@ -284,8 +297,10 @@ std::uint64_t converter::thread_track(perfetto_builder& b, std::uint32_t thread)
   const auto found = thread_names_.find(k.pid.text + '\x1f' + k.tid.text);
   const std::string_view name = found == thread_names_.end() ? std::string_view() : found->second;
   const std::uint64_t process = process_track(b, k.pid);
+  const auto order = thread_order_.find(k.pid.text + '\x1f' + k.tid.text);
   const std::uint64_t uuid = k.pid.is_number && k.tid.is_number
-                                 ? b.thread_track(k.pid.number, k.tid.number, name)
+                                 ? b.thread_track(k.pid.number, k.tid.number, name,
+                                                  order == thread_order_.end() ? perfetto_builder::track_order{} : order->second)
                                  : b.named_track(name.empty() ? k.tid.text : name, process, 0);
   return thread_uuids_[thread] = uuid;
 }

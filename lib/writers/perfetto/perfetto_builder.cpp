@@ -30,7 +30,7 @@ constexpr std::uint32_t track_event_defaults = 11, default_track_uuid = 11;
 constexpr std::uint32_t clocks = 1, clock_id = 1, clock_timestamp = 2, clock_is_incremental = 3;
 // TrackDescriptor, ProcessDescriptor, ThreadDescriptor
 constexpr std::uint32_t uuid = 1, track_name = 2, process = 3, thread = 4, parent_uuid = 5, counter = 8;
-constexpr std::uint32_t pid = 1, process_name = 6, tid = 2, thread_name = 5;
+constexpr std::uint32_t pid = 1, process_name = 6, tid = 2, thread_name = 5, legacy_sort_index = 3, process_labels = 8;
 // TrackEvent
 constexpr std::uint32_t category_iids = 3, debug_annotations = 4, type = 9, name_iid = 10, track_uuid = 11, name = 23,
                         double_counter_value = 44, flow_ids = 47, terminating_flow_ids = 48;
@@ -241,19 +241,22 @@ void perfetto_builder::close_track(const std::size_t (&at)[2]) {
   proto::close(out_, at[0]);
 }
 
-std::uint64_t perfetto_builder::process_track(std::int64_t pid, std::string_view name) {
+std::uint64_t perfetto_builder::process_track(std::int64_t pid, std::string_view name, track_order order) {
   const std::uint64_t uuid = uuid_hash{}.add("process").add(static_cast<std::uint64_t>(pid)).done();
   std::size_t at[2];
   if (!open_track(uuid, at)) return uuid;
   const std::size_t process = proto::open(out_, field::process);
   proto::put_int(out_, field::pid, pid);
+  if (order.sort_index) proto::put_int(out_, field::legacy_sort_index, *order.sort_index);
   if (!name.empty()) proto::put_string(out_, field::process_name, name);
+  if (!order.labels.empty()) proto::put_string(out_, field::process_labels, order.labels);
   proto::close(out_, process);
   close_track(at);
   return uuid;
 }
 
-std::uint64_t perfetto_builder::thread_track(std::int64_t pid, std::int64_t tid, std::string_view name) {
+std::uint64_t perfetto_builder::thread_track(std::int64_t pid, std::int64_t tid, std::string_view name,
+                                             track_order order) {
   const std::uint64_t uuid =
       uuid_hash{}.add("thread").add(static_cast<std::uint64_t>(pid)).add(static_cast<std::uint64_t>(tid)).done();
   if (tracks_.contains(uuid)) return uuid;
@@ -264,6 +267,7 @@ std::uint64_t perfetto_builder::thread_track(std::int64_t pid, std::int64_t tid,
   const std::size_t thread = proto::open(out_, field::thread);
   proto::put_int(out_, field::pid, pid);
   proto::put_int(out_, field::tid, tid);
+  if (order.sort_index) proto::put_int(out_, field::legacy_sort_index, *order.sort_index);
   if (!name.empty()) proto::put_string(out_, field::thread_name, name);
   proto::close(out_, thread);
   close_track(at);

@@ -346,6 +346,8 @@ void decoder::track_descriptor(std::string_view bytes) {
       if (thread && f.number == 2) t.tid = static_cast<std::int64_t>(f.value);
       if (thread && f.number == 5) t.thread_name = std::string(f.bytes);
       if (!thread && f.number == 6) t.process_name = std::string(f.bytes);
+      if (f.number == 3) t.sort_index = static_cast<std::int32_t>(f.value);
+      if (!thread && f.number == 8) (t.process_labels += t.process_labels.empty() ? "" : ",") += f.bytes;
     });
   };
   each_field(bytes, "TrackDescriptor", [&](const proto::field& f) {

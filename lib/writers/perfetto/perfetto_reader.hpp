@@ -24,6 +24,7 @@
 #include <functional>
 #include <istream>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -55,6 +56,10 @@ struct decoded_track {
   std::int64_t pid = 0, tid = 0;  // pid also for a named track under a process, from its ancestors
   bool has_pid = false;
   std::string process_name, thread_name;
+  // Process/ThreadDescriptor.legacy_sort_index and process_labels (joined
+  // by ","): Kineto's process_sort_index, thread_sort_index, process_labels.
+  std::optional<std::int64_t> sort_index;
+  std::string process_labels;
 };
 
 struct decoded_event {

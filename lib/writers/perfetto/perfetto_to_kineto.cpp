@@ -103,16 +103,31 @@ void decoded_json_writer::append_where(const decoded_track& t) {
   else append_json_string(buf_, t.name);
 }
 
+// Kineto's metadata events for a process or thread track: its name, and
+// where it sorts (and a process's labels) when the trace says.
 void decoded_json_writer::track(const decoded_track& t) {
   if (t.is_process) process_tracks_.insert(t.uuid);
-  if (!(t.is_thread && !t.thread_name.empty()) && !(t.is_process && !t.process_name.empty())) return;
-  begin_element();
-  buf_ += t.is_thread ? "{\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": 0, "
-                      : "{\"name\": \"process_name\", \"ph\": \"M\", \"ts\": 0, ";
-  append_where(t);
-  buf_ += ", \"args\": {\"name\": ";
-  append_json_string(buf_, t.is_thread ? t.thread_name : t.process_name);
-  buf_ += "}}";
+  if (!t.is_process && !t.is_thread) return;
+  const auto meta = [&](const char* name, const char* key, const auto& append_value) {
+    begin_element();
+    buf_ += "{\"name\": \"";
+    buf_ += name;
+    buf_ += "\", \"ph\": \"M\", \"ts\": 0, \"pid\": ";
+    append_int(buf_, t.has_pid ? t.pid : 0);
+    buf_ += ", \"tid\": ";
+    append_int(buf_, t.is_thread ? t.tid : 0);  // a process's metadata is on tid 0, as Kineto writes it
+    buf_ += ", \"args\": {\"";
+    buf_ += key;
+    buf_ += "\": ";
+    append_value();
+    buf_ += "}}";
+  };
+  const std::string& name = t.is_thread ? t.thread_name : t.process_name;
+  if (!name.empty()) meta(t.is_thread ? "thread_name" : "process_name", "name", [&] { append_json_string(buf_, name); });
+  if (t.is_process && !t.process_labels.empty())
+    meta("process_labels", "labels", [&] { append_json_string(buf_, t.process_labels); });
+  if (t.sort_index)
+    meta(t.is_thread ? "thread_sort_index" : "process_sort_index", "sort_index", [&] { append_int(buf_, *t.sort_index); });
   flush_if_big();
 }
 

@@ -24,7 +24,7 @@ constexpr std::uint64_t cuda_api_track_key = 2;
 
 perfetto_writer::perfetto_writer(const trace_head& head)
     : head_(head), main_(stage_, events_sequence), next_sequence_(first_thread_sequence) {
-  process_track_ = main_.builder.process_track(head_.pid, head_.process_name);
+  process_track_ = main_.builder.process_track(head_.pid, head_.process_name, {.sort_index = head_.pid, .labels = "CPU"});  // as the JSON writer's
   // What the JSON trace holds in its top-level keys, so that a converted or
   // merged trace keeps its rank and clock alignment.
   std::vector<std::pair<std::string, std::string>> metadata = head_.metadata;
@@ -57,7 +57,8 @@ std::string perfetto_writer::tail(const finished_trace& f, const std::string& tr
 
 perfetto_writer::thread_entry& perfetto_writer::new_thread(std::int64_t tid) {
   auto [it, fresh] = threads_.try_emplace(tid);
-  if (fresh) it->second.track = main_.builder.thread_track(head_.pid, tid, "thread " + std::to_string(tid));
+  if (fresh)
+    it->second.track = main_.builder.thread_track(head_.pid, tid, "thread " + std::to_string(tid), {.sort_index = tid});
   last_tid_ = tid;
   last_thread_ = &it->second;
   return it->second;
@@ -66,7 +67,8 @@ perfetto_writer::thread_entry& perfetto_writer::new_thread(std::int64_t tid) {
 void perfetto_writer::thread(std::int64_t tid, const std::string& name) {
   auto [it, fresh] = threads_.try_emplace(tid);
   if (fresh)
-    it->second.track = main_.builder.thread_track(head_.pid, tid, name.empty() ? "thread " + std::to_string(tid) : name);
+    it->second.track = main_.builder.thread_track(head_.pid, tid, name.empty() ? "thread " + std::to_string(tid) : name,
+                                                  {.sort_index = tid});
 }
 
 perfetto_writer::packet_sequence& perfetto_writer::new_sequence(thread_entry& t) {
