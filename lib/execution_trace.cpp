@@ -55,6 +55,11 @@ std::vector<boost::json::object> build_graph(std::vector<traced_event> events, s
   std::map<std::int64_t, std::size_t> thread_node;                       // tid -> index in nodes
   std::map<std::pair<std::size_t, std::uint64_t>, std::int64_t> by_scope;  // (trace, External id) -> node id
   std::map<std::int64_t, std::int64_t> last_child;                      // parent node id -> its latest child
+  // Per thread, the scope nodes open at the current start, innermost last:
+  // (end_ns, id). A scope whose recorded parent is no node (an async
+  // range: a scope that ended on another thread) goes under the innermost
+  // of them that encloses it in time.
+  std::map<std::int64_t, std::vector<std::pair<std::int64_t, std::int64_t>>> open_on;
   const auto thread_of = [&](std::int64_t tid, std::int64_t first_ns) -> boost::json::object& {
     auto [it, fresh] = thread_node.try_emplace(tid, nodes.size());
     if (fresh) {
@@ -73,8 +78,13 @@ std::vector<boost::json::object> build_graph(std::vector<traced_event> events, s
     const std::int64_t thread_id = thread["id"].as_int64();
     const std::int64_t id = static_cast<std::int64_t>(nodes.size()) + 1;
     std::int64_t parent = thread_id;
-    if (!e.is_async && e.parent_external_id != 0)
-      if (auto p = by_scope.find({t.trace, e.parent_external_id}); p != by_scope.end()) parent = p->second;
+    auto& open = open_on[e.thread];
+    while (!open.empty() && open.back().first <= e.start_unix_ns) open.pop_back();
+    if (!e.is_async) {
+      const auto p = e.parent_external_id != 0 ? by_scope.find({t.trace, e.parent_external_id}) : by_scope.end();
+      if (p != by_scope.end()) parent = p->second;
+      else if (e.parent_external_id != 0 && !open.empty()) parent = open.back().second;
+    }
     boost::json::object n = node(id, e.name, parent, e.category.empty() ? "user_annotation" : e.category, e.thread,
                                  e.start_unix_ns, e.duration_ns);
     n["external_id"] = e.external_id;
@@ -97,6 +107,7 @@ std::vector<boost::json::object> build_graph(std::vector<traced_event> events, s
         n["ctrl_deps"].as_array().push_back(prev->second);
       last_child[parent] = id;
       by_scope[{t.trace, e.external_id}] = id;
+      open.emplace_back(end_ns, id);
     }
     nodes.push_back(std::move(n));
   }

@@ -6,6 +6,8 @@
 
 #include <proftrace/proftrace.hpp>
 
+#include <coroutine>
+#include <exception>
 #include <map>
 #include <thread>
 
@@ -278,4 +280,55 @@ TEST_CASE("async ranges become nodes under the thread that began them, outside t
   CHECK(g.by_id.at(handoff.at("parent").as_int64()).at("category").as_string() == "thread");
   CHECK(handoff.at("end_thread").as_int64() != handoff.at("thread").as_int64());
   CHECK(g.deps("second") == std::vector<std::int64_t>{g.id("first")});
+}
+
+namespace {
+
+// A coroutine that runs at once, resumed by hop on a new thread.
+struct detached_task {
+  struct promise_type {
+    detached_task get_return_object() noexcept { return {}; }
+    std::suspend_never initial_suspend() noexcept { return {}; }
+    std::suspend_never final_suspend() noexcept { return {}; }
+    void return_void() noexcept {}
+    void unhandled_exception() noexcept { std::terminate(); }
+  };
+};
+std::thread resumer;
+struct hop_to_new_thread {
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h) const { resumer = std::thread([h] { h.resume(); }); }
+  void await_resume() const noexcept {}
+};
+// job begins on the caller's thread, part1 closes inside it there, and job ends on another thread.
+detached_task job() {
+  PROF_SCOPE("job");
+  { PROF_SCOPE("part1"); }
+  co_await hop_to_new_thread{};
+}
+
+}  // namespace
+
+TEST_CASE("a scope that ended on another thread: what ran inside it on its first thread stays under the scope around it") {
+  temp_dir out("et-moved");
+  proftrace::execution_trace_observer et;
+  et.register_callback(out.path / "et.json");
+  et.start();
+  {
+    PROF_SCOPE("outer");
+    job();
+    resumer.join();
+    { PROF_SCOPE("after"); }
+  }
+  { PROF_SCOPE("next"); }
+  et.stop();
+  const graph g = read_graph(out.path / "et.json");
+  CHECK(g.by_name.at("job").at("async").as_bool());
+  // job is an async range, outside the control tree: part1 goes under outer,
+  // the scope around it on its thread, and not under the thread after outer.
+  CHECK(g.parent("part1") == g.id("outer"));
+  CHECK(g.parent("after") == g.id("outer"));
+  CHECK(g.deps("after") == std::vector<std::int64_t>{g.id("part1")});
+  CHECK(g.by_id.at(g.parent("next")).at("category").as_string() == "thread");
+  CHECK(g.deps("next") == std::vector<std::int64_t>{g.id("outer")});
 }
