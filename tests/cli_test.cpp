@@ -812,7 +812,12 @@ TEST_CASE("csv --numbers: plain numbers, one quantity per column; memory and FLO
   CHECK(s.at("step", "cuda_memory_bytes") == 4096);
   CHECK(s.at("step", "self_cuda_memory_bytes") == 4096);
   CHECK(s.at("aten::empty", "cuda_memory_bytes") == 0);
-  CHECK(s.rows.size() == 2);
+  // The event outside every op is torch's top-level "[memory]" row.
+  CHECK(s.at("[memory]", "count") == 1);
+  CHECK(s.at("[memory]", "cpu_memory_bytes") == 99);
+  CHECK(s.at("[memory]", "self_cpu_memory_bytes") == 99);
+  CHECK(s.at("[memory]", "cuda_memory_bytes") == 0);
+  CHECK(s.rows.size() == 3);
 }
 
 TEST_CASE("--top-level-only on a trace proftrace wrote (children before parents)") {
@@ -1586,8 +1591,11 @@ TEST_CASE("numbers beyond int64 saturate instead of overflowing (flops 1e30, ts 
     {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 6, "args": {"Bytes": 9200000000000000000, "Device Type": 0}},
     {"ph": "X", "cat": "cpu_op", "name": "alloc", "pid": 1, "tid": 1, "ts": 1, "dur": 9}]})");
   const auto memory_rows = summarize(dir.path / "memory.json").rows;
-  REQUIRE(memory_rows.size() == 1);
-  CHECK(memory_rows.at(0).cpu_memory_usage == INT64_MAX);
+  REQUIRE(memory_rows.size() == 2);  // and the "[memory]" row of the free at 0, outside alloc
+  CHECK(memory_rows.at(0).key == "[memory]");  // its first event is the earlier
+  CHECK(memory_rows.at(0).cpu_memory_usage == -9000000000000000000);
+  CHECK(memory_rows.at(1).key == "alloc");
+  CHECK(memory_rows.at(1).cpu_memory_usage == INT64_MAX);
 }
 
 TEST_CASE("validate --repair: an object that closes before traceEvents is refused; an escaped key still counts") {
@@ -2197,7 +2205,9 @@ TEST_CASE("torch traces with with_stack and profile_memory: Python frames nest w
   REQUIRE_MESSAGE(r.rc == 0, r.err);
   CHECK(r.out.starts_with("name,count,cpu_total_us,self_cpu_us,cpu_avg_us,cpu_memory_bytes,self_cpu_memory_bytes\n"));
   const auto t = parse_numeric_csv(r.out);
-  CHECK(t.rows.size() == 6);  // no rows for the Python frames
+  CHECK(t.rows.size() == 7);  // no rows for the Python frames; a "[memory]" row for the 7 bytes outside every event
+  CHECK(t.at("[memory]", "count") == 1);
+  CHECK(t.at("[memory]", "self_cpu_memory_bytes") == 7);
   CHECK(t.rows.count("nn.Module: Linear_0") == 0);
   CHECK(t.at("## forward ##", "self_cpu_us") == 30);  // before: 60 (the Python frame's time counted as its own)
   CHECK(t.at("## forward ##", "cpu_total_us") == 100);

@@ -310,6 +310,10 @@ class aggregator {
   std::uint32_t last_thread_id_ = UINT32_MAX;
   std::uint64_t seq_ = 0;
   std::vector<memory_record> memory_;  // "[memory]" events of every thread, prefix sums after finish() sorts them
+  // How many host events hold each memory event, as differences: +1 at the
+  // first one an event holds, -1 after the last. None: torch's "[memory]" row.
+  std::vector<std::int32_t> memory_cover_;
+  void add_uncovered_memory_row();
   std::vector<std::int64_t> row_first_start_, row_first_end_;  // each key's earliest event
   std::size_t threads_out_of_order_ = 0, spilled_runs_ = 0;
   bool saw_python_ = false, saw_memory_ = false;

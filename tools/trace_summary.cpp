@@ -311,6 +311,8 @@ void aggregator::replay(const record& r) {
                                      [](const memory_record& m, std::int64_t t) { return m.ts < t; });
     const auto hi = std::upper_bound(memory_.begin(), memory_.end(), r.end,
                                      [](std::int64_t t, const memory_record& m) { return t < m.ts; });
+    ++memory_cover_[static_cast<std::size_t>(lo - memory_.begin())];
+    --memory_cover_[static_cast<std::size_t>(hi - memory_.begin())];
     for (int d = 0; d < 2; ++d) {
       const std::int64_t upto_hi = hi == memory_.begin() ? 0 : std::prev(hi)->bytes[d];
       const std::int64_t upto_lo = lo == memory_.begin() ? 0 : std::prev(lo)->bytes[d];
@@ -413,11 +415,41 @@ void aggregator::place(interval E, thread_state& T, const std::string& thread) {
   }
 }
 
+// Memory events that no host event of any thread holds: torch's top-level
+// "[memory]" row (one call per event, its bytes as its own memory).
+void aggregator::add_uncovered_memory_row() {
+  std::size_t row = SIZE_MAX;
+  std::int64_t cover = 0;
+  for (std::size_t i = 0; i < memory_.size(); ++i) {
+    cover += memory_cover_[i];
+    if (cover > 0) continue;
+    if (row == SIZE_MAX) {
+      row = rows_.size();
+      rows_.emplace_back();
+      rows_.back().key = "[memory]";
+      rows_.back().top_level = true;
+      row_finalized_.push_back(true);
+      row_first_start_.push_back(memory_[i].ts);
+      row_first_end_.push_back(memory_[i].ts);
+    }
+    proftrace::event_average& r = rows_[row];
+    r.count += 1;
+    const std::int64_t host = memory_[i].bytes[0] - (i ? memory_[i - 1].bytes[0] : 0);
+    const std::int64_t device = memory_[i].bytes[1] - (i ? memory_[i - 1].bytes[1] : 0);
+    add_saturating(r.cpu_memory_usage, host);
+    add_saturating(r.self_cpu_memory_usage, host);
+    add_saturating(r.cuda_memory_usage, device);
+    add_saturating(r.self_cuda_memory_usage, device);
+  }
+  memory_cover_.clear();
+}
+
 proftrace::event_averages aggregator::finish() {
   // Memory events by time, as prefix sums.
   std::stable_sort(memory_.begin(), memory_.end(), [](const memory_record& a, const memory_record& b) { return a.ts < b.ts; });
   for (std::size_t i = 1; i < memory_.size(); ++i)
     for (int d = 0; d < 2; ++d) add_saturating(memory_[i].bytes[d], memory_[i - 1].bytes[d]);
+  memory_cover_.assign(memory_.size() + 1, 0);
   for (const auto& S : seen_) threads_out_of_order_ += S.out_of_order ? 1 : 0;
   // The buffered events, sorted, merged with the spilled runs.
   for (auto& r : buffered_)
@@ -479,6 +511,7 @@ proftrace::event_averages aggregator::finish() {
     T.stack.clear();
   }
   threads_.clear();
+  add_uncovered_memory_row();
   proftrace::event_averages out;
   // Keys in the order of their first event in time (the longer first among
   // equal starts), as torch's key_averages() lists them: not the file's order.
