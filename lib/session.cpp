@@ -752,6 +752,12 @@ void session::export_chrome_trace(const std::filesystem::path& path) const {
     last->spool->export_to(last->tail(path.string()), own);
     if (last->format == trace_format::pftrace) detail::perfetto_to_kineto(own, path);
     else detail::kineto_to_perfetto(own, path);
+  } catch (const std::runtime_error& e) {
+    std::error_code ec;
+    std::filesystem::remove(own, ec);
+    // The converters' messages name the file; the library's all start with "proftrace: ".
+    if (std::string_view(e.what()).starts_with("proftrace: ")) throw;
+    throw std::runtime_error(std::string("proftrace: ") + e.what());
   } catch (...) {
     std::error_code ec;
     std::filesystem::remove(own, ec);

@@ -73,6 +73,13 @@ TEST_CASE("an export onto a full disk throws, in every format, and returns at on
   busy_trace(p, 20000);
   CHECK_THROWS_WITH_AS(p.export_chrome_trace("/dev/full"), doctest::Contains("cannot write trace '/dev/full'"),
                        std::runtime_error);
+  // Converted to the other format: the same message, the library's prefix first.
+  try {
+    p.export_chrome_trace("/proc/no.pftrace");
+    FAIL("no exception");
+  } catch (const std::runtime_error& e) {
+    CHECK(std::string_view(e.what()).starts_with("proftrace: cannot write trace '/proc/no.pftrace"));
+  }
   for (const char* name : {"t.json", "t.json.gz", "t.json.zst"}) {
     CAPTURE(name);
     const auto link = out.path / name;  // a name with the format's suffix, onto the full device

@@ -34,7 +34,7 @@ compressed_output::compressed_output(std::filesystem::path dest) : impl_(std::ma
   impl_->temp += ".partial";
   impl_->file.open(impl_->temp, std::ios::binary | std::ios::trunc);
   if (!impl_->file)
-    throw std::runtime_error(impl_->dest.string() + ": cannot write: " + std::strerror(errno ? errno : EIO));
+    throw std::runtime_error("cannot write trace '" + impl_->dest.string() + "': " + std::strerror(errno ? errno : EIO));
   const std::string name = impl_->dest.filename().string();
   if (name.ends_with(".gz")) impl_->stream.push(io::gzip_compressor(io::gzip_params(io::zlib::best_speed)));
   if (name.ends_with(".zst")) impl_->stream.push(io::zstd_compressor(io::zstd_params(io::zstd::best_speed)));
@@ -55,10 +55,10 @@ void compressed_output::commit() {
   impl_->stream.flush();
   impl_->stream.reset();  // writes the compressor's last block
   impl_->file.close();
-  if (!impl_->file) throw std::runtime_error(impl_->dest.string() + ": write failed (disk full?)");
+  if (!impl_->file) throw std::runtime_error("cannot write trace '" + impl_->dest.string() + "': write failed (disk full?)");
   std::error_code ec;
   std::filesystem::rename(impl_->temp, impl_->dest, ec);
-  if (ec) throw std::runtime_error(impl_->dest.string() + ": cannot rename the finished file: " + ec.message());
+  if (ec) throw std::runtime_error("cannot write trace '" + impl_->dest.string() + "': cannot rename the finished file: " + ec.message());
   impl_->committed = true;
 }
 
