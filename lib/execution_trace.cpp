@@ -147,6 +147,11 @@ struct execution_trace_observer::impl {
   bool attached_running = false;  // a session it is attached to runs: start() joins it
   bool started_mid_session = false;  // start() joined it: earlier events of its traces are left out
   bool stopping_own = false;         // stop() is ending the private session: a write error is stop()'s
+  // stop() came while the session it is attached to runs: the trace then
+  // recording holds the window's last scopes, so the graph is written when
+  // that trace finishes (or the session stops), of the scopes that began by window_end_ns.
+  bool pending = false;
+  std::int64_t window_end_ns = 0;
   std::string own_error;
   std::unique_ptr<session> own;  // the private session of a capture on its own
   std::vector<traced_event> events;
@@ -156,15 +161,16 @@ struct execution_trace_observer::impl {
 
   void begin(bool mid_session) {
     running = true;
+    pending = false;
     started_mid_session = mid_session;
     events.clear();
     traces = 0;
     start_ns = unix_now_ns();
   }
 
-  void finish() {
+  void finish(std::int64_t stop_ns) {
     running = false;
-    const std::int64_t stop_ns = unix_now_ns();
+    pending = false;
     const auto nodes = build_graph(std::move(events), start_ns, stop_ns);
     events.clear();
     write_graph(path, nodes, start_ns, stop_ns, traces);
@@ -194,6 +200,7 @@ execution_trace_observer& execution_trace_observer::register_callback(const std:
 void execution_trace_observer::unregister_callback() {
   if (!impl_->registered) return;
   stop();
+  if (impl_->pending) impl_->finish(impl_->window_end_ns);  // no waiting for the trace: what has finished
   impl_->registered = false;
 }
 
@@ -233,7 +240,13 @@ void execution_trace_observer::stop() {
     if (!impl_->own_error.empty()) throw std::runtime_error(impl_->own_error);
     return;
   }
-  impl_->finish();  // attached: the traces finished so far
+  if (impl_->attached_running) {  // the rest of the window is in the trace still recording
+    impl_->running = false;
+    impl_->pending = true;
+    impl_->window_end_ns = unix_now_ns();
+    return;
+  }
+  impl_->finish(unix_now_ns());
 }
 
 std::size_t execution_trace_observer::node_count() const noexcept { return impl_->nodes_written; }
@@ -244,17 +257,25 @@ void execution_trace_observer::on_session_start() {
 }
 
 void execution_trace_observer::on_trace(const std::vector<function_event>& events, std::int64_t, std::int64_t) {
-  if (!impl_->running) return;
+  if (!impl_->running && !impl_->pending) return;
   for (const function_event& e : events)
-    if (!impl_->started_mid_session || e.start_unix_ns >= impl_->start_ns) impl_->events.push_back({impl_->traces, e});
+    if ((!impl_->started_mid_session || e.start_unix_ns >= impl_->start_ns) &&
+        (!impl_->pending || e.start_unix_ns <= impl_->window_end_ns))
+      impl_->events.push_back({impl_->traces, e});
   ++impl_->traces;
+  if (!impl_->pending) return;
+  try {
+    impl_->finish(impl_->window_end_ns);
+  } catch (const std::exception& e) {
+    detail::warn(std::string(e.what()) + "; the session's trace is not affected");  // inside the session's work
+  }
 }
 
 void execution_trace_observer::on_session_stop() {
   impl_->attached_running = false;
-  if (!impl_->running) return;
+  if (!impl_->running && !impl_->pending) return;
   try {
-    impl_->finish();
+    impl_->finish(impl_->pending ? impl_->window_end_ns : unix_now_ns());
   } catch (const std::exception& e) {
     if (!impl_->stopping_own) throw;  // the session's stop() makes it a warning
     impl_->own_error = e.what();
@@ -264,6 +285,7 @@ void execution_trace_observer::on_session_stop() {
 void execution_trace_observer::on_session_abandoned() noexcept {
   impl_->attached_running = false;
   impl_->running = false;
+  impl_->pending = false;
   impl_->events.clear();
 }
 

@@ -332,3 +332,38 @@ TEST_CASE("a scope that ended on another thread: what ran inside it on its first
   CHECK(g.by_id.at(g.parent("next")).at("category").as_string() == "thread");
   CHECK(g.deps("next") == std::vector<std::int64_t>{g.id("outer")});
 }
+
+TEST_CASE("a window inside one trace of a session (no schedule): its graph is written when that trace finishes") {
+  temp_dir out("et-window-in-trace");
+  proftrace::execution_trace_observer et;
+  proftrace::profile p({.execution_trace_observer = &et});
+  p.start();
+  { PROF_SCOPE("before"); }
+  et.register_callback(out.path / "et.json");
+  et.start();
+  { PROF_SCOPE("in window 1"); }
+  { PROF_SCOPE("in window 2"); }
+  et.stop();
+  CHECK_FALSE(et.is_running());
+  { PROF_SCOPE("after"); }
+  p.stop();  // the trace finishes: the window's graph is written
+  const graph g = read_graph(out.path / "et.json");
+  CHECK(et.node_count() == g.size());
+  CHECK(g.by_name.count("in window 1") == 1);
+  CHECK(g.by_name.count("in window 2") == 1);
+  CHECK(g.by_name.count("before") == 0);
+  CHECK(g.by_name.count("after") == 0);
+  CHECK(g.deps("in window 2") == std::vector<std::int64_t>{g.id("in window 1")});
+
+  // Unregistered before the trace finishes: written at once, with what has finished (nothing here).
+  proftrace::execution_trace_observer early;
+  proftrace::profile q({.execution_trace_observer = &early});
+  q.start();
+  early.register_callback(out.path / "early.json");
+  early.start();
+  { PROF_SCOPE("unfinished"); }
+  early.stop();
+  early.unregister_callback();
+  q.stop();
+  CHECK(read_graph(out.path / "early.json").size() == 0);
+}

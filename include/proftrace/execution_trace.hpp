@@ -62,10 +62,13 @@ class execution_trace_observer {
   // that session's scopes from now (registered late, or after a stop()).
   // Does nothing when not registered or already running.
   void start();
-  // Ends the capture and writes the graph.
+  // Ends the capture and writes the graph. Inside a session it is attached
+  // to, the window's last scopes are in the trace still recording: the
+  // graph (the scopes begun by now) is written when that trace finishes, at
+  // the latest at the session's stop(), or at once by unregister_callback().
   void stop();
 
-  // Nodes written by the last stop() (0 before any).
+  // Nodes of the last graph written (0 before any).
   std::size_t node_count() const noexcept;
 
  private:
