@@ -785,7 +785,10 @@ std::string cross_rank_table(const ranks_summary& ranks, std::size_t cycle, int 
 }
 
 std::string numeric_csv(const proftrace::event_averages& averages) {
-  bool cuda_time = false, cpu_mem = false, cuda_mem = false, flops = false, shapes = averages.grouped_by_input_shape;
+  // CPU memory columns whenever the table has them (a trace recorded with
+  // profile_memory), so that the columns do not depend on the figures.
+  bool cuda_time = false, cpu_mem = averages.profile_memory, cuda_mem = false, flops = false,
+       shapes = averages.grouped_by_input_shape;
   for (const auto& r : averages.rows) {
     cuda_time |= r.cuda_time_total_ns != 0 || r.self_cuda_time_total_ns != 0;
     cpu_mem |= r.cpu_memory_usage != 0 || r.self_cpu_memory_usage != 0;
