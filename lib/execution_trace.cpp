@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -141,6 +142,11 @@ std::int64_t unix_now_ns() {
 }  // namespace
 
 struct execution_trace_observer::impl {
+  // The session calls the on_* hooks under its own lock, from whichever
+  // thread steps or stops it; the program calls start() and stop() from
+  // its own. Never held while calling into a session (lock order: the
+  // session's, then this).
+  mutable std::mutex mutex;
   std::filesystem::path path;
   bool registered = false;
   bool running = false;
@@ -176,6 +182,18 @@ struct execution_trace_observer::impl {
     write_graph(path, nodes, start_ns, stop_ns, traces);
     nodes_written = nodes.size();
   }
+
+  // A pending window written now, with the traces finished so far; a
+  // failure is a warning (the caller is starting or leaving, not writing).
+  void finish_pending_now() noexcept {
+    if (!pending) return;
+    try {
+      finish(window_end_ns);
+    } catch (const std::exception& e) {
+      pending = false;
+      detail::warn(e.what());
+    }
+  }
 };
 
 execution_trace_observer::execution_trace_observer() : impl_(std::make_unique<impl>()) {}
@@ -190,6 +208,7 @@ execution_trace_observer::~execution_trace_observer() {
 }
 
 execution_trace_observer& execution_trace_observer::register_callback(const std::filesystem::path& output_file_path) {
+  std::lock_guard lock(impl_->mutex);
   if (impl_->registered) return *this;
   write_graph(output_file_path, {}, 0, 0, 0);  // the path must be writable now, not at the end of a run
   impl_->path = output_file_path;
@@ -198,16 +217,27 @@ execution_trace_observer& execution_trace_observer::register_callback(const std:
 }
 
 void execution_trace_observer::unregister_callback() {
-  if (!impl_->registered) return;
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (!impl_->registered) return;
+  }
   stop();
-  if (impl_->pending) impl_->finish(impl_->window_end_ns);  // no waiting for the trace: what has finished
+  std::lock_guard lock(impl_->mutex);
+  impl_->finish_pending_now();  // no waiting for the trace: what has finished
   impl_->registered = false;
 }
 
-bool execution_trace_observer::is_registered() const noexcept { return impl_->registered; }
-bool execution_trace_observer::is_running() const noexcept { return impl_->running; }
+bool execution_trace_observer::is_registered() const noexcept {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->registered;
+}
+bool execution_trace_observer::is_running() const noexcept {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->running;
+}
 
 const std::filesystem::path& execution_trace_observer::get_output_file_path() const {
+  std::lock_guard lock(impl_->mutex);
   if (!impl_->registered)
     throw std::logic_error(
         "proftrace: execution_trace_observer: register_callback(path) must be called before get_output_file_path()");
@@ -215,8 +245,14 @@ const std::filesystem::path& execution_trace_observer::get_output_file_path() co
 }
 
 void execution_trace_observer::start() {
-  if (!impl_->registered || impl_->running) return;
-  if (impl_->attached_running) return impl_->begin(true);  // the session it is attached to drives it
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (!impl_->registered || impl_->running) return;
+    if (impl_->attached_running) {  // the session it is attached to drives it
+      impl_->finish_pending_now();  // the last window's graph first: this one replaces it at its stop()
+      return impl_->begin(true);
+    }
+  }
   auto own = std::make_unique<profile>(
       profile_options{.record_shapes = true, .with_flops = true, .execution_trace_observer = this});
   try {
@@ -226,52 +262,65 @@ void execution_trace_observer::start() {
         "proftrace: execution_trace_observer::start(): another proftrace session is running; attach the observer "
         "to it with profile_options::execution_trace_observer");
   }
+  std::lock_guard lock(impl_->mutex);
   impl_->own = std::move(own);
 }
 
 void execution_trace_observer::stop() {
-  if (!impl_->running) return;
-  if (impl_->own) {
-    std::unique_ptr<session> own = std::move(impl_->own);
+  std::unique_ptr<session> own;
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (!impl_->running) return;
+    if (!impl_->own) {
+      if (impl_->attached_running) {  // the rest of the window is in the trace still recording
+        impl_->running = false;
+        impl_->pending = true;
+        impl_->window_end_ns = unix_now_ns();
+        return;
+      }
+      return impl_->finish(unix_now_ns());
+    }
+    own = std::move(impl_->own);
     impl_->stopping_own = true;
     impl_->own_error.clear();
-    own->stop();  // calls on_session_stop, which writes
-    impl_->stopping_own = false;
-    if (!impl_->own_error.empty()) throw std::runtime_error(impl_->own_error);
-    return;
   }
-  if (impl_->attached_running) {  // the rest of the window is in the trace still recording
-    impl_->running = false;
-    impl_->pending = true;
-    impl_->window_end_ns = unix_now_ns();
-    return;
-  }
-  impl_->finish(unix_now_ns());
+  own->stop();  // calls on_session_stop, which writes
+  std::lock_guard lock(impl_->mutex);
+  impl_->stopping_own = false;
+  if (!impl_->own_error.empty()) throw std::runtime_error(impl_->own_error);
 }
 
-std::size_t execution_trace_observer::node_count() const noexcept { return impl_->nodes_written; }
+std::size_t execution_trace_observer::node_count() const noexcept {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->nodes_written;
+}
 
 void execution_trace_observer::on_session_start() {
+  std::lock_guard lock(impl_->mutex);
   impl_->attached_running = true;
   if (impl_->registered && !impl_->running) impl_->begin(false);
 }
 
 void execution_trace_observer::on_trace(const std::vector<function_event>& events, std::int64_t, std::int64_t) {
-  if (!impl_->running && !impl_->pending) return;
+  std::lock_guard lock(impl_->mutex);
+  impl& o = *impl_;
+  if (!o.running && !o.pending) return;
+  const std::size_t before = o.events.size();
   for (const function_event& e : events)
-    if ((!impl_->started_mid_session || e.start_unix_ns >= impl_->start_ns) &&
-        (!impl_->pending || e.start_unix_ns <= impl_->window_end_ns))
-      impl_->events.push_back({impl_->traces, e});
-  ++impl_->traces;
-  if (!impl_->pending) return;
+    if ((!o.started_mid_session || e.start_unix_ns >= o.start_ns) && (!o.pending || e.start_unix_ns <= o.window_end_ns))
+      o.events.push_back({o.traces, e});
+  // A trace that finished after a pending window ended counts only if it held some of it.
+  if (!o.pending || o.events.size() > before) ++o.traces;
+  if (!o.pending) return;
   try {
-    impl_->finish(impl_->window_end_ns);
+    o.finish(o.window_end_ns);
   } catch (const std::exception& e) {
     detail::warn(std::string(e.what()) + "; the session's trace is not affected");  // inside the session's work
   }
 }
 
 void execution_trace_observer::on_session_stop() {
+  std::lock_guard lock(impl_->mutex);
   impl_->attached_running = false;
   if (!impl_->running && !impl_->pending) return;
   try {
@@ -283,6 +332,7 @@ void execution_trace_observer::on_session_stop() {
 }
 
 void execution_trace_observer::on_session_abandoned() noexcept {
+  std::lock_guard lock(impl_->mutex);
   impl_->attached_running = false;
   impl_->running = false;
   impl_->pending = false;

@@ -2432,6 +2432,34 @@ TEST_CASE("convert: JSON -> .pftrace -> JSON keeps every slice: name, thread, ti
   }
 }
 
+TEST_CASE("convert: Kineto's process and thread metadata (labels, sort indices) survive JSON -> .pftrace -> JSON") {
+  temp_dir dir("pftrace-metadata-events");
+  const auto in = dir.path / "m.json", pf = dir.path / "m.pftrace", out = dir.path / "m2.json";
+  write_file(in, R"({"traceEvents": [
+    {"ph": "M", "name": "process_name", "pid": 7, "tid": 0, "args": {"name": "python"}},
+    {"ph": "M", "name": "process_labels", "pid": 7, "tid": 0, "args": {"labels": "CPU"}},
+    {"ph": "M", "name": "process_sort_index", "pid": 7, "tid": 0, "args": {"sort_index": 3}},
+    {"ph": "M", "name": "thread_name", "pid": 7, "tid": 12, "args": {"name": "worker"}},
+    {"ph": "M", "name": "thread_sort_index", "pid": 7, "tid": 12, "args": {"sort_index": -5}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 7, "tid": 12, "ts": 10, "dur": 5}
+  ], "baseTimeNanoseconds": 1000000000})");
+  REQUIRE(run_cli({"convert", in.string(), pf.string()}).rc == 0);
+  REQUIRE(run_cli({"convert", pf.string(), out.string()}).rc == 0);
+  std::set<std::string> metadata;
+  const boost::json::value doc = boost::json::parse(slurp(out));
+  for (const auto& v : doc.at("traceEvents").as_array()) {
+    const auto& e = v.as_object();
+    if (e.at("ph") != "M") continue;
+    metadata.insert(std::string(e.at("name").as_string()) + " " + boost::json::serialize(e.at("pid")) + " " +
+                    boost::json::serialize(e.at("tid")) + " " + boost::json::serialize(e.at("args")));
+  }
+  const std::set<std::string> expected = {
+      R"(process_name 7 0 {"name":"python"})",         R"(process_labels 7 0 {"labels":"CPU"})",
+      R"(process_sort_index 7 0 {"sort_index":3})",    R"(thread_name 7 12 {"name":"worker"})",
+      R"(thread_sort_index 7 12 {"sort_index":-5})"};
+  CHECK(metadata == expected);
+}
+
 TEST_CASE("convert: string tids as named tracks, names from later M events, instants, counters, async ranges") {
   temp_dir dir("pftrace-kinds");
   const auto in = dir.path / "k.json", pf = dir.path / "k.pftrace", out = dir.path / "k2.json";

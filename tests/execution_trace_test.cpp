@@ -248,9 +248,10 @@ TEST_CASE("attached to a running session, start() and stop() open and close wind
   p.start();
   CHECK(et.is_running());  // a registered observer starts with its session
   { PROF_SCOPE("first window"); }
-  et.stop();  // no trace of the session has finished yet: an empty window
-  CHECK_NOTHROW(et.start());
+  et.stop();  // pending: its scopes are in the trace still recording
+  CHECK_NOTHROW(et.start());  // writes the pending window's graph, of the traces finished so far (none)
   CHECK(et.is_running());
+  CHECK(read_graph(out.path / "et.json").size() == 0);
   { PROF_SCOPE("second window"); }
   p.stop();
   g = read_graph(out.path / "et.json");
@@ -366,4 +367,28 @@ TEST_CASE("a window inside one trace of a session (no schedule): its graph is wr
   early.unregister_callback();
   q.stop();
   CHECK(read_graph(out.path / "early.json").size() == 0);
+}
+
+TEST_CASE("a window stopped inside a scheduled trace: its graph is written when that trace finishes, at a step") {
+  temp_dir out("et-window-schedule");
+  proftrace::execution_trace_observer et;
+  et.register_callback(out.path / "et.json");
+  proftrace::profile p({.schedule = proftrace::schedule({.warmup = 1, .active = 2}), .execution_trace_observer = &et});
+  p.start();
+  { PROF_SCOPE("warmup step"); }
+  p.step();  // step 1: active, the trace records
+  { PROF_SCOPE("active 1"); }
+  et.stop();
+  { PROF_SCOPE("after stop"); }
+  p.step();
+  { PROF_SCOPE("active 2"); }
+  p.step();  // the trace finishes: the pending window's graph is written here, before the session's stop()
+  const graph g = read_graph(out.path / "et.json");
+  CHECK(et.node_count() == g.size());
+  CHECK(g.by_name.count("active 1") == 1);
+  CHECK(g.by_name.count("after stop") == 0);
+  CHECK(g.by_name.count("active 2") == 0);
+  CHECK(g.doc.at("kineto_traces").as_int64() == 1);
+  p.stop();
+  CHECK(read_graph(out.path / "et.json").size() == g.size());  // nothing more: the window was closed
 }

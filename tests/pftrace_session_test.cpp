@@ -179,8 +179,23 @@ TEST_CASE("a .pftrace session's JSON export names and orders processes and threa
   CHECK(kinds(seen[1]) == kinds(seen[0]));
   CHECK(kinds(seen[1]).count("process_labels") == 1);
   CHECK(kinds(seen[1]).count("thread_sort_index") == 2);
-  for (const auto& e : seen[1])
-    if (e.starts_with("process_")) CHECK(e.find(" 0 {") != std::string::npos);  // a process's metadata on tid 0
+  // The process's events are the same in both, args included (tid 0,
+  // labels "CPU", sort index the pid); a thread sorts by its tid.
+  std::multiset<std::string> process_events[2];
+  for (int i = 0; i < 2; ++i)
+    for (const auto& e : seen[i])
+      if (e.starts_with("process_")) process_events[i].insert(e);
+  CHECK(process_events[1] == process_events[0]);
+  CHECK(process_events[1].count("process_labels " + std::to_string(::getpid()) + " 0 {\"labels\":\"CPU\"}") == 1);
+  CHECK(process_events[1].count("process_sort_index " + std::to_string(::getpid()) + " 0 {\"sort_index\":" +
+                                std::to_string(::getpid()) + "}") == 1);
+  for (const auto& e : seen[1]) {
+    if (!e.starts_with("thread_sort_index ")) continue;
+    std::istringstream fields(e);
+    std::string name, pid, tid;
+    fields >> name >> pid >> tid;
+    CHECK(e.ends_with("{\"sort_index\":" + tid + "}"));
+  }
   fs::remove_all(dir);
 }
 

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "protobuf_wire.hpp"
 #include "record_layout.hpp"
 #include "writers/json/kineto_json_writer.hpp"
+#include "writers/perfetto/perfetto_reader.hpp"
 #include "writers/perfetto/perfetto_writer.hpp"
 
 namespace pt = proftrace::detail;
@@ -352,11 +354,48 @@ TEST_CASE("a scope whose begin the Perfetto writer wrote early and that ends on 
   REQUIRE(slices.size() == 3);
   CHECK(slices[0].name == "outer");
   CHECK(slices[0].dur_ns == 200);
-  CHECK(slices[0].args.at("ended on another thread") == "true");
+  CHECK(slices[0].args.at("ended on another thread") == std::to_string(slices[0].begin_ns));  // names its slice by its begin
   CHECK(slices[1].name == "matmul");
   CHECK(slices[1].depth == 1);
   CHECK(slices[2].name == "MPI_Send");
   CHECK(slices[2].depth == 0);  // not nested in a slice left open
+}
+
+TEST_CASE("a scope that ends on another thread under scopes its thread opened later: the reader skips it, not them") {
+  pt::trace_head head;
+  head.pid = 4242;
+  head.start_ns = 1'700'000'000'000'000'000;
+  head.base_ns = head.start_ns;
+  two_threads f(head);
+  auto& sink = f.sink;
+  auto& pairs = f.pairs;
+  auto &t1 = f.t1, &t2 = f.t2;
+  // On 11: outer (the coroutine's scope) begins and its coroutine moves to 12;
+  // 11 then opens MPI_Send, closes a matmul inside it (both begins are
+  // written), 12 ends outer while MPI_Send is still open, and MPI_Send ends.
+  const std::vector<pt::event> on_1 = {rec(100, &outer_site, 0, pt::event_kind::begin),
+                                       rec(200, &send_site, 0, pt::event_kind::begin),
+                                       rec(210, &op_site, 0, pt::event_kind::begin),
+                                       rec(220, &op_site, idx(1, 2), pt::event_kind::end)};
+  const std::vector<pt::event> on_2 = {rec(300, &outer_site, idx(1, 0), pt::event_kind::end)};
+  const std::vector<pt::event> later_1 = {rec(400, &send_site, idx(1, 1), pt::event_kind::end)};
+  for (auto* batch : {&on_1, &on_2, &later_1})
+    for (std::size_t i = 0; i < batch->size(); ++i) pairs.process(batch == &on_2 ? t2 : t1, &(*batch)[i], &sink);
+  CHECK(sink.counts.moved_scopes == 1);
+  std::map<std::string, std::int64_t> durations;  // the reader's slices on thread 11
+  pt::perfetto_callbacks cb;
+  cb.on_event = [&](const pt::decoded_event& e) {
+    if (e.type == pt::decoded_event::kind::slice && e.track->is_thread) durations[e.name] = e.dur_ns;
+    return true;
+  };
+  std::istringstream in(sink.perfetto.buffer());
+  const pt::perfetto_read_result r = pt::read_perfetto(in, cb);
+  CHECK(r.withdrawn_slices == 1);
+  CHECK(r.unmatched_ends == 0);
+  CHECK(r.open_slices == 0);
+  CHECK(durations.count("outer") == 0);  // the async range beside it is the scope
+  CHECK(durations.at("MPI_Send") == 200);
+  CHECK(durations.at("matmul") == 10);
 }
 
 TEST_CASE("the Perfetto writer drops an ended thread's sequence; the same tid later starts another, read back the same") {

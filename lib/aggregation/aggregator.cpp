@@ -153,6 +153,7 @@ void aggregator::add_async(const open_async& a, std::int64_t end_ns, std::int64_
   function_event& e = retained_.emplace_back();
   e.name = a.name();
   e.flops = a.flops;
+  e.input_shapes = a.shapes;
   e.thread = a.tid;
   e.start_unix_ns = a.begin_ns;
   e.duration_ns = dur;

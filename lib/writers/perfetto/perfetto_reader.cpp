@@ -144,6 +144,9 @@ class decoder {
   void track_event(std::string_view bytes, std::int64_t unix_ns, const sequence_state& seq);
   std::uint64_t event_fields(std::string_view bytes, const interning& tables, decoded_event& e, std::uint64_t& uuid);
   void slice_end(track_state& t, decoded_event& end);
+  // Takes the slice that began at `begin_ns` (none: the innermost) off the
+  // track's stack without delivering it.
+  void withdraw(track_state& t, std::optional<std::int64_t> begin_ns);
   void annotation(std::string_view bytes, const interning& tables, decoded_arg& a);
   track_state& track(std::uint64_t uuid);
   sequence_state& sequence(std::uint32_t id) {
@@ -469,21 +472,49 @@ void decoder::track_event(std::string_view bytes, std::int64_t unix_ns, const se
   }
 }
 
-bool ended_on_another_thread(const decoded_event& end) {
-  for (const decoded_arg& a : end.args)
-    if (a.name == withdrawn_slice_arg && std::holds_alternative<bool>(a.value) && std::get<bool>(a.value)) return true;
-  return false;
+// The END of the first thread's part of a scope that ended on another
+// thread: which open slice it ends, by its BEGIN's time (none: the innermost).
+struct withdrawn_end {
+  std::optional<std::int64_t> begin_ns;
+};
+std::optional<withdrawn_end> withdrawn_slice(const decoded_event& end) {
+  for (const decoded_arg& a : end.args) {
+    if (a.name != withdrawn_slice_arg) continue;
+    if (const auto* ns = std::get_if<std::int64_t>(&a.value)) return withdrawn_end{*ns};
+    if (const auto* ns = std::get_if<std::uint64_t>(&a.value)) return withdrawn_end{static_cast<std::int64_t>(*ns)};
+    if (const auto* b = std::get_if<bool>(&a.value); b && *b) return withdrawn_end{};
+  }
+  return std::nullopt;
+}
+
+void decoder::withdraw(track_state& t, std::optional<std::int64_t> begin_ns) {
+  std::size_t at = t.depth - 1;  // none: the innermost
+  if (begin_ns) {
+    // The outermost slice that began then: the ones its thread opened after
+    // it began later (a tie within the same ns is the rare exception).
+    at = 0;
+    while (at < t.depth && t.open[at]->start_ns != *begin_ns) ++at;
+    if (at == t.depth) return void(++result_.unmatched_ends);
+  }
+  // Out of the stack, the slices above it moved down; its slot goes above them for reuse.
+  std::rotate(t.open.begin() + static_cast<std::ptrdiff_t>(at), t.open.begin() + static_cast<std::ptrdiff_t>(at) + 1,
+              t.open.begin() + static_cast<std::ptrdiff_t>(t.depth));
+  --t.depth;
+  --open_total_;
+  ++result_.withdrawn_slices;
 }
 
 void decoder::slice_end(track_state& t, decoded_event& end) {
   if (t.skipped > 0) return void(--t.skipped);
   if (t.depth == 0) return void(++result_.unmatched_ends);
-  --open_total_;
-  decoded_event& begin = *t.open[--t.depth];
   // The part of a scope that ended on another thread which its first
   // thread's track shows (proftrace's writer had written its begin): the
-  // scope itself is the async range beside it, as in the JSON trace.
-  if (PROFTRACE_UNLIKELY(!end.args.empty()) && ended_on_another_thread(end)) return void(++result_.withdrawn_slices);
+  // scope itself is the async range beside it, as in the JSON trace, so
+  // its slice is not delivered; it may lie under slices still open.
+  if (PROFTRACE_UNLIKELY(!end.args.empty()))
+    if (const auto w = withdrawn_slice(end)) return withdraw(t, w->begin_ns);
+  --open_total_;
+  decoded_event& begin = *t.open[--t.depth];
   begin.dur_ns = ns_after(end.start_ns, begin.start_ns);
   for (auto& a : end.args) begin.args.push_back(std::move(a));
   for (auto id : end.terminating_flow_ids) begin.terminating_flow_ids.push_back(id);

@@ -41,7 +41,9 @@ struct decoded_json {
   bool operator==(const decoded_json&) const = default;
 };
 using decoded_value = std::variant<std::int64_t, std::uint64_t, double, bool, std::string, decoded_json>;
-// The END annotation proftrace's writer gives such a slice.
+// The END annotation proftrace's writer gives such a slice: its BEGIN's
+// Unix ns (true in traces written before it named the slice: then the
+// innermost open slice).
 inline constexpr std::string_view withdrawn_slice_arg = "ended on another thread";
 
 struct decoded_arg {

@@ -55,6 +55,10 @@ void decoded_json_writer::metadata(const std::string& name, const std::string& j
   }
   if (name == "traceEvents" || name == "displayTimeUnit") return;  // this writer's own keys
   if (name == "proftrace") has_counters_key_ = true;
+  // Kineto's keys after the first event: the head has its defaults already
+  // (one key twice would be invalid JSON to many readers).
+  if ((name == "schemaVersion" && opened_ && !has_schema_) || (name == "deviceProperties" && opened_ && !has_devices_))
+    return;
   if (name == "schemaVersion") has_schema_ = true;
   if (name == "deviceProperties") has_devices_ = true;
   std::string& into = opened_ ? tail_keys_ : head_keys_;

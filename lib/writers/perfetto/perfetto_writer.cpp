@@ -204,7 +204,11 @@ void perfetto_writer::async(const open_async& a, std::uint64_t id, std::int64_t 
 
 void perfetto_writer::withdrawn(std::int64_t tid, const open_scope& s, std::int64_t ns) {
   if (s.where == &api_step_site) return;  // its begin was never on the thread's track
-  const annotation moved[] = {{.name = withdrawn_slice_arg, .value = true}};  // readers skip the slice
+  // Its begin's time: an END closes the innermost slice open on the track,
+  // which is not this one when scopes its thread opened after it are still
+  // open (an announced BEGIN carries no args); the readers find its BEGIN
+  // by that time and skip the slice.
+  const annotation moved[] = {{.name = withdrawn_slice_arg, .value = s.begin_ns}};
   packet_sequence& q = sequence_of(tid);
   q.builder.slice_end(q.track, ns, moved);
 }
