@@ -250,7 +250,20 @@ struct two_threads {
     pairs.attach(t1);
     pairs.attach(t2);
   }
+  // A batch of one thread's records, as a drain of its ring hands them over.
+  void feed(pt::thread_state& t, const std::vector<pt::event>& batch) {
+    for (std::size_t i = 0; i < batch.size(); ++i) pairs.process(t, &batch[i], &sink);
+  }
 };
+
+// A process 4242 whose trace starts (and is based) at 1.7e18 Unix ns.
+pt::trace_head head_at_1_7e18() {
+  pt::trace_head head;
+  head.pid = 4242;
+  head.start_ns = 1'700'000'000'000'000'000;
+  head.base_ns = head.start_ns;
+  return head;
+}
 
 }  // namespace
 
@@ -331,14 +344,8 @@ TEST_CASE("the JSON and Perfetto writers give the same slices for the same recor
 }
 
 TEST_CASE("a scope whose begin the Perfetto writer wrote early and that ends on another thread still ends on its track") {
-  pt::trace_head head;
-  head.pid = 4242;
-  head.start_ns = 1'700'000'000'000'000'000;
-  head.base_ns = head.start_ns;
-  two_threads f(head);
+  two_threads f(head_at_1_7e18());
   auto& sink = f.sink;
-  auto& pairs = f.pairs;
-  auto &t1 = f.t1, &t2 = f.t2;
   // outer begins on 11, a child closes inside it (so outer's begin is written), then outer ends on 12,
   // and 11 records one more scope.
   const std::vector<pt::event> on_1 = {rec(100, &outer_site, 0, pt::event_kind::begin),
@@ -347,8 +354,9 @@ TEST_CASE("a scope whose begin the Perfetto writer wrote early and that ends on 
   const std::vector<pt::event> on_2 = {rec(300, &outer_site, idx(1, 0), pt::event_kind::end)};
   const std::vector<pt::event> later_1 = {rec(400, &send_site, 0, pt::event_kind::begin),
                                           rec(450, &send_site, idx(1, 3), pt::event_kind::end)};
-  for (auto* batch : {&on_1, &on_2, &later_1})
-    for (std::size_t i = 0; i < batch->size(); ++i) pairs.process(batch == &on_2 ? t2 : t1, &(*batch)[i], &sink);
+  f.feed(f.t1, on_1);
+  f.feed(f.t2, on_2);
+  f.feed(f.t1, later_1);
   CHECK(sink.counts.moved_scopes == 1);
   const std::vector<slice> slices = perfetto_slices(sink.perfetto.buffer());  // CHECKs every track balanced
   REQUIRE(slices.size() == 3);
@@ -362,14 +370,8 @@ TEST_CASE("a scope whose begin the Perfetto writer wrote early and that ends on 
 }
 
 TEST_CASE("a scope that ends on another thread under scopes its thread opened later: the reader skips it, not them") {
-  pt::trace_head head;
-  head.pid = 4242;
-  head.start_ns = 1'700'000'000'000'000'000;
-  head.base_ns = head.start_ns;
-  two_threads f(head);
+  two_threads f(head_at_1_7e18());
   auto& sink = f.sink;
-  auto& pairs = f.pairs;
-  auto &t1 = f.t1, &t2 = f.t2;
   // On 11: outer (the coroutine's scope) begins and its coroutine moves to 12;
   // 11 then opens MPI_Send, closes a matmul inside it (both begins are
   // written), 12 ends outer while MPI_Send is still open, and MPI_Send ends.
@@ -379,8 +381,9 @@ TEST_CASE("a scope that ends on another thread under scopes its thread opened la
                                        rec(220, &op_site, idx(1, 2), pt::event_kind::end)};
   const std::vector<pt::event> on_2 = {rec(300, &outer_site, idx(1, 0), pt::event_kind::end)};
   const std::vector<pt::event> later_1 = {rec(400, &send_site, idx(1, 1), pt::event_kind::end)};
-  for (auto* batch : {&on_1, &on_2, &later_1})
-    for (std::size_t i = 0; i < batch->size(); ++i) pairs.process(batch == &on_2 ? t2 : t1, &(*batch)[i], &sink);
+  f.feed(f.t1, on_1);
+  f.feed(f.t2, on_2);
+  f.feed(f.t1, later_1);
   CHECK(sink.counts.moved_scopes == 1);
   std::map<std::string, std::int64_t> durations;  // the reader's slices on thread 11
   pt::perfetto_callbacks cb;
