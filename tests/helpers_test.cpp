@@ -73,6 +73,14 @@ TEST_CASE("timeit as a block: duration, log, avg_time_divisor, reset") {
   r.stop();
   CHECK(r.duration() >= 0.020);
   CHECK(count_of(resets.str(), "epoch Time: ") == 2);
+  // After a stop(), reset() still prints (the time since the last start, as
+  // torch_geometric's) and starts again.
+  std::this_thread::sleep_for(10ms);
+  r.reset();
+  CHECK(count_of(resets.str(), "epoch Time: ") == 3);
+  const std::string printed = resets.str();
+  CHECK(std::stod(printed.substr(printed.rfind("epoch Time: ") + 12)) >= 0.030);  // from the start before the stop
+  CHECK(r.running());
 }
 
 TEST_CASE("timeit as a callable returns the result and the time") {

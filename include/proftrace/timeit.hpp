@@ -85,8 +85,10 @@ class timeit {
     if (options_.avg_time_divisor > 1) seconds_ /= options_.avg_time_divisor;
     if (options_.log) print();
   }
-  // Prints the duration so far (when `log` is set) and restarts the timer.
+  // Prints the duration since the last start (when `log` is set), even
+  // after a stop(), as torch_geometric's reset does, and restarts the timer.
   void reset() {
+    running_ = true;
     stop();
     start();
   }
