@@ -52,10 +52,14 @@ std::string csv_text(std::string_view s) {
   return out + '"';
 }
 
+// ASCII other than letters, digits and ._+=- becomes '_' (a '/' would make
+// a directory); bytes past ASCII (UTF-8: "é", "模型") stay as they are.
 std::string sanitized(std::string_view s) {
   std::string out(s);
-  for (char& c : out)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '+' && c != '=' && c != '-') c = '_';
+  for (char& c : out) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x80 && !std::isalnum(u) && c != '.' && c != '_' && c != '+' && c != '=' && c != '-') c = '_';
+  }
   return out;
 }
 

@@ -239,6 +239,7 @@ TEST_CASE("traces named after a run's parameters") {
   CHECK(proftrace::profile_file_name(out.path / "trace.pt.trace.json", "GCN", 64, "a b/c") ==
         out.path / "trace-GCN-64-a_b_c.pt.trace.json");
   CHECK(proftrace::profile_file_name("profile", 1.5) == std::filesystem::path("profile-1.5"));
+  CHECK(proftrace::profile_file_name("tr.json", "a/b", "\u00e9") == std::filesystem::path("tr-a_b-\u00e9.json"));  // UTF-8 kept
   CHECK(proftrace::profile_file_name(".hidden.json", "x") == std::filesystem::path(".hidden-x.json"));
 
   proftrace::profile p;

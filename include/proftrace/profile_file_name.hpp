@@ -8,7 +8,8 @@
 //
 // Each parameter is written as by operator<< and joined with '-' after the
 // file's stem, before its suffixes (everything from the first '.'); any
-// character other than letters, digits and ._+=- becomes '_'.
+// ASCII character other than letters, digits and ._+=- becomes '_' (UTF-8
+// text is kept).
 #pragma once
 
 #include <filesystem>
