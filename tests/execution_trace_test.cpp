@@ -7,7 +7,6 @@
 #include <proftrace/proftrace.hpp>
 
 #include <coroutine>
-#include <exception>
 #include <map>
 #include <thread>
 
@@ -285,16 +284,7 @@ TEST_CASE("async ranges become nodes under the thread that began them, outside t
 
 namespace {
 
-// A coroutine that runs at once, resumed by hop on a new thread.
-struct detached_task {
-  struct promise_type {
-    detached_task get_return_object() noexcept { return {}; }
-    std::suspend_never initial_suspend() noexcept { return {}; }
-    std::suspend_never final_suspend() noexcept { return {}; }
-    void return_void() noexcept {}
-    void unhandled_exception() noexcept { std::terminate(); }
-  };
-};
+// Resumes the awaiting coroutine on a new thread (joined by the test).
 std::thread resumer;
 struct hop_to_new_thread {
   bool await_ready() const noexcept { return false; }
@@ -302,7 +292,7 @@ struct hop_to_new_thread {
   void await_resume() const noexcept {}
 };
 // job begins on the caller's thread, part1 closes inside it there, and job ends on another thread.
-detached_task job() {
+test_support::detached job() {
   PROF_SCOPE("job");
   { PROF_SCOPE("part1"); }
   co_await hop_to_new_thread{};

@@ -308,16 +308,7 @@ class resume_pool {
   std::thread worker_;
 };
 
-// A coroutine that runs at once and destroys itself when it finishes.
-struct detached {
-  struct promise_type {
-    detached get_return_object() noexcept { return {}; }
-    std::suspend_never initial_suspend() noexcept { return {}; }
-    std::suspend_never final_suspend() noexcept { return {}; }
-    void return_void() noexcept {}
-    void unhandled_exception() noexcept { std::terminate(); }
-  };
-};
+using test_support::detached;
 
 struct resume_on {
   resume_pool& pool;

@@ -9,6 +9,8 @@
 #include <boost/iostreams/filter/zstd.hpp>
 #include <boost/iostreams/filtering_stream.hpp>
 #include <boost/json.hpp>
+#include <coroutine>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -19,6 +21,18 @@
 #include <proftrace/warnings.hpp>
 
 namespace test_support {
+
+// A coroutine that runs at once and destroys itself when it finishes (the
+// tests' scopes that end on another thread: an awaiter resumes it there).
+struct detached {
+  struct promise_type {
+    detached get_return_object() noexcept { return {}; }
+    std::suspend_never initial_suspend() noexcept { return {}; }
+    std::suspend_never final_suspend() noexcept { return {}; }
+    void return_void() noexcept {}
+    void unhandled_exception() noexcept { std::terminate(); }
+  };
+};
 
 // A fresh directory removed at scope exit.
 struct temp_dir {

@@ -167,8 +167,7 @@ class converter {
   std::unordered_map<std::string, std::uint32_t> thread_index_;  // "pid\x1ftid"
   std::unordered_map<std::string, std::string> thread_names_, process_names_;
   // process_labels, process_sort_index, thread_sort_index: by pid, by "pid\x1ftid"
-  std::unordered_map<std::string, perfetto_builder::track_order> process_order_, thread_order_;
-  std::unordered_map<std::string, std::string> process_labels_;  // track_order.labels views these
+  std::unordered_map<std::string, track_order> process_order_, thread_order_;
   std::map<std::pair<std::uint32_t, std::int64_t>, flows_at> flows_;
   std::vector<std::uint64_t> thread_uuids_;  // 0: not declared yet
   // A numeric thread's own packet sequence (its track and clock by default,
@@ -197,7 +196,7 @@ void converter::add_metadata(const json::object& e) {
   if (v && v->is_string()) {
     if (what == "thread_name") thread_names_[thread] = v->get_string();
     else if (what == "process_name") process_names_[pid] = v->get_string();
-    else if (what == "process_labels") process_order_[pid].labels = process_labels_[pid] = v->get_string();
+    else if (what == "process_labels") process_order_[pid].labels = v->get_string();
   } else if (v && v->is_int64()) {
     if (what == "process_sort_index") process_order_[pid].sort_index = v->get_int64();
     else if (what == "thread_sort_index") thread_order_[thread].sort_index = v->get_int64();
@@ -288,7 +287,7 @@ std::uint64_t converter::process_track(perfetto_builder& b, const id_value& pid)
   const auto name = process_names_.find(pid.text);
   const auto order = process_order_.find(pid.text);
   return b.process_track(pid.number, name == process_names_.end() ? std::string_view() : name->second,
-                         order == process_order_.end() ? perfetto_builder::track_order{} : order->second);
+                         order == process_order_.end() ? track_order{} : order->second);
 }
 
 std::uint64_t converter::thread_track(perfetto_builder& b, std::uint32_t thread) {
@@ -300,7 +299,7 @@ std::uint64_t converter::thread_track(perfetto_builder& b, std::uint32_t thread)
   const auto order = thread_order_.find(k.pid.text + '\x1f' + k.tid.text);
   const std::uint64_t uuid = k.pid.is_number && k.tid.is_number
                                  ? b.thread_track(k.pid.number, k.tid.number, name,
-                                                  order == thread_order_.end() ? perfetto_builder::track_order{} : order->second)
+                                                  order == thread_order_.end() ? track_order{} : order->second)
                                  : b.named_track(name.empty() ? k.tid.text : name, process, 0);
   return thread_uuids_[thread] = uuid;
 }

@@ -241,7 +241,7 @@ void perfetto_builder::close_track(const std::size_t (&at)[2]) {
   proto::close(out_, at[0]);
 }
 
-std::uint64_t perfetto_builder::process_track(std::int64_t pid, std::string_view name, track_order order) {
+std::uint64_t perfetto_builder::process_track(std::int64_t pid, std::string_view name, const track_order& order) {
   const std::uint64_t uuid = uuid_hash{}.add("process").add(static_cast<std::uint64_t>(pid)).done();
   std::size_t at[2];
   if (!open_track(uuid, at)) return uuid;
@@ -256,7 +256,7 @@ std::uint64_t perfetto_builder::process_track(std::int64_t pid, std::string_view
 }
 
 std::uint64_t perfetto_builder::thread_track(std::int64_t pid, std::int64_t tid, std::string_view name,
-                                             track_order order) {
+                                             const track_order& order) {
   const std::uint64_t uuid =
       uuid_hash{}.add("thread").add(static_cast<std::uint64_t>(pid)).add(static_cast<std::uint64_t>(tid)).done();
   if (tracks_.contains(uuid)) return uuid;

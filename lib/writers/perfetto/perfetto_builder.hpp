@@ -74,6 +74,14 @@ struct packet_stage {
   char* end = bytes;
 };
 
+// Where a process or thread goes among its siblings, as Kineto's
+// process_sort_index/thread_sort_index and process_labels metadata say it
+// (ProcessDescriptor/ThreadDescriptor.legacy_sort_index, process_labels).
+struct track_order {
+  std::optional<std::int64_t> sort_index{};
+  std::string labels{};  // a process's ("CPU")
+};
+
 class perfetto_builder {
  public:
   // Appends to `out`; every packet carries `sequence_id`. Writes the first
@@ -101,15 +109,8 @@ class perfetto_builder {
   // two builders agree on them.
   // A thread track's process track is emitted with it when it is new
   // (unnamed then: name a process before its threads).
-  // Where a process or thread goes among its siblings, as Kineto's
-  // process_sort_index/thread_sort_index and process_labels metadata say it
-  // (ProcessDescriptor/ThreadDescriptor.legacy_sort_index, process_labels).
-  struct track_order {
-    std::optional<std::int64_t> sort_index;
-    std::string_view labels;  // a process's ("CPU")
-  };
-  std::uint64_t process_track(std::int64_t pid, std::string_view name, track_order order = {});
-  std::uint64_t thread_track(std::int64_t pid, std::int64_t tid, std::string_view name, track_order order = {});
+  std::uint64_t process_track(std::int64_t pid, std::string_view name, const track_order& order = {});
+  std::uint64_t thread_track(std::int64_t pid, std::int64_t tid, std::string_view name, const track_order& order = {});
   // A named track under `parent` (0: top level): a GPU stream, an async range's lane.
   std::uint64_t named_track(std::string_view name, std::uint64_t parent, std::uint64_t key);
   std::uint64_t counter_track(std::string_view name, std::uint64_t parent);
