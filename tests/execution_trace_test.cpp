@@ -382,3 +382,23 @@ TEST_CASE("a window stopped inside a scheduled trace: its graph is written when 
   p.stop();
   CHECK(read_graph(out.path / "et.json").size() == g.size());  // nothing more: the window was closed
 }
+
+TEST_CASE("a pending window whose path became unwritable: a warning when its trace finishes, the session goes on") {
+  temp_dir out("et-pending-unwritable");
+  const auto dir = out.path / "sub";
+  std::filesystem::create_directories(dir);
+  test_support::warning_capture warnings;
+  proftrace::execution_trace_observer et;
+  et.register_callback(dir / "et.json");
+  proftrace::profile p({.schedule = proftrace::schedule({.warmup = 1, .active = 1}), .execution_trace_observer = &et});
+  p.start();
+  p.step();  // step 1: active
+  { PROF_SCOPE("active"); }
+  et.stop();  // pending
+  std::filesystem::remove_all(dir);
+  CHECK_NOTHROW(p.step());  // the trace finishes: the graph cannot be written
+  REQUIRE(warnings.seen.size() == 1);
+  CHECK(warnings.seen[0].find((dir / "et.json").string()) != std::string::npos);
+  CHECK(p.has_trace());
+  CHECK_NOTHROW(p.stop());
+}
