@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <csignal>
@@ -134,6 +135,14 @@ struct flusher::impl {
   void route(thread_state& ts, const event* e, std::size_t n, bool split, std::uint64_t split_ticks, bool& parking) {
     if (!split) return pairs.process_all(ts, e, n, current.get());
     for (std::size_t i = 0; i < n; i += record_length(e[i])) {
+      if (!parking && static_cast<event_kind>(e[i].kind) == event_kind::leaf && e[i].ticks <= split_ticks &&
+          e[i].payload > split_ticks) {  // a leaf across the split: its begin here, its end parked
+        const std::array<event, 2> records = unfused_leaf(e[i], ts.next_index);
+        pairs.process(ts, &records[0], current.get());
+        ts.pending.push_back(records[1]);
+        parking = true;
+        continue;
+      }
       parking = parking || e[i].ticks > split_ticks;
       if (parking) ts.pending.insert(ts.pending.end(), e + i, e + i + record_length(e[i]));
       else pairs.process(ts, e + i, current.get());
@@ -169,7 +178,7 @@ struct flusher::impl {
       for (std::size_t round = 0; round <= 2 * r.capacity() / chunk.size() + 1 && !(yield && caller_waits()); ++round) {
         if (r.taken() >= owed && yield && r.unread() < min_batch) break;
         std::size_t first = 0;
-        const std::size_t n = r.consume(chunk.data(), chunk.size(), &first);
+        const std::size_t n = r.consume(chunk.data(), chunk.size(), &first, /*fuse_leaves=*/true);
         route(ts, chunk.data() + first, n, split, split_ticks, parking);
         if (current && current->buffered() > commit_bytes) current->commit();
         if (n == 0 && first == 0) break;

@@ -228,7 +228,7 @@ std::uint64_t ring::push_record(std::uint64_t ticks, std::uint64_t where, std::u
   return h;
 }
 
-std::size_t ring::consume(event* out, std::size_t max, std::size_t* first) noexcept {
+std::size_t ring::consume(event* out, std::size_t max, std::size_t* first, bool fuse_leaves) noexcept {
   *first = 0;
   if (max < 2) return 0;
   const auto load = [](const std::uint64_t& w) {
@@ -255,6 +255,14 @@ std::size_t ring::consume(event* out, std::size_t max, std::size_t* first) noexc
       const std::uint64_t tag_word = load(s[1]);
       const std::uint64_t tag = tag_word >> slot_tag_shift;
       if (tag == tag_short_begin) {
+        if (fuse_leaves && taken + 1 < available) {
+          const std::uint64_t* s1 = words_ + ((index + 1) & mask_) * words_per_slot;
+          if (load(s1[1]) == (std::uint64_t{tag_short_end} << slot_tag_shift | 1)) {  // the end one slot after it
+            out[k++] = event{ticks, tag_word & slot_low_bits, load(s1[0]), static_cast<std::uint32_t>(event_kind::leaf), 0};
+            taken += 2;
+            continue;
+          }
+        }
         out[k++] = event{ticks, tag_word & slot_low_bits, 0, static_cast<std::uint32_t>(event_kind::begin), 0};
         taken += 1;
         continue;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <variant>
@@ -55,10 +56,13 @@ class trace_window {
   void thread_done(std::int64_t tid) {
     each_writer([&](auto& w) { w.thread_done(tid); });
   }
-  void scope(thread_state& ts, const open_scope& s, std::int64_t end_ns) {  // inline: once per scope
-    if (&s == &ts.leaf) aggregator_.add_leaf(ts, s, end_ns);
-    else aggregator_.add_scope(ts, s, end_ns);
+  void scope(thread_state& ts, const open_scope& s, std::int64_t end_ns) {
+    aggregator_.add_scope(ts, s, end_ns);
     each_writer([&](auto& w) { w.scope(ts, s, end_ns); });
+  }
+  void leaves(thread_state& ts, std::span<const closed_leaf> run) {  // inline: the drain's common case
+    aggregator_.add_leaves(ts, run);
+    each_writer([&](auto& w) { w.leaves(ts, run); });
   }
   void async(const open_async& a, std::uint64_t async_id, std::int64_t end_ns, std::int64_t end_tid);
   void withdrawn(const thread_state& ts, const open_scope& s, std::int64_t ns);

@@ -433,6 +433,47 @@ TEST_CASE("ring: the slots a consumer counts for each record are the slots its p
   CHECK(buf[8].payload == at[0]);
 }
 
+TEST_CASE("ring: fuse_leaves hands a begin and the end right after it that names it out as one leaf event") {
+  pd::set_overflow_policy(proftrace::overflow_policy::drop);
+  for (std::size_t room : {2, 3, 64}) {
+    CAPTURE(room);
+    pd::ring r(64);
+    const std::uint64_t a = r.push(1, scope, 0, pd::event_kind::begin);
+    r.push(2, scope, a, pd::event_kind::end);                        // a leaf
+    const std::uint64_t outer = r.push(3, scope, 0, pd::event_kind::begin);
+    const std::uint64_t inner = r.push(4, scope, 0, pd::event_kind::begin);
+    r.push(5, scope, inner, pd::event_kind::end);                    // a leaf inside `outer`
+    r.push(6, scope, outer, pd::event_kind::end);                    // names a begin two slots back: not fused
+    const std::uint64_t cuda = r.push(7, scope, 5, pd::event_kind::begin);  // a payload: two slots, not fused
+    r.push(8, scope, cuda, pd::event_kind::end);
+    r.push(9, scope, 0, pd::event_kind::begin);                      // its end not yet pushed: a begin
+    std::vector<pd::event> got;
+    std::vector<pd::event> buf(room);
+    for (int round = 0; round < 20; ++round) {
+      std::size_t first = 0;
+      const std::size_t n = r.consume(buf.data(), buf.size(), &first, true);
+      got.insert(got.end(), buf.begin() + static_cast<std::ptrdiff_t>(first),
+                 buf.begin() + static_cast<std::ptrdiff_t>(first + n));
+    }
+    CHECK(r.empty());
+    std::vector<std::tuple<pd::event_kind, std::uint64_t, std::uint64_t>> want = {
+        {pd::event_kind::leaf, 1, 2},  {pd::event_kind::begin, 3, 0}, {pd::event_kind::leaf, 4, 5},
+        {pd::event_kind::end, 6, outer}, {pd::event_kind::begin, 7, 5}, {pd::event_kind::end, 8, cuda},
+        {pd::event_kind::begin, 9, 0}};
+    REQUIRE(got.size() == want.size());
+    std::uint64_t index = r.uid() << pd::ring_uid_shift;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      CAPTURE(i);
+      CHECK(kind_of(got[i]) == std::get<0>(want[i]));
+      CHECK(got[i].ticks == std::get<1>(want[i]));
+      CHECK(got[i].payload == std::get<2>(want[i]));  // a leaf's: its end's ticks
+      if (kind_of(got[i]) != pd::event_kind::end) CHECK(got[i].where == scope);
+      index += pd::ring_slots(got[i], r.uid());
+    }
+    CHECK(index == r.published());  // a leaf counts its two slots
+  }
+}
+
 TEST_CASE("ring: drop_oldest overwrites whole records of every size, and ends still name their begins") {
   pd::set_overflow_policy(proftrace::overflow_policy::drop_oldest);
   pd::ring r(64);

@@ -53,6 +53,10 @@ struct dual_sink {
     json.scope(ts, s, end_ns);
     perfetto.scope(ts, s, end_ns);
   }
+  void leaves(pt::thread_state& ts, std::span<const pt::closed_leaf> run) {
+    json.leaves(ts, run);
+    perfetto.leaves(ts, run);
+  }
   void async(const pt::open_async& a, std::uint64_t async_id, std::int64_t end_ns, std::int64_t end_tid) {
     json.async(a, async_id, end_ns, end_tid);
     perfetto.async(a, async_id, end_ns, end_tid);

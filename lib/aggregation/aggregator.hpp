@@ -7,6 +7,7 @@
 #include <array>
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -58,17 +59,28 @@ class aggregator {
     if (PROFTRACE_UNLIKELY(!s.args.empty() || !counter_children_.empty())) add_counters(ts, s, row);
     if (opts_.retain_events) retain(ts, s, end_ns, self);
   }
-  // Pairing's leaf (thread_state::leaf): no children, FLOPs, memory, args
-  // or shapes, so only its time counts; the rest as add_scope.
-  void add_leaf(const thread_state& ts, const open_scope& s, std::int64_t end_ns) {
-    if (PROFTRACE_UNLIKELY(opts_.cuda || opts_.retain_events || !counter_children_.empty()))
-      return add_scope(ts, s, end_ns);
-    const std::int64_t dur = end_ns > s.begin_ns ? end_ns - s.begin_ns : 0;
-    event_average& row = row_for(ts, s);
-    began(row, s.begin_ns);
-    row.count += 1;
-    row.cpu_time_total_ns += dur;
-    row.self_cpu_time_total_ns += dur;
+  // Pairing's leaves: no children, FLOPs, memory, args or shapes, so only
+  // their time counts; the rest as add_scope. A run is mostly one site's.
+  void add_leaves(thread_state& ts, std::span<const closed_leaf> run) {
+    if (PROFTRACE_UNLIKELY(opts_.cuda || opts_.retain_events || !counter_children_.empty() ||
+                           (opts_.with_stack && !ts.stack.empty()))) {
+      for (const closed_leaf& l : run) add_scope(ts, as_leaf(ts, l), l.end_ns);
+      return;
+    }
+    const site* last = nullptr;
+    event_average* row = nullptr;
+    for (const closed_leaf& l : run) {
+      if (l.where != last) {
+        last = l.where;
+        const site_slot& slot = site_cache_[cache_index(l.where)];
+        row = slot.where == l.where ? &rows_[slot.row] : &find_row(ts, as_leaf(ts, l));
+      }
+      const std::int64_t dur = l.end_ns > l.begin_ns ? l.end_ns - l.begin_ns : 0;
+      began(*row, l.begin_ns);
+      row->count += 1;
+      row->cpu_time_total_ns += dur;
+      row->self_cpu_time_total_ns += dur;
+    }
   }
   void add_async(const open_async& a, std::int64_t end_ns, std::int64_t end_tid);
   // A resolved memory event; `scoped`: a scope was open to take its bytes.

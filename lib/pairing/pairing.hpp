@@ -6,6 +6,7 @@
 //
 //   sink.thread_seen(ts)                      first record of a thread in this window
 //   sink.scope(ts, scope, end_ns)             a scope closed; its enclosing scopes are ts.stack
+//   sink.leaves(ts, span<closed_leaf>)        leaf scopes closed, in order, under ts.stack
 //   sink.async(range, id, end_ns, end_tid)    an async range (or a scope that ended on another thread)
 //   sink.withdrawn(ts, scope, ns)             a scope a writer announced (wrote its begin) left its
 //                                             thread's stack unclosed: it ended on another thread
@@ -28,9 +29,11 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -51,6 +54,13 @@ namespace detail {
 // The events a record takes in a consumed array (its slots in the ring: ring_slots).
 inline std::size_t record_length(const event& e) noexcept {
   return static_cast<event_kind>(e.kind) == event_kind::extension ? 1 : 1 + e.extra;
+}
+
+// A `leaf` event as the two records it fused: its begin, at `begin_index`
+// in its ring, and its end.
+inline std::array<event, 2> unfused_leaf(const event& l, std::uint64_t begin_index) noexcept {
+  return {event{l.ticks, l.where, 0, static_cast<std::uint32_t>(event_kind::begin), 0},
+          event{l.payload, 0, begin_index, static_cast<std::uint32_t>(event_kind::end), 0}};
 }
 
 template <class Sink>
@@ -78,6 +88,7 @@ class pairing {
       on_gap(ts, *e);
       return;
     }
+    if (kind == event_kind::leaf) return split_leaf(ts, *e, w);
     const std::uint64_t index = ts.next_index;
     ts.next_index += ring_slots(*e, ts.uid);
     ts.last_ticks = e->ticks;
@@ -121,11 +132,16 @@ class pairing {
   }
 
   // Every record of `n` slots from one chunk of `ts`'s ring, in order. A
-  // begin followed at once by its end (a leaf scope, the commonest record
-  // pair) closes in one step, with no trip through the stack.
+  // leaf scope (a `leaf` event, or a begin followed at once by its end)
+  // closes in one step, with no trip through the stack; a run of them goes
+  // to the sink in one call.
   PROFTRACE_ALWAYS_INLINE void process_all(thread_state& ts, const event* e, std::size_t n, Sink* w) {
     std::size_t i = 0;
     while (i < n) {
+      if (static_cast<event_kind>(e[i].kind) == event_kind::leaf) {
+        i += leaves(ts, e + i, n - i, w);
+        continue;
+      }
       if (i + 1 < n && leaf(ts, e + i, w)) {
         i += 2;
         continue;
@@ -229,30 +245,76 @@ class pairing {
   }
 
  private:
-  // A plain begin and the end that names it, adjacent, inside the window,
-  // under a parent that no loss froze: what begin_scope, end_scope and
-  // close_top would do for them, without the stack. False: nothing done.
+  // Whether the leaves that come next may close in one step: inside a
+  // window that named the thread, under a parent that no loss froze.
+  bool leaves_allowed(const thread_state& ts, const Sink* w) const noexcept {
+    return w != nullptr && ts.window_seen == w->id && early_moved_ends_.empty() &&
+           (ts.stack.empty() || !ts.stack.back().frozen);
+  }
+  static bool closes_as_leaf(const site* where, std::uint64_t begin_ticks, const Sink* w) noexcept {
+    return begin_ticks >= w->start_ticks && where->cat != category::step && where != &api_step_site;
+  }
+
+  // The `leaf` events at `e` (at most n, up to the first other record):
+  // those that close as leaves go to the sink in blocks, the first that
+  // does not through process(). Returns how many were taken.
+  std::size_t leaves(thread_state& ts, const event* e, std::size_t n, Sink* w) {
+    static constexpr std::size_t block = 256;
+    std::size_t k = 0;
+    if (leaves_allowed(ts, w)) {
+      closed_leaf run[block];
+      for (;;) {
+        std::size_t m = 0;
+        for (; m < block && k < n && static_cast<event_kind>(e[k].kind) == event_kind::leaf; ++k, ++m) {
+          const site* where = reinterpret_cast<const site*>(e[k].where);
+          if (!closes_as_leaf(where, e[k].ticks, w)) break;
+          run[m] = {where, w->to_ns(e[k].ticks), w->to_ns(e[k].payload), w->next_external_id++};
+        }
+        ts.next_index += 2 * m;  // a leaf event took two slots
+        if (m != 0) hand_over(ts, run, m, e[k - 1].payload, w);
+        if (m < block) break;
+      }
+    }
+    if (k < n && static_cast<event_kind>(e[k].kind) == event_kind::leaf) process(ts, e + k++, w);
+    return k;
+  }
+
+  // A plain begin and the end that names it, adjacent, as consume() hands
+  // them out without fuse_leaves: one leaf, if it closes as one. False:
+  // nothing done.
   PROFTRACE_ALWAYS_INLINE bool leaf(thread_state& ts, const event* e, Sink* w) {
     const event& b = e[0];
     const event& end = e[1];
     if (static_cast<event_kind>(b.kind) != event_kind::begin || static_cast<event_kind>(end.kind) != event_kind::end ||
-        end.payload != ts.next_index || w == nullptr || ts.window_seen != w->id || b.ticks < w->start_ticks)
+        end.payload != ts.next_index || !leaves_allowed(ts, w))
       return false;
     const site* where = reinterpret_cast<const site*>(b.where);
-    if (where->cat == category::step || where == &api_step_site || !early_moved_ends_.empty()) return false;
-    if (!ts.stack.empty() && ts.stack.back().frozen) return false;
+    if (!closes_as_leaf(where, b.ticks, w)) return false;
     ts.next_index += ring_slots(b, ts.uid) + 1;  // the end takes one slot: it names a begin of this ring
-    ts.last_ticks = end.ticks;
-    open_scope& s = ts.leaf;  // only these fields ever change in it
-    s.where = where;
-    s.begin_ns = w->to_ns(b.ticks);
-    s.payload = b.payload;
-    s.external_id = is_cuda_external_id(b.payload) ? b.payload : w->next_external_id++;
-    s.index = end.payload;
-    const std::int64_t end_ns = w->to_ns(end.ticks);
-    if (!ts.stack.empty()) ts.stack.back().child_ns += end_ns > s.begin_ns ? end_ns - s.begin_ns : 0;
-    w->scope(ts, s, end_ns);
+    const closed_leaf l{where, w->to_ns(b.ticks), w->to_ns(end.ticks),
+                        is_cuda_external_id(b.payload) ? b.payload : w->next_external_id++};
+    hand_over(ts, &l, 1, end.ticks, w);
     return true;
+  }
+
+  // Leaves closed in one step (their slots counted), to the sink; the last
+  // record's time was `last_ticks`.
+  void hand_over(thread_state& ts, const closed_leaf* run, std::size_t m, std::uint64_t last_ticks, Sink* w) {
+    ts.last_ticks = last_ticks;
+    if (!ts.stack.empty()) {
+      std::int64_t total = 0;
+      for (std::size_t i = 0; i < m; ++i) total += run[i].end_ns > run[i].begin_ns ? run[i].end_ns - run[i].begin_ns : 0;
+      ts.stack.back().child_ns += total;
+    }
+    w->leaves(ts, std::span<const closed_leaf>(run, m));
+  }
+
+  // A `leaf` event that does not close as a leaf (before the window, a
+  // step, under a frozen scope...): its begin and end, one by one.
+  PROFTRACE_NOINLINE void split_leaf(thread_state& ts, const event& l, Sink* w) {
+    const std::array<event, 2> records = unfused_leaf(l, ts.next_index);
+    process(ts, &records[0], w);
+    process(ts, &records[1], w);
   }
 
   void begin_scope(thread_state& ts, const event& e, const site* where, std::int64_t ns, std::uint64_t index, Sink* w) {

@@ -215,7 +215,7 @@ struct thread_state {
   std::size_t frozen = 0;        // the stack's entries below this are frozen (entries above may be too)
   std::uint64_t marked_drops = 0;  // drops its ring's gap records reported
   scope_stack stack;
-  open_scope leaf;  // a leaf scope closed in one step (pairing::leaf): never on the stack
+  open_scope leaf;  // a leaf scope closed in one step (closed_leaf, as_leaf()): never on the stack
   std::vector<event> batch;    // what the current drain took from the ring
   std::vector<event> pending;  // during a switch: events after the switch point
   std::deque<resolved_memory> resolved;  // one per memory event of batch and pending, in thread order
@@ -228,6 +228,24 @@ struct thread_state {
   // annotations are not written, so stacks leave their frames out.
   const bool* api_steps_discarded = nullptr;
 };
+
+// A leaf scope (no children, args, FLOPs, memory or shapes; not a step) as
+// pairing hands a run of them to its sink in one call.
+struct closed_leaf {
+  const site* where;
+  std::int64_t begin_ns, end_ns;
+  std::uint64_t external_id;
+};
+
+// Pairing's leaf (thread_state::leaf) set to `l`: for the paths that take
+// a leaf as an open_scope.
+inline open_scope& as_leaf(thread_state& ts, const closed_leaf& l) noexcept {
+  open_scope& s = ts.leaf;  // only these fields ever change in it
+  s.where = l.where;
+  s.begin_ns = l.begin_ns;
+  s.external_id = l.external_id;
+  return s;
+}
 
 // What pairing counts in the window it writes to, beside loss_counts.
 struct pairing_counts {

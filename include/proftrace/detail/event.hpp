@@ -30,9 +30,12 @@ enum class event_kind : std::uint32_t {
                      // where: how many (0 when the ring counted them elsewhere: drop_oldest)
   dynamic_begin = 16,  // a begin whose name is a runtime string (PROF_SCOPE_DYNAMIC, proftrace_push;
                        // payload as begin's); extension slots carry the name (record_layout.hpp)
-  arg = 17             // PROF_ARG: a value for the innermost open scope. where: the key's site | its
+  arg = 17,            // PROF_ARG: a value for the innermost open scope. where: the key's site | its
                        // arg_type (low 2 bits); payload: the value's bits; a string's bytes in
                        // extension slots (record_layout.hpp)
+  leaf = 18            // not recorded by a macro: a plain begin and the end right after it that
+                       // names it (two one-slot records), handed out as one by consume(.., fuse_leaves).
+                       // ticks: the begin's; where: its site; payload: the end's ticks
 };
 
 // The type of a PROF_ARG value, in the low bits of an arg record's `where`.
@@ -121,7 +124,7 @@ constexpr bool takes_one_slot(event_kind kind, std::uint64_t where, std::uint64_
 // two; a head: its whole record's).
 constexpr std::uint64_t ring_slots(const event& e, std::uint64_t uid) noexcept {
   const auto kind = static_cast<event_kind>(e.kind);
-  if (kind == event_kind::extension) return 2;
+  if (kind == event_kind::extension || kind == event_kind::leaf) return 2;
   return takes_one_slot(kind, e.where, e.payload, e.extra, uid) ? 1 : 2 + 2 * std::uint64_t{e.extra};
 }
 

@@ -108,8 +108,10 @@ class ring {
   // events start at `out + *first` (*first is always 0 now; kept for
   // callers). When records were overwritten under drop_oldest since the last
   // call, the first event handed out is a `gap` record. Records overwritten
-  // are counted, in records, in overwritten().
-  std::size_t consume(event* out, std::size_t max, std::size_t* first) noexcept;
+  // are counted, in records, in overwritten(). `fuse_leaves`: a plain begin
+  // followed at once by the end that names it (a leaf scope, the commonest
+  // pair) is handed out as one `leaf` event.
+  std::size_t consume(event* out, std::size_t max, std::size_t* first, bool fuse_leaves = false) noexcept;
   std::uint64_t overwritten() const noexcept { return overwritten_.load(std::memory_order_relaxed); }
   // Slots (16 bytes) published and not yet consumed (or overwritten).
   std::uint64_t unread() const noexcept {

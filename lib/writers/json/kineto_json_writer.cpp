@@ -142,11 +142,11 @@ char* kineto_json_writer::put_ts(char* p, std::int64_t ns) noexcept {
   return p + 9;
 }
 
-// The common scope, built in place in the staging block: its site and
-// thread's prefix in one fixed-size copy, then ts, dur and External id.
-bool kineto_json_writer::short_scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns) {
-  const short_prefix& prefix = complete_prefix(*s.where, ts.tid);
-  if (prefix.size == 0) return false;
+// The common scope, built in place in the staging block up to its
+// External id's value: its site and thread's prefix in one fixed-size copy,
+// then ts, dur and the id. Returns where the rest goes.
+char* kineto_json_writer::put_short(const short_prefix& prefix, std::int64_t begin_ns, std::int64_t end_ns,
+                                    std::uint64_t external_id) {
   if (PROFTRACE_UNLIKELY(stage_ + stage_size - stage_end_ < static_cast<std::ptrdiff_t>(max_short_event))) sync();
   char* p = stage_end_;
   std::memcpy(p, ",\n", 2);
@@ -154,16 +154,22 @@ bool kineto_json_writer::short_scope(const thread_state& ts, const open_scope& s
   first_event_ = false;
   std::memcpy(p, prefix.bytes, sizeof prefix.bytes);  // fixed size: a few moves; prefix.size bytes count
   p += prefix.size;
-  p = put_ts(p, s.begin_ns - head_.base_ns);
+  p = put_ts(p, begin_ns - head_.base_ns);
   static constexpr std::string_view dur_key = ", \"dur\": ", id_key = ", \"args\": {\"External id\": ";
   std::memcpy(p, dur_key.data(), dur_key.size());
   p += dur_key.size();
-  const std::int64_t dur = end_ns > s.begin_ns ? end_ns - s.begin_ns : 0;
+  const std::int64_t dur = end_ns > begin_ns ? end_ns - begin_ns : 0;
   p = dur < 100'000'000 ? put_us3_below_1e8(p, static_cast<std::uint32_t>(dur)) : put_us3(p, dur);
   std::memcpy(p, id_key.data(), id_key.size());
   p += id_key.size();
-  p = s.external_id < 100'000'000 ? put_below_1e8(p, static_cast<std::uint32_t>(s.external_id))
-                                  : std::to_chars(p, p + 24, s.external_id).ptr;
+  return external_id < 100'000'000 ? put_below_1e8(p, static_cast<std::uint32_t>(external_id))
+                                   : std::to_chars(p, p + 24, external_id).ptr;
+}
+
+bool kineto_json_writer::short_scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns) {
+  const short_prefix& prefix = complete_prefix(*s.where, ts.tid);
+  if (prefix.size == 0) return false;
+  char* p = put_short(prefix, s.begin_ns, end_ns, s.external_id);
   const bool closed = plain_slice(ts, s, head_);  // (never a step here)
   std::memcpy(p, "}}", 2);
   stage_end_ = p + (closed ? 2 : 0);
@@ -172,6 +178,20 @@ bool kineto_json_writer::short_scope(const thread_state& ts, const open_scope& s
     buffer() += "}}";
   }
   return true;
+}
+
+void kineto_json_writer::leaves(thread_state& ts, std::span<const closed_leaf> run) {
+  const bool plain = !head_.with_stack && !head_.with_modules;  // plain_slice() for a leaf
+  for (const closed_leaf& l : run) {
+    const short_prefix& prefix = complete_prefix(*l.where, ts.tid);
+    if (PROFTRACE_LIKELY(plain && prefix.size != 0)) {
+      char* p = put_short(prefix, l.begin_ns, l.end_ns, l.external_id);
+      std::memcpy(p, "}}", 2);
+      stage_end_ = p + 2;
+    } else {
+      scope(ts, as_leaf(ts, l), l.end_ns);
+    }
+  }
 }
 
 void kineto_json_writer::scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns) {

@@ -7,10 +7,12 @@
 //   kineto_json_writer w(head);
 //   file = trace_file(path, w.head(), tail);
 //   w.scope(ts, s, end_ns);              // {"ph": "X", ...}
+//   w.leaves(ts, run);                   // the same, for each of a run of leaf scopes
 //   file.commit(w.buffer(), tail); w.buffer().clear();
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <utility>
 #include <string_view>
@@ -41,6 +43,7 @@ class kineto_json_writer {
   void thread(std::int64_t tid, const std::string& name);
   void thread_done(std::int64_t) {}  // a thread's prefixes are kept: a few hundred bytes
   void scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns);
+  void leaves(thread_state& ts, std::span<const closed_leaf> run);
   void async(const open_async& a, std::uint64_t id, std::int64_t end_ns, std::int64_t end_tid);
   void withdrawn(std::int64_t, const open_scope&, std::int64_t) {}  // JSON writes a scope whole, at its end
   void memory(const memory_event& m);
@@ -68,6 +71,7 @@ class kineto_json_writer {
   };
   const short_prefix& complete_prefix(const site& where, std::int64_t tid);
   bool short_scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns);
+  char* put_short(const short_prefix& prefix, std::int64_t begin_ns, std::int64_t end_ns, std::uint64_t external_id);
   void sync() {
     if (stage_end_ != stage_) buffer_.append(stage_, static_cast<std::size_t>(stage_end_ - stage_));
     stage_end_ = stage_;

@@ -156,7 +156,7 @@ void perfetto_writer::begin(packet_sequence& q, std::uint64_t track, const threa
   write(annotations(args, scope_args(q, ts, s, args, text)));
 }
 
-void perfetto_writer::any_scope(thread_state& ts, const open_scope& s, std::int64_t end_ns) {
+void perfetto_writer::scope(thread_state& ts, const open_scope& s, std::int64_t end_ns) {
   if (s.where == &api_step_site) {  // on a track of its own: profile::step()'s spans need not nest with scopes
     const std::uint64_t steps = main_.builder.named_track("ProfilerStep", thread_track(ts.tid), steps_track_key);
     begin(main_, steps, ts, s, true);

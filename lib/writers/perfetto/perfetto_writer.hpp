@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -52,19 +53,26 @@ class perfetto_writer {
   static std::string tail(const finished_trace& f, const std::string& trace_name);
 
   void thread(std::int64_t tid, const std::string& name);
-  // Inline for the commonest scope, a leaf pairing closed at once (plain by
-  // construction) inside scopes whose begins are written: two short packets.
-  void scope(thread_state& ts, const open_scope& s, std::int64_t end_ns) {
-    if (PROFTRACE_LIKELY(&s == &ts.leaf && plain_slice(ts, s, head_) &&
-                         (ts.stack.empty() || ts.stack.back().announced))) {
-      packet_sequence& q = sequence_of(ts.tid);
-      const site_ids& ids = q.ids_of(*s.where);
-      return q.builder.slice_pair(q.track, s.begin_ns, end_ns, ids.name, ids.category, q.external_id_iid,
-                                  s.external_id);
+  void scope(thread_state& ts, const open_scope& s, std::int64_t end_ns);
+  // Inline for the commonest scopes, leaves (plain by construction): two
+  // short packets each, once the scopes around them have their begins written.
+  void leaves(thread_state& ts, std::span<const closed_leaf> run) {
+    if (PROFTRACE_UNLIKELY(head_.with_stack || head_.with_modules)) {  // not plain_slice()
+      for (const closed_leaf& l : run) scope(ts, as_leaf(ts, l), l.end_ns);
+      return;
     }
-    any_scope(ts, s, end_ns);
+    std::size_t i = 0;
+    if (PROFTRACE_UNLIKELY(!ts.stack.empty() && !ts.stack.back().announced)) {
+      scope(ts, as_leaf(ts, run[0]), run[0].end_ns);  // writes the begins around it first
+      i = 1;
+    }
+    packet_sequence& q = sequence_of(ts.tid);
+    for (; i < run.size(); ++i) {
+      const site_ids& ids = q.ids_of(*run[i].where);
+      q.builder.slice_pair(q.track, run[i].begin_ns, run[i].end_ns, ids.name, ids.category, q.external_id_iid,
+                           run[i].external_id);
+    }
   }
-  void any_scope(thread_state& ts, const open_scope& s, std::int64_t end_ns);
   void async(const open_async& a, std::uint64_t id, std::int64_t end_ns, std::int64_t end_tid);
   // A scope whose begin this wrote left its thread unclosed (it ended on
   // another thread, written as an async range): its slice ends at `ns`.
