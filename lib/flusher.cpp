@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <csignal>
@@ -130,23 +129,11 @@ struct flusher::impl {
     unattached_seen = unattached;
   }
 
-  // Processes `n` slots of records, or, after a split, parks those past it
-  // (and the rest of its thread's).
+  // Processes `n` slots of records, or, with a split, those up to it (the
+  // rest of its thread's are parked).
   void route(thread_state& ts, const event* e, std::size_t n, bool split, std::uint64_t split_ticks, bool& parking) {
     if (!split) return pairs.process_all(ts, e, n, current.get());
-    for (std::size_t i = 0; i < n; i += record_length(e[i])) {
-      if (!parking && static_cast<event_kind>(e[i].kind) == event_kind::leaf && e[i].ticks <= split_ticks &&
-          e[i].payload > split_ticks) {  // a leaf across the split: its begin here, its end parked
-        const std::array<event, 2> records = unfused_leaf(e[i], ts.next_index);
-        pairs.process(ts, &records[0], current.get());
-        ts.pending.push_back(records[1]);
-        parking = true;
-        continue;
-      }
-      parking = parking || e[i].ticks > split_ticks;
-      if (parking) ts.pending.insert(ts.pending.end(), e + i, e + i + record_length(e[i]));
-      else pairs.process(ts, e + i, current.get());
-    }
+    pairs.process_until(ts, e, n, split_ticks, parking, current.get());
   }
 
   void reap_if_done(thread_state& ts, thread_record* rec) {

@@ -576,3 +576,61 @@ TEST_CASE("pairing: leaf scopes closed in one step give what the stack gives, ar
     CHECK(f.sink.counts.truncated_scopes == by_stack.sink.counts.truncated_scopes);
   }
 }
+
+TEST_CASE("pairing: at a window switch, a leaf across it closes there and goes on in the next, fused or not") {
+  // a { b{} b{ across the switch at 25 } } b{} (after it): what the old and
+  // the next window get is the same whether leaves come fused or as pairs.
+  const std::vector<pt::event> events = {begin(10, site_a),
+                                         begin(12, site_b),
+                                         end(14, site_b, index_of(1, 1)),
+                                         begin(20, site_b),
+                                         end(30, site_b, index_of(1, 3)),
+                                         end(40, site_a, index_of(1, 0)),
+                                         begin(50, site_b),
+                                         end(60, site_b, index_of(1, 6))};
+  const auto run = [&](const std::vector<pt::event>& records) {
+    fixture f;
+    test_sink next;
+    next.id = 2;
+    next.start_ticks = 25;
+    auto ts = thread_of(7, 1);
+    f.pairs.attach(ts);
+    bool parking = false;
+    f.pairs.process_until(ts, records.data(), records.size(), 25, parking, &f.sink);
+    CHECK(parking);
+    f.pairs.clip_and_carry(ts, &f.sink, 25, &next, 25);
+    const std::vector<pt::event> parked = std::move(ts.pending);
+    f.pairs.process_all(ts, parked.data(), parked.size(), &next);
+    CHECK(ts.stack.empty());
+    return std::pair{f.sink.scopes, next.scopes};
+  };
+  const auto [old_pairs, next_pairs] = run(events);
+  const std::vector<pt::event> leaves = fused(events, 1);
+  REQUIRE(leaves.size() == events.size() - 3);
+  const auto [old_fused, next_fused] = run(leaves);
+  const auto same = [](const std::vector<finished>& got, const std::vector<finished>& want) {
+    REQUIRE(got.size() == want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      CAPTURE(i);
+      CHECK(got[i].name == want[i].name);
+      CHECK(got[i].begin == want[i].begin);
+      CHECK(got[i].end == want[i].end);
+      CHECK(got[i].self == want[i].self);
+      CHECK(got[i].depth == want[i].depth);
+    }
+  };
+  same(old_fused, old_pairs);
+  same(next_fused, next_pairs);
+  // The old window: b [12, 14], b clipped [20, 25], a [10, 25]; the next: b
+  // [25, 30], a [25, 40], b [50, 60].
+  REQUIRE(old_fused.size() == 3);
+  CHECK(old_fused[1].begin == 20);
+  CHECK(old_fused[1].end == 25);
+  CHECK(old_fused[2].self == 15 - 2 - 5);
+  REQUIRE(next_fused.size() == 3);
+  CHECK(next_fused[0].begin == 25);
+  CHECK(next_fused[0].end == 30);
+  CHECK(next_fused[1].name == "a");
+  CHECK(next_fused[1].end == 40);
+  CHECK(next_fused[2].begin == 50);
+}

@@ -151,6 +151,28 @@ class pairing {
     }
   }
 
+  // The records of `n` slots up to `split_ticks` (a window switch), in
+  // order; from the first one after it on, this thread's records go to
+  // ts.pending (`parking` says so across a drain's chunks), processed once
+  // the next window is open. A leaf event across the split is its begin
+  // here and its end parked.
+  void process_until(thread_state& ts, const event* e, std::size_t n, std::uint64_t split_ticks, bool& parking,
+                     Sink* w) {
+    for (std::size_t i = 0; i < n; i += record_length(e[i])) {
+      if (!parking && static_cast<event_kind>(e[i].kind) == event_kind::leaf && e[i].ticks <= split_ticks &&
+          e[i].payload > split_ticks) {
+        const std::array<event, 2> records = unfused_leaf(e[i], ts.next_index);
+        process(ts, &records[0], w);
+        ts.pending.push_back(records[1]);
+        parking = true;
+        continue;
+      }
+      parking = parking || e[i].ticks > split_ticks;
+      if (parking) ts.pending.insert(ts.pending.end(), e + i, e + i + record_length(e[i]));
+      else process(ts, e + i, w);
+    }
+  }
+
   // Drops after the last record taken have no gap record yet (it comes
   // with the next record, if any): when a decision cannot wait for it (the
   // thread exited, the trace closes), they freeze what is open.
