@@ -103,15 +103,13 @@ const std::string& kineto_json_writer::complete_prefix(const site& where) {
   return it->second;
 }
 
-const kineto_json_writer::short_prefix& kineto_json_writer::complete_prefix(const site& where, std::int64_t tid) {
-  const std::pair<const site*, std::int64_t> k{&where, tid};
-  if (k == last_thread_key_) return *last_thread_prefix_;
+const kineto_json_writer::short_prefix& kineto_json_writer::new_prefix(const std::pair<const site*, std::int64_t>& k) {
   auto [it, fresh] = thread_prefixes_.try_emplace(k);
   last_thread_key_ = k;
   last_thread_prefix_ = &it->second;
   if (fresh) {
-    std::string text = complete_prefix(where);
-    append_int(text, tid);
+    std::string text = complete_prefix(*k.first);
+    append_int(text, k.second);
     text += ", \"ts\": ";
     short_prefix& p = it->second;
     if (text.size() <= sizeof p.bytes) {
@@ -122,30 +120,20 @@ const kineto_json_writer::short_prefix& kineto_json_writer::complete_prefix(cons
   return it->second;
 }
 
-// put_us3() for a timestamp: the digits above its last eight copied from
-// the last one's when they are the same, the last eight ("ddddd.ddd")
-// formatted without a division loop.
-char* kineto_json_writer::put_ts(char* p, std::int64_t ns) noexcept {
+// put_ts() for a timestamp whose digits above its last eight are not the
+// last one's (or that has none, or is out of put_ts's range).
+char* kineto_json_writer::put_ts_new_high(char* p, std::int64_t ns) noexcept {
   if (ns < 100'000'000 || ns >= 10'000'000'000'000'000) return put_us3(p, ns);
-  const auto u = static_cast<std::uint64_t>(ns);
-  if (u - ts_high_base_ >= 100'000'000) {  // (also below the base: unsigned)
-    const std::uint64_t high = u / 100'000'000;
-    ts_high_base_ = high * 100'000'000;
-    ts_high_size_ = static_cast<std::size_t>(std::to_chars(ts_high_text_, ts_high_text_ + 8, high).ptr - ts_high_text_);
-  }
-  std::memcpy(p, ts_high_text_, 8);  // fixed size: one move; high < 10^8 has at most eight digits
-  p += ts_high_size_;
-  const std::uint64_t low = eight_digits(static_cast<std::uint32_t>(u - ts_high_base_));
-  std::memcpy(p, &low, 8);  // "iiiiifff": the point goes after the fifth
-  const std::uint64_t frac = (low >> 40) << 8 | '.';
-  std::memcpy(p + 5, &frac, 8);
-  return p + 9;
+  const std::uint64_t high = static_cast<std::uint64_t>(ns) / 100'000'000;
+  ts_high_base_ = high * 100'000'000;
+  ts_high_size_ = static_cast<std::size_t>(std::to_chars(ts_high_text_, ts_high_text_ + 8, high).ptr - ts_high_text_);
+  return put_ts(p, ns);
 }
 
 // The common scope, built in place in the staging block up to its
 // External id's value: its site and thread's prefix in one fixed-size copy,
 // then ts, dur and the id. Returns where the rest goes.
-char* kineto_json_writer::put_short(const short_prefix& prefix, std::int64_t begin_ns, std::int64_t end_ns,
+PROFTRACE_ALWAYS_INLINE char* kineto_json_writer::put_short(const short_prefix& prefix, std::int64_t begin_ns, std::int64_t end_ns,
                                     std::uint64_t external_id) {
   if (PROFTRACE_UNLIKELY(stage_ + stage_size - stage_end_ < static_cast<std::ptrdiff_t>(max_short_event))) sync();
   char* p = stage_end_;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <utility>
@@ -21,6 +22,7 @@
 
 #include "aggregation/aggregator.hpp"
 #include "pairing/scope_stack.hpp"
+#include "json_text.hpp"
 #include "writers/trace_head.hpp"
 
 namespace proftrace {
@@ -69,7 +71,11 @@ class kineto_json_writer {
     char bytes[short_prefix_max];
     std::size_t size = 0;  // 0: too long for the short path
   };
-  const short_prefix& complete_prefix(const site& where, std::int64_t tid);
+  const short_prefix& complete_prefix(const site& where, std::int64_t tid) {
+    const std::pair<const site*, std::int64_t> k{&where, tid};
+    return k == last_thread_key_ ? *last_thread_prefix_ : new_prefix(k);
+  }
+  const short_prefix& new_prefix(const std::pair<const site*, std::int64_t>& k);
   bool short_scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns);
   char* put_short(const short_prefix& prefix, std::int64_t begin_ns, std::int64_t end_ns, std::uint64_t external_id);
   void sync() {
@@ -91,7 +97,18 @@ class kineto_json_writer {
   bool first_event_ = true;
   // put_ts(): the digits of the last timestamp above its last eight, which
   // successive events nearly always share.
-  char* put_ts(char* p, std::int64_t ns) noexcept;
+  char* put_ts(char* p, std::int64_t ns) noexcept {
+    const auto u = static_cast<std::uint64_t>(ns);
+    if (PROFTRACE_UNLIKELY(u - ts_high_base_ >= 100'000'000 || ts_high_base_ == 0)) return put_ts_new_high(p, ns);
+    std::memcpy(p, ts_high_text_, 8);  // fixed size: one move; the high digits are at most eight
+    p += ts_high_size_;
+    const std::uint64_t low = eight_digits(static_cast<std::uint32_t>(u - ts_high_base_));
+    std::memcpy(p, &low, 8);  // "iiiiifff": the point goes after the fifth
+    const std::uint64_t frac = (low >> 40) << 8 | '.';
+    std::memcpy(p + 5, &frac, 8);
+    return p + 9;
+  }
+  char* put_ts_new_high(char* p, std::int64_t ns) noexcept;
   std::uint64_t ts_high_base_ = 0;  // those digits times 10^8 (0: none yet; every ts here is above 10^8)
   char ts_high_text_[16] = {};
   std::size_t ts_high_size_ = 0;

@@ -90,6 +90,10 @@ inline char* write_varint9(char* p, std::uint64_t v) noexcept {
 }
 
 inline char* write_varint(char* p, std::uint64_t v) noexcept {
+  if (v < 0x80) {  // the commonest: a leaf's duration, a delta between close events
+    *p = static_cast<char>(v);
+    return p + 1;
+  }
   if (v >> 56 != 0 && v >> 63 == 0) return write_varint9(p, v);
   while (v >= 0x80) {
     *p++ = static_cast<char>(v | 0x80);
