@@ -510,3 +510,57 @@ TEST_CASE("an async range closed truncated says so in both formats") {
     CHECK((perfetto.buffer().find("truncated") != std::string::npos) == truncated);
   }
 }
+
+TEST_CASE("runs of leaf events reach both writers as the same slices as the stack gives them") {
+  // Thread 11: outer { leaves of two sites, alternating and repeated, one
+  // site first seen mid-run } then leaves at the top: fed as the streaming
+  // drain hands them over (fused leaf events, one chunk through
+  // process_all) and record by record through the stack; both writers must
+  // give the same slices either way, and the same as each other.
+  static const pt::site leaf_a{"leaf a", "", "w.cpp", 20, pt::category::user_annotation};
+  static const pt::site leaf_b{"leaf b", "", "w.cpp", 21, pt::category::cpu_op};
+  static const pt::site leaf_c{"leaf c", "", "w.cpp", 22, pt::category::user_annotation};
+  const pt::site* order[] = {&leaf_a, &leaf_a, &leaf_b, &leaf_a, &leaf_c, &leaf_c, &leaf_b};
+  const auto leaf = [](std::uint64_t t, const pt::site* s, std::uint64_t dur) {
+    return rec(t, s, t + dur, pt::event_kind::leaf);
+  };
+  std::vector<pt::event> fused = {rec(100, &outer_site, 0, pt::event_kind::begin)};
+  std::vector<pt::event> pairs_of = fused;
+  std::uint64_t t = 110, slot = 1;
+  for (const pt::site* s : order) {
+    fused.push_back(leaf(t, s, 7));
+    pairs_of.push_back(rec(t, s, 0, pt::event_kind::begin));
+    pairs_of.push_back(rec(t + 7, s, idx(1, slot), pt::event_kind::end));
+    t += 10;
+    slot += 2;
+  }
+  fused.push_back(rec(t, &outer_site, idx(1, 0), pt::event_kind::end));
+  pairs_of.push_back(fused.back());
+  for (const pt::site* s : order) {
+    t += 10;
+    fused.push_back(leaf(t, s, 3));
+    pairs_of.push_back(rec(t, s, 0, pt::event_kind::begin));
+    pairs_of.push_back(rec(t + 3, s, idx(1, slot + 1), pt::event_kind::end));
+    slot += 2;
+  }
+  const auto slices_of = [](const std::vector<pt::event>& events, bool in_one_chunk) {
+    two_threads f(head_at_1_7e18());
+    if (in_one_chunk) f.pairs.process_all(f.t1, events.data(), events.size(), &f.sink);
+    else f.feed(f.t1, events);
+    CHECK(f.t1.stack.empty());
+    CHECK(f.sink.losses.total() == 0);
+    return std::pair{json_slices(f.sink.json.buffer(), f.sink.head.base_ns), perfetto_slices(f.sink.perfetto.buffer())};
+  };
+  const auto [json_runs, perfetto_runs] = slices_of(fused, true);
+  const auto [json_stack, perfetto_stack] = slices_of(pairs_of, false);
+  REQUIRE(json_stack.size() == 1 + 2 * std::size(order));
+  CHECK(json_runs == json_stack);
+  CHECK(perfetto_runs == perfetto_stack);
+  CHECK(perfetto_runs == json_runs);
+  CHECK(json_runs[0].name == "outer");
+  CHECK(json_runs[1].depth == 1);
+  CHECK(json_runs[1].dur_ns == 7);
+  CHECK(json_runs.back().depth == 0);
+  CHECK(json_runs.back().name == "leaf b");
+  CHECK(json_runs.back().category == "cpu_op");
+}

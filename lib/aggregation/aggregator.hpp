@@ -74,9 +74,9 @@ class aggregator {
         last = l.where;
         const site_slot& slot = site_cache_[cache_index(l.where)];
         row = slot.where == l.where ? &rows_[slot.row] : &find_row(ts, as_leaf(ts, l));
+        began(*row, l.begin_ns);  // one thread's leaves, in order: the first of a site began first
       }
       const std::int64_t dur = l.end_ns > l.begin_ns ? l.end_ns - l.begin_ns : 0;
-      began(*row, l.begin_ns);
       row->count += 1;
       row->cpu_time_total_ns += dur;
       row->self_cpu_time_total_ns += dur;

@@ -182,6 +182,26 @@ class perfetto_builder {
     stage_.end = put_slice(put_slice(stage_.end, b, begin_ns, arg_value), e, end_ns, 0);
   }
 
+  // slice_pair() for `n` slices of one name, category and arg name: `at(i)`
+  // gives the i-th one's begin_ns, end_ns and arg value.
+  template <class At>
+  void slice_pairs(std::uint64_t track, std::uint64_t name_iid, std::uint64_t category_iid, std::uint64_t arg_name_iid,
+                   std::size_t n, At&& at) {
+    std::size_t i = 0;
+    if (PROFTRACE_UNLIKELY(!pending_.empty()) && n != 0) {
+      const auto [begin_ns, end_ns, arg_value] = at(0);
+      pair_with_pending(track, begin_ns, end_ns, name_iid, category_iid, arg_name_iid, arg_value);
+      i = 1;
+    }
+    const slice_fields& b = fields_for(1, track, name_iid, category_iid, arg_name_iid);
+    const slice_fields& e = fields_for(2, track, 0, 0, 0);
+    for (; i < n; ++i) {
+      const auto [begin_ns, end_ns, arg_value] = at(i);
+      stage_room(2 * max_fast_packet);
+      stage_.end = put_slice(put_slice(stage_.end, b, begin_ns, arg_value), e, end_ns, 0);
+    }
+  }
+
   // The packets written so far, all of them (the fast path's staged ones
   // appended first). Read the output only through this.
   std::string& out() {

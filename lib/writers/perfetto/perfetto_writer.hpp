@@ -27,6 +27,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -67,10 +68,15 @@ class perfetto_writer {
       i = 1;
     }
     packet_sequence& q = sequence_of(ts.tid);
-    for (; i < run.size(); ++i) {
-      const site_ids& ids = q.ids_of(*run[i].where);
-      q.builder.slice_pair(q.track, run[i].begin_ns, run[i].end_ns, ids.name, ids.category, q.external_id_iid,
-                           run[i].external_id);
+    while (i < run.size()) {  // by consecutive leaves of one site: one name, so one packet layout
+      const std::size_t first = i;
+      const site* where = run[i].where;
+      while (++i < run.size() && run[i].where == where) {}
+      const site_ids& ids = q.ids_of(*where);
+      q.builder.slice_pairs(q.track, ids.name, ids.category, q.external_id_iid, i - first, [&](std::size_t k) {
+        const closed_leaf& l = run[first + k];
+        return std::tuple{l.begin_ns, l.end_ns, l.external_id};
+      });
     }
   }
   void async(const open_async& a, std::uint64_t id, std::int64_t end_ns, std::int64_t end_tid);
