@@ -129,7 +129,7 @@ struct flusher::impl {
     unattached_seen = unattached;
   }
 
-  // Processes `n` slots of records, or, with a split, those up to it (the
+  // Processes `n` events of records, or, with a split, those up to it (the
   // rest of its thread's are parked).
   void route(thread_state& ts, const event* e, std::size_t n, bool split, std::uint64_t split_ticks, bool& parking) {
     if (!split) return pairs.process_all(ts, e, n, current.get());

@@ -131,10 +131,10 @@ class pairing {
     }
   }
 
-  // Every record of `n` slots from one chunk of `ts`'s ring, in order. A
+  // Every record of `n` events from one chunk of `ts`'s ring, in order. A
   // leaf scope (a `leaf` event, or a begin followed at once by its end)
-  // closes in one step, with no trip through the stack; a run of them goes
-  // to the sink in one call.
+  // closes in one step, with no trip through the stack; a run of leaf
+  // events goes to the sink in one call.
   PROFTRACE_ALWAYS_INLINE void process_all(thread_state& ts, const event* e, std::size_t n, Sink* w) {
     std::size_t i = 0;
     while (i < n) {
@@ -151,7 +151,7 @@ class pairing {
     }
   }
 
-  // The records of `n` slots up to `split_ticks` (a window switch), in
+  // The records of `n` events up to `split_ticks` (a window switch), in
   // order; from the first one after it on, this thread's records go to
   // ts.pending (`parking` says so across a drain's chunks), processed once
   // the next window is open. A leaf event across the split is its begin
@@ -301,9 +301,9 @@ class pairing {
     return k;
   }
 
-  // A plain begin and the end that names it, adjacent, as consume() hands
-  // them out without fuse_leaves: one leaf, if it closes as one. False:
-  // nothing done.
+  // A begin and the end that names it, adjacent and not fused (consume()
+  // without fuse_leaves, or a begin with a CUDA correlation id): one leaf,
+  // if it closes as one. False: nothing done.
   PROFTRACE_ALWAYS_INLINE bool leaf(thread_state& ts, const event* e, Sink* w) {
     const event& b = e[0];
     const event& end = e[1];

@@ -121,7 +121,7 @@ constexpr bool takes_one_slot(event_kind kind, std::uint64_t where, std::uint64_
   return kind == event_kind::end && ring_uid_of(payload) == uid;
 }
 // The slots a handed-out event took in a ring of `uid` (an extension: its
-// two; a head: its whole record's).
+// two; a leaf: its begin's and end's; a head: its whole record's).
 constexpr std::uint64_t ring_slots(const event& e, std::uint64_t uid) noexcept {
   const auto kind = static_cast<event_kind>(e.kind);
   if (kind == event_kind::extension || kind == event_kind::leaf) return 2;
