@@ -158,7 +158,16 @@ class pairing {
   // here and its end parked.
   void process_until(thread_state& ts, const event* e, std::size_t n, std::uint64_t split_ticks, bool& parking,
                      Sink* w) {
-    for (std::size_t i = 0; i < n; i += record_length(e[i])) {
+    std::size_t i = 0;
+    if (!parking) {  // what lies wholly before the split, as any drain takes it (leaves in runs)
+      const auto before = [&](const event& r) {
+        return r.ticks <= split_ticks &&
+               (static_cast<event_kind>(r.kind) != event_kind::leaf || r.payload <= split_ticks);
+      };
+      while (i < n && before(e[i])) i += record_length(e[i]);
+      process_all(ts, e, i, w);
+    }
+    for (; i < n; i += record_length(e[i])) {
       if (!parking && static_cast<event_kind>(e[i].kind) == event_kind::leaf && e[i].ticks <= split_ticks &&
           e[i].payload > split_ticks) {
         const std::array<event, 2> records = unfused_leaf(e[i], ts.next_index);
