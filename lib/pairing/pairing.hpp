@@ -166,20 +166,16 @@ class pairing {
       };
       while (i < n && before(e[i])) i += record_length(e[i]);
       process_all(ts, e, i, w);
-    }
-    for (; i < n; i += record_length(e[i])) {
-      if (!parking && static_cast<event_kind>(e[i].kind) == event_kind::leaf && e[i].ticks <= split_ticks &&
-          e[i].payload > split_ticks) {
+      if (i == n) return;
+      if (static_cast<event_kind>(e[i].kind) == event_kind::leaf && e[i].ticks <= split_ticks) {
         const std::array<event, 2> records = unfused_leaf(e[i], ts.next_index);
         process(ts, &records[0], w);
         ts.pending.push_back(records[1]);
-        parking = true;
-        continue;
+        ++i;
       }
-      parking = parking || e[i].ticks > split_ticks;
-      if (parking) ts.pending.insert(ts.pending.end(), e + i, e + i + record_length(e[i]));
-      else process(ts, e + i, w);
     }
+    parking = true;
+    ts.pending.insert(ts.pending.end(), e + i, e + n);
   }
 
   // Drops after the last record taken have no gap record yet (it comes
