@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -563,4 +564,44 @@ TEST_CASE("runs of leaf events reach both writers as the same slices as the stac
   CHECK(json_runs.back().depth == 0);
   CHECK(json_runs.back().name == "leaf b");
   CHECK(json_runs.back().category == "cpu_op");
+}
+
+TEST_CASE("a long run of leaves fills the writers' staging blocks and crosses a timestamp's high digits") {
+  // 3000 leaves of two sites in one chunk (more than either writer's 16 KiB
+  // staging block holds), durations and gaps of one- to three-byte varints,
+  // across 10^8 ns (JSON's shared high digits of "ts" change mid-run): as
+  // runs and through the stack, both writers give the same slices.
+  static const pt::site leaf_a{"leaf a", "", "w.cpp", 30, pt::category::user_annotation};
+  static const pt::site leaf_b{"leaf b", "", "w.cpp", 31, pt::category::cpu_op};
+  std::vector<pt::event> fused, pairs_of;
+  std::uint64_t t = 99'000'000, slot = 0;
+  const std::uint64_t durations[] = {3, 200, 70'000}, gaps[] = {5, 300, 1'000'000};
+  for (std::size_t i = 0; i < 3000; ++i) {
+    const pt::site* s = i % 7 < 4 ? &leaf_a : &leaf_b;
+    const std::uint64_t dur = durations[i % 3];
+    fused.push_back(rec(t, s, t + dur, pt::event_kind::leaf));
+    pairs_of.push_back(rec(t, s, 0, pt::event_kind::begin));
+    pairs_of.push_back(rec(t + dur, s, idx(1, slot), pt::event_kind::end));
+    t += dur + gaps[i % 2 == 0 ? (i / 2) % 3 : 0];
+    slot += 2;
+  }
+  const auto slices_of = [](const std::vector<pt::event>& events, bool in_one_chunk) {
+    two_threads f(head_at_1_7e18());
+    if (in_one_chunk) f.pairs.process_all(f.t1, events.data(), events.size(), &f.sink);
+    else f.feed(f.t1, events);
+    CHECK(f.sink.losses.total() == 0);
+    return std::pair{json_slices(f.sink.json.buffer(), f.sink.head.base_ns), perfetto_slices(f.sink.perfetto.buffer())};
+  };
+  const auto [json_runs, perfetto_runs] = slices_of(fused, true);
+  const auto [json_stack, perfetto_stack] = slices_of(pairs_of, false);
+  REQUIRE(json_runs.size() == 3000);
+  const std::int64_t base_ns = head_at_1_7e18().base_ns;
+  CHECK(json_runs.front().begin_ns - base_ns < 100'000'000);
+  CHECK(json_runs.back().begin_ns - base_ns > 100'000'000);
+  CHECK(json_runs == json_stack);
+  CHECK(perfetto_runs == perfetto_stack);
+  CHECK(perfetto_runs == json_runs);
+  std::set<std::int64_t> durs;
+  for (const auto& s : json_runs) durs.insert(s.dur_ns);
+  CHECK(durs == std::set<std::int64_t>{3, 200, 70'000});
 }

@@ -120,44 +120,20 @@ const kineto_json_writer::short_prefix& kineto_json_writer::new_prefix(const std
   return it->second;
 }
 
-// put_ts() for a timestamp whose digits above its last eight are not the
-// last one's (or that has none, or is out of put_ts's range).
-char* kineto_json_writer::put_ts_new_high(char* p, std::int64_t ns) noexcept {
-  if (ns < 100'000'000 || ns >= 10'000'000'000'000'000) return put_us3(p, ns);
+kineto_json_writer::ts_text kineto_json_writer::ts_text::for_high(std::int64_t ns) noexcept {
+  ts_text t;
   const std::uint64_t high = static_cast<std::uint64_t>(ns) / 100'000'000;
-  ts_high_base_ = high * 100'000'000;
-  ts_high_size_ = static_cast<std::size_t>(std::to_chars(ts_high_text_, ts_high_text_ + 8, high).ptr - ts_high_text_);
-  return put_ts(p, ns);
-}
-
-// The common scope, built in place in the staging block up to its
-// External id's value: its site and thread's prefix in one fixed-size copy,
-// then ts, dur and the id. Returns where the rest goes.
-PROFTRACE_ALWAYS_INLINE char* kineto_json_writer::put_short(const short_prefix& prefix, std::int64_t begin_ns, std::int64_t end_ns,
-                                    std::uint64_t external_id) {
-  if (PROFTRACE_UNLIKELY(stage_ + stage_size - stage_end_ < static_cast<std::ptrdiff_t>(max_short_event))) sync();
-  char* p = stage_end_;
-  std::memcpy(p, ",\n", 2);
-  p += first_event_ ? 0 : 2;
-  first_event_ = false;
-  std::memcpy(p, prefix.bytes, sizeof prefix.bytes);  // fixed size: a few moves; prefix.size bytes count
-  p += prefix.size;
-  p = put_ts(p, begin_ns - head_.base_ns);
-  static constexpr std::string_view dur_key = ", \"dur\": ", id_key = ", \"args\": {\"External id\": ";
-  std::memcpy(p, dur_key.data(), dur_key.size());
-  p += dur_key.size();
-  const std::int64_t dur = end_ns > begin_ns ? end_ns - begin_ns : 0;
-  p = dur < 100'000'000 ? put_us3_below_1e8(p, static_cast<std::uint32_t>(dur)) : put_us3(p, dur);
-  std::memcpy(p, id_key.data(), id_key.size());
-  p += id_key.size();
-  return external_id < 100'000'000 ? put_below_1e8(p, static_cast<std::uint32_t>(external_id))
-                                   : std::to_chars(p, p + 24, external_id).ptr;
+  t.high_base = high * 100'000'000;
+  t.high_size = static_cast<std::size_t>(std::to_chars(t.high_text, t.high_text + 8, high).ptr - t.high_text);
+  return t;
 }
 
 bool kineto_json_writer::short_scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns) {
   const short_prefix& prefix = complete_prefix(*s.where, ts.tid);
   if (prefix.size == 0) return false;
-  char* p = put_short(prefix, s.begin_ns, end_ns, s.external_id);
+  if (PROFTRACE_UNLIKELY(stage_ + stage_size - stage_end_ < static_cast<std::ptrdiff_t>(max_short_event))) sync();
+  char* p = put_short(stage_end_, first_event_, prefix, ts_, head_.base_ns, s.begin_ns, end_ns, s.external_id);
+  first_event_ = false;
   const bool closed = plain_slice(ts, s, head_);  // (never a step here)
   std::memcpy(p, "}}", 2);
   stage_end_ = p + (closed ? 2 : 0);
@@ -170,16 +146,39 @@ bool kineto_json_writer::short_scope(const thread_state& ts, const open_scope& s
 
 void kineto_json_writer::leaves(thread_state& ts, std::span<const closed_leaf> run) {
   const bool plain = !head_.with_stack && !head_.with_modules;  // plain_slice() for a leaf
-  for (const closed_leaf& l : run) {
-    const short_prefix& prefix = complete_prefix(*l.where, ts.tid);
-    if (PROFTRACE_LIKELY(plain && prefix.size != 0)) {
-      char* p = put_short(prefix, l.begin_ns, l.end_ns, l.external_id);
-      std::memcpy(p, "}}", 2);
-      stage_end_ = p + 2;
-    } else {
-      scope(ts, as_leaf(ts, l), l.end_ns);
+  std::size_t i = 0;
+  while (i < run.size()) {  // by consecutive leaves of one site: one prefix
+    const site* where = run[i].where;
+    const short_prefix& prefix = complete_prefix(*where, ts.tid);
+    if (PROFTRACE_UNLIKELY(!plain || prefix.size == 0 || first_event_)) {
+      scope(ts, as_leaf(ts, run[i]), run[i].end_ns);
+      ++i;
+      continue;
     }
+    const std::size_t first = i;
+    while (++i < run.size() && run[i].where == where) {}
+    short_leaves(prefix, run.subspan(first, i - first));
   }
+}
+
+void kineto_json_writer::short_leaves(const short_prefix& prefix_in, std::span<const closed_leaf> run) {
+  const short_prefix prefix = prefix_in;
+  ts_text ts = ts_;
+  const std::int64_t base_ns = head_.base_ns;
+  char* p = stage_end_;
+  const char* const room_end = stage_ + stage_size - max_short_event;
+  for (const closed_leaf& l : run) {
+    if (PROFTRACE_UNLIKELY(p > room_end)) {
+      stage_end_ = p;
+      sync();
+      p = stage_end_;
+    }
+    p = put_short(p, false, prefix, ts, base_ns, l.begin_ns, l.end_ns, l.external_id);
+    std::memcpy(p, "}}", 2);
+    p += 2;
+  }
+  stage_end_ = p;
+  ts_ = ts;
 }
 
 void kineto_json_writer::scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns) {

@@ -77,7 +77,6 @@ class kineto_json_writer {
   }
   const short_prefix& new_prefix(const std::pair<const site*, std::int64_t>& k);
   bool short_scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns);
-  char* put_short(const short_prefix& prefix, std::int64_t begin_ns, std::int64_t end_ns, std::uint64_t external_id);
   void sync() {
     if (stage_end_ != stage_) buffer_.append(stage_, static_cast<std::size_t>(stage_end_ - stage_));
     stage_end_ = stage_;
@@ -95,23 +94,54 @@ class kineto_json_writer {
   char stage_[stage_size];
   char* stage_end_ = stage_;
   bool first_event_ = true;
-  // put_ts(): the digits of the last timestamp above its last eight, which
-  // successive events nearly always share.
-  char* put_ts(char* p, std::int64_t ns) noexcept {
-    const auto u = static_cast<std::uint64_t>(ns);
-    if (PROFTRACE_UNLIKELY(u - ts_high_base_ >= 100'000'000 || ts_high_base_ == 0)) return put_ts_new_high(p, ns);
-    std::memcpy(p, ts_high_text_, 8);  // fixed size: one move; the high digits are at most eight
-    p += ts_high_size_;
-    const std::uint64_t low = eight_digits(static_cast<std::uint32_t>(u - ts_high_base_));
-    std::memcpy(p, &low, 8);  // "iiiiifff": the point goes after the fifth
-    const std::uint64_t frac = (low >> 40) << 8 | '.';
-    std::memcpy(p + 5, &frac, 8);
-    return p + 9;
+  // A timestamp's text: the digits above its last eight, which successive
+  // events nearly always share, are the last timestamp's.
+  struct ts_text {
+    std::uint64_t high_base = 0;  // those digits times 10^8 (0: none yet; every ts here is above 10^8)
+    char high_text[16] = {};
+    std::size_t high_size = 0;
+    char* put(char* p, std::int64_t ns) noexcept {
+      const auto u = static_cast<std::uint64_t>(ns);
+      if (PROFTRACE_UNLIKELY(u - high_base >= 100'000'000 || high_base == 0)) {
+        if (ns < 100'000'000 || ns >= 10'000'000'000'000'000) return put_us3(p, ns);
+        *this = for_high(ns);
+      }
+      std::memcpy(p, high_text, 8);  // fixed size: one move; the high digits are at most eight
+      p += high_size;
+      const std::uint64_t low = eight_digits(static_cast<std::uint32_t>(u - high_base));
+      std::memcpy(p, &low, 8);  // "iiiiifff": the point goes after the fifth
+      const std::uint64_t frac = (low >> 40) << 8 | '.';
+      std::memcpy(p + 5, &frac, 8);
+      return p + 9;
+    }
+    // Returned by value, so that a caller's copy in a local never has its
+    // address taken: the events are chars, which may alias anything else.
+    static ts_text for_high(std::int64_t ns) noexcept;
+  };
+  ts_text ts_;
+  // The short event at `p` (a comma first unless `first`): its prefix, ts,
+  // dur and External id's value; returns where the rest goes.
+  PROFTRACE_ALWAYS_INLINE static char* put_short(char* p, bool first, const short_prefix& prefix, ts_text& ts,
+                                                 std::int64_t base_ns, std::int64_t begin_ns, std::int64_t end_ns,
+                                                 std::uint64_t external_id) noexcept {
+    std::memcpy(p, ",\n", 2);
+    p += first ? 0 : 2;
+    std::memcpy(p, prefix.bytes, sizeof prefix.bytes);  // fixed size: a few moves; prefix.size bytes count
+    p += prefix.size;
+    p = ts.put(p, begin_ns - base_ns);
+    static constexpr std::string_view dur_key = ", \"dur\": ", id_key = ", \"args\": {\"External id\": ";
+    std::memcpy(p, dur_key.data(), dur_key.size());
+    p += dur_key.size();
+    const std::int64_t dur = end_ns > begin_ns ? end_ns - begin_ns : 0;
+    p = dur < 100'000'000 ? put_us3_below_1e8(p, static_cast<std::uint32_t>(dur)) : put_us3(p, dur);
+    std::memcpy(p, id_key.data(), id_key.size());
+    p += id_key.size();
+    return external_id < 100'000'000 ? put_below_1e8(p, static_cast<std::uint32_t>(external_id))
+                                     : std::to_chars(p, p + 24, external_id).ptr;
   }
-  char* put_ts_new_high(char* p, std::int64_t ns) noexcept;
-  std::uint64_t ts_high_base_ = 0;  // those digits times 10^8 (0: none yet; every ts here is above 10^8)
-  char ts_high_text_[16] = {};
-  std::size_t ts_high_size_ = 0;
+  // The same for a run of leaves of one site and thread, with the
+  // writer's state in locals (see ts_text::for_high).
+  void short_leaves(const short_prefix& prefix, std::span<const closed_leaf> run);
   std::unordered_map<const site*, std::string> prefixes_;  // node-based: last_prefix_ stays valid
   const site* last_site_ = nullptr;
   const std::string* last_prefix_ = nullptr;

@@ -195,6 +195,8 @@ class perfetto_builder {
     }
     const slice_fields& b = fields_for(1, track, name_iid, category_iid, arg_name_iid);
     const slice_fields& e = fields_for(2, track, 0, 0, 0);
+    if (PROFTRACE_LIKELY(incremental_ && b.size <= short_fields::max && e.size <= short_fields::max))
+      return short_pairs(short_fields(b), short_fields(e), i, n, at);
     for (; i < n; ++i) {
       const auto [begin_ns, end_ns, arg_value] = at(i);
       stage_room(2 * max_fast_packet);
@@ -303,13 +305,16 @@ class perfetto_builder {
   }
   const slice_fields& make_fields(slice_fields& f, int type, std::uint64_t track, std::uint64_t name_iid,
                                   std::uint64_t category_iid, std::uint64_t arg_name_iid);
-  // A slice's packet at `packet` from its fields (max_fast_packet bytes of
-  // room): the packet's key and length, the sequence id and the timestamp,
-  // the fields, the arg's value; lengths patched in place.
-  char* put_slice(char* packet, const slice_fields& f, std::int64_t unix_ns, std::uint64_t arg_value) noexcept {
+  // A slice's packet at `packet` (max_fast_packet bytes of room): the
+  // packet's key and length, `head` (the sequence id and the timestamp's
+  // key) and the timestamp, the fields, the arg's value; lengths patched in
+  // place. Fields: slice_fields or short_fields.
+  template <class Fields>
+  static char* put_slice(char* packet, const char (&head)[8], std::size_t head_size, const Fields& f,
+                         std::uint64_t timestamp, std::uint64_t arg_value) noexcept {
     char* p = packet + 2;  // the packet's key and length go first, once its length is known
-    std::memcpy(p, packet_head_, sizeof packet_head_);
-    p = proto::write_varint(p + packet_head_size_, timestamp_value(unix_ns));
+    std::memcpy(p, head, sizeof head);
+    p = proto::write_varint(p + head_size, timestamp);
     char* const fields = p;
     std::memcpy(p, f.bytes, sizeof f.bytes);  // fixed size: a few moves; only f.size bytes count
     p += f.size;
@@ -321,6 +326,46 @@ class perfetto_builder {
     packet[0] = 0x0a;  // Trace.packet (1), length-delimited
     packet[1] = static_cast<char>(p - packet - 2);
     return p;
+  }
+  char* put_slice(char* packet, const slice_fields& f, std::int64_t unix_ns, std::uint64_t arg_value) noexcept {
+    return put_slice(packet, packet_head_, packet_head_size_, f, timestamp_value(unix_ns), arg_value);
+  }
+  // A slice_fields of at most 32 bytes, as slice_pairs' loop holds it in a
+  // local: the packets are chars, which may alias any member, so a loop on
+  // the members themselves reloads them after every store.
+  struct short_fields {
+    static constexpr std::size_t max = 32;
+    explicit short_fields(const slice_fields& f) noexcept
+        : size(f.size), event_length_at(f.event_length_at), arg_length_at(f.arg_length_at) {
+      std::memcpy(bytes, f.bytes, sizeof bytes);
+    }
+    char bytes[max];
+    std::size_t size, event_length_at, arg_length_at;
+  };
+  // slice_pairs' loop on a thread's sequence (incremental timestamps), from
+  // `i` to `n`, with the stage's end and the clock in locals too.
+  template <class At>
+  void short_pairs(const short_fields& begin, const short_fields& end, std::size_t i, std::size_t n, At& at) {
+    char head[sizeof packet_head_];
+    std::memcpy(head, packet_head_, sizeof head);
+    const std::size_t head_size = packet_head_size_;
+    std::uint64_t last = last_ns_;
+    char* p = stage_.end;
+    const char* const room_end = stage_.bytes + packet_stage::size - 2 * max_fast_packet;
+    for (; i < n; ++i) {
+      if (PROFTRACE_UNLIKELY(p > room_end)) {
+        stage_.end = p;
+        sync();
+        p = stage_.end;
+      }
+      const auto [begin_ns, end_ns, arg_value] = at(i);
+      const auto b = static_cast<std::uint64_t>(begin_ns);  // deltas wrap: two's complement
+      p = put_slice(p, head, head_size, begin, b - last, arg_value);
+      last = static_cast<std::uint64_t>(end_ns);
+      p = put_slice(p, head, head_size, end, last - b, 0);
+    }
+    stage_.end = p;
+    last_ns_ = last;
   }
   void pair_with_pending(std::uint64_t track, std::int64_t begin_ns, std::int64_t end_ns, std::uint64_t name_iid,
                          std::uint64_t category_iid, std::uint64_t arg_name_iid, std::uint64_t arg_value);
