@@ -1,6 +1,7 @@
 // PROFTRACE_ENABLED=0: every PROF_* macro expands to nothing (declarations)
-// or ((void)0) (expressions), keeps its syntactic role, does not evaluate its
-// arguments and references no proftrace symbol.
+// or a void expression that names its arguments as sizeof's operand only,
+// keeps its syntactic role, does not evaluate its arguments and references
+// no proftrace symbol.
 //
 // tests/CMakeLists.txt builds this file twice:
 //   disabled_macros                 PROFTRACE_ENABLED=0, NOT linked with
@@ -19,6 +20,7 @@
 #include <proftrace/macros.hpp>
 #include <proftrace/memory_category.hpp>
 
+#include <cstdint>
 #include <string_view>
 #include <type_traits>
 
@@ -178,9 +180,32 @@ void passed_on(std::string_view name, const char* thread, int value, double samp
   PROF_COUNTER("sample", sample);
 }
 
+// Variables and parameters kept for the profile alone, passed to the FLOP,
+// memory and shape macros only: still used in the disabled build (built
+// with -Werror=unused-variable and -Werror=unused-parameter).
+void only_for_the_profile(int m, std::int64_t bytes, void* block, proftrace::memory_category category) {
+  const int n = m * 2, k = m + 1, batch = 3, kernel = 3, device = 0;
+  const std::int64_t flops = 2 * n, numel = n * k, reserved = 64;
+  PROF_SCOPE_SHAPES("gemm", {m, n}, {n, k});
+  PROF_MATMUL(m, n, k);
+  PROF_ADDMM(m, n, k);
+  PROF_BMM(batch, m, n, k);
+  PROF_BADDBMM(batch, m, n, k);
+  PROF_ELEMENTWISE(numel);
+  PROF_FLOPS(flops);
+  PROF_CONV(.batch = batch, .in_channels = 3, .out_channels = 8, .input = {n, n}, .kernel = {kernel, kernel});
+  PROF_CONV_BACKWARD(.batch = batch, .in_channels = 3, .out_channels = 8, .input = {n, n}, .kernel = {kernel, kernel});
+  PROF_MEMORY_CATEGORY(category);
+  PROF_ALLOC(block, bytes);
+  PROF_FREE(block, device);
+  PROF_MEMORY_RESERVED(reserved);
+}
+
 }  // namespace
 
 TEST_CASE("the macros compile in every position and leave the program's behaviour alone") {
+  static char block[16];
+  only_for_the_profile(2, 16, block, proftrace::memory_category::activation);
   CHECK(dynamic_names(2) == 3);
   passed_on("name", "thread", 1, 2.0);
   CHECK(memory_and_flops(2) == 3);
@@ -309,7 +334,7 @@ TEST_CASE("disabled expression macros are void expressions usable anywhere an ex
 }
 
 TEST_CASE("disabled declaration macros expand to nothing: an empty statement") {
-  // `PROF_SCOPE("x");` is `;` — valid as a statement anywhere, including a
+  // `PROF_SCOPE("x");` is `;` (PROF_SCOPE_SHAPES's, a sizeof cast to void) — valid as a statement anywhere, including a
   // constexpr function (the enabled form's static site is not allowed there
   // before C++23, so this is a property of the disabled build only).
   struct local {

@@ -90,3 +90,12 @@ TEST_CASE("PROFTRACE_ENABLED=0: <proftrace/cuda.hpp> is inline stand-ins: nothin
   CHECK_FALSE(m.free_bytes.has_value());
   CHECK(m.unavailable == "proftrace was compiled out (PROFTRACE_ENABLED=0)");
 }
+
+TEST_CASE("PROFTRACE_ENABLED=0: the schedule's and the activities' names and rules are inline, as a program prints them") {
+  proftrace::profile p({.activities = {proftrace::activity::cpu, proftrace::activity::memory}});
+  CHECK(proftrace::to_string(p.current_action()) == "NONE");
+  CHECK(proftrace::to_string(proftrace::activity::memory) == "MEMORY");
+  CHECK(proftrace::default_schedule(3) == proftrace::profiler_action::record);
+  CHECK(proftrace::transition(proftrace::profiler_action::record, std::nullopt) ==
+        std::vector{proftrace::transition_op::stop_trace, proftrace::transition_op::trace_ready});
+}

@@ -20,7 +20,18 @@ namespace proftrace {
 
 enum class activity : std::uint8_t { cpu = 0, cuda = 1, memory = 2, flops = 3, nvtx = 4, counters = 5, openmp = 6 };
 
-std::string_view to_string(activity a) noexcept;
+inline std::string_view to_string(activity a) noexcept {
+  switch (a) {
+    case activity::cpu: return "CPU";
+    case activity::cuda: return "CUDA";
+    case activity::memory: return "MEMORY";
+    case activity::flops: return "FLOPS";
+    case activity::nvtx: return "NVTX";
+    case activity::counters: return "COUNTERS";
+    case activity::openmp: return "OPENMP";
+  }
+  return "?";
+}
 
 // A small set of activities (torch's `activities` argument).
 class activity_set {

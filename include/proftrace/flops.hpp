@@ -28,7 +28,7 @@ struct estimate {
 
 namespace detail {
 
-constexpr estimate invalid{0, false};
+inline constexpr estimate invalid{0, false};
 
 // acc *= factor with overflow detection; false for a negative factor or an
 // overflow. A zero factor is valid: the product is 0.

@@ -12,8 +12,9 @@
 //   for (int it = 0; it < iters; ++it) { PROF_STEP(); solve(); }   // ProfilerStep#it
 //   { PROF_SCOPE("gemm"); PROF_MATMUL(m, n, k); gemm(...); }      // 2·m·n·k FLOPs on "gemm"
 //
-// With PROFTRACE_ENABLED=0 every macro expands to nothing (declarations) or
-// ((void)0) (expressions), does not evaluate its arguments and references no
+// With PROFTRACE_ENABLED=0 every macro expands to nothing, or names its
+// arguments as sizeof's operand only (so a variable kept for the profile
+// stays used): it evaluates nothing, emits no code and references no
 // proftrace symbol. With PROFTRACE_WITH_CPU_RANGES=0 the same happens to the
 // CPU-range macros, with PROFTRACE_WITH_FLOPS=0 to the FLOP macros and with
 // PROFTRACE_WITH_MEMORY=0 to the memory macros. Name arguments must be string literals (or other
@@ -22,6 +23,7 @@
 
 #include "async_range.hpp"
 #include "config.hpp"
+#include "detail/unevaluated.hpp"
 
 #if PROFTRACE_ENABLED && PROFTRACE_WITH_CPU_RANGES
 
@@ -116,14 +118,12 @@
 
 #else  // compiled out
 
-// A runtime name or value is named, never evaluated (an operand of sizeof
-// only: no code), so a variable that exists for the profile alone, a
-// parameter passed on as a scope's name, stays used under -Wunused.
-#define PROFTRACE_DETAIL_UNEVALUATED(x) static_cast<void>(sizeof(static_cast<void>(x), 0))
+// A runtime name or value is named, never evaluated (detail/unevaluated.hpp).
 #define PROF_SCOPE(name)
 #define PROF_FUNCTION()
 #define PROF_OP(name)
-#define PROF_SCOPE_SHAPES(name, ...)
+#define PROF_SCOPE_SHAPES(name, ...) \
+  PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::detail::unevaluated::shapes({__VA_ARGS__}))
 #define PROF_MODULE(name)
 #define PROF_STEP()
 #define PROF_INSTANT(name) ((void)0)
@@ -176,14 +176,14 @@
 
 #else
 
-#define PROF_FLOPS(...) ((void)0)
-#define PROF_MATMUL(m, n, k) ((void)0)
-#define PROF_ADDMM(m, n, k) ((void)0)
-#define PROF_BMM(b, m, n, k) ((void)0)
-#define PROF_BADDBMM(b, m, n, k) ((void)0)
-#define PROF_ELEMENTWISE(numel) ((void)0)
-#define PROF_CONV(...) ((void)0)
-#define PROF_CONV_BACKWARD(...) ((void)0)
+#define PROF_FLOPS(...) PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::detail::unevaluated::flops(__VA_ARGS__))
+#define PROF_MATMUL(m, n, k) PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::detail::unevaluated::operands(m, n, k))
+#define PROF_ADDMM(m, n, k) PROF_MATMUL(m, n, k)
+#define PROF_BMM(b, m, n, k) PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::detail::unevaluated::operands(b, m, n, k))
+#define PROF_BADDBMM(b, m, n, k) PROF_BMM(b, m, n, k)
+#define PROF_ELEMENTWISE(numel) PROFTRACE_DETAIL_UNEVALUATED(numel)
+#define PROF_CONV(...) PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::flops::conv_params{__VA_ARGS__})
+#define PROF_CONV_BACKWARD(...) PROF_CONV(__VA_ARGS__)
 
 #endif
 
@@ -210,10 +210,13 @@
 
 #else
 
-#define PROF_ALLOC(ptr, ...) ((void)0)
-#define PROF_FREE(ptr, ...) ((void)0)
-#define PROF_MEMORY_RESERVED(...) ((void)0)
-#define PROF_MEMORY_CATEGORY(category)
+#define PROF_ALLOC(ptr, ...) \
+  PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::detail::unevaluated::operands(ptr, __VA_ARGS__))
+#define PROF_FREE(ptr, ...) \
+  PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::detail::unevaluated::operands(ptr __VA_OPT__(, ) __VA_ARGS__))
+#define PROF_MEMORY_RESERVED(...) \
+  PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::detail::unevaluated::operands(__VA_ARGS__))
+#define PROF_MEMORY_CATEGORY(category) PROFTRACE_DETAIL_UNEVALUATED(category)
 
 #endif
 

@@ -201,10 +201,10 @@ static inline void proftrace_c_scope_cleanup_(int* unused) {
 #define PROF_C_ARG_INT(key, value) PROFTRACE_C_UNEVALUATED(value)
 #define PROF_C_ARG_DOUBLE(key, value) PROFTRACE_C_UNEVALUATED(value)
 #define PROF_C_ARG_STRING(key, value) PROFTRACE_C_UNEVALUATED(value)
-#define PROF_C_ALLOC(address, bytes, device) ((void)0)
-#define PROF_C_FREE(address, device) ((void)0)
-#define PROF_C_FLOPS(flops) ((void)0)
-#define PROF_C_MATMUL(m, n, k) ((void)0)
+#define PROF_C_ALLOC(address, bytes, device) ((void)sizeof((void)(address), (void)(bytes), (void)(device), 0))
+#define PROF_C_FREE(address, device) ((void)sizeof((void)(address), (void)(device), 0))
+#define PROF_C_FLOPS(flops) PROFTRACE_C_UNEVALUATED(flops)
+#define PROF_C_MATMUL(m, n, k) ((void)sizeof((void)(m), (void)(n), (void)(k), 0))
 
 #endif
 

@@ -31,7 +31,15 @@ namespace proftrace {
 
 enum class profiler_action : std::uint8_t { none = 0, warmup = 1, record = 2, record_and_save = 3 };
 
-std::string_view to_string(profiler_action a) noexcept;
+inline std::string_view to_string(profiler_action a) noexcept {
+  switch (a) {
+    case profiler_action::none: return "NONE";
+    case profiler_action::warmup: return "WARMUP";
+    case profiler_action::record: return "RECORD";
+    case profiler_action::record_and_save: return "RECORD_AND_SAVE";
+  }
+  return "?";
+}
 
 using schedule_fn = std::function<profiler_action(std::int64_t step)>;
 
@@ -60,7 +68,7 @@ inline schedule_fn schedule(schedule_args) {
 #endif
 
 // torch's default when no schedule is given: record every step.
-profiler_action default_schedule(std::int64_t step) noexcept;
+inline profiler_action default_schedule(std::int64_t) noexcept { return profiler_action::record; }
 
 // What moving from one action to the next does (torch's action_map). A
 // missing `next` is the session's exit.
@@ -74,6 +82,52 @@ enum class transition_op : std::uint8_t {
   trace_ready,              // on_trace_ready
 };
 
-std::vector<transition_op> transition(profiler_action previous, std::optional<profiler_action> next);
+inline std::vector<transition_op> transition(profiler_action previous, std::optional<profiler_action> next) {
+  using A = profiler_action;
+  using T = transition_op;
+  if (!next) {
+    switch (previous) {
+      case A::warmup: return {T::start_trace, T::stop_trace};
+      case A::record:
+      case A::record_and_save: return {T::stop_trace, T::trace_ready};
+      case A::none: return {};
+    }
+  }
+  switch (previous) {
+    case A::none:
+      switch (*next) {
+        case A::none: return {};
+        case A::warmup: return {T::prepare_trace};
+        case A::record:
+        case A::record_and_save: return {T::prepare_trace, T::start_trace};
+      }
+      break;
+    case A::warmup:
+      switch (*next) {
+        case A::none: return {T::warn_warmup_then_none, T::start_trace, T::stop_trace};
+        case A::warmup: return {};
+        case A::record:
+        case A::record_and_save: return {T::start_trace};
+      }
+      break;
+    case A::record:
+      switch (*next) {
+        case A::none: return {T::warn_record_then_none, T::stop_trace};
+        case A::warmup: return {T::warn_record_then_warmup, T::stop_trace};
+        case A::record:
+        case A::record_and_save: return {};
+      }
+      break;
+    case A::record_and_save:
+      switch (*next) {
+        case A::none: return {T::stop_trace, T::trace_ready};
+        case A::warmup: return {T::stop_trace, T::trace_ready, T::prepare_trace};
+        case A::record:
+        case A::record_and_save: return {T::stop_trace, T::trace_ready, T::prepare_trace, T::start_trace};
+      }
+      break;
+  }
+  return {};
+}
 
 }  // namespace proftrace

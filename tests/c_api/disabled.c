@@ -12,8 +12,14 @@
 int never_defined(void);
 const char* never_defined_text(void);
 
-/* Parameters passed on to the macros only stay used (-Wextra -Werror). */
-static void passed_on(const char* name, int value, double sample) {
+/* Parameters and variables passed on to the macros only stay used (-Wextra -Werror). */
+static void passed_on(const char* name, int value, double sample, void* block) {
+  const int m = 2, n = 3, k = 4, device = -1;
+  const int64_t bytes = 64, flops = 2 * 64;
+  PROF_C_ALLOC(block, bytes, device);
+  PROF_C_FREE(block, device);
+  PROF_C_FLOPS(flops);
+  PROF_C_MATMUL(m, n, k);
   PROF_C_SCOPE(name);
   PROF_C_PUSH(name);
   PROF_C_ARG_INT("value", value);
@@ -57,6 +63,7 @@ int main(void) {
   proftrace_push("x");
   proftrace_pop();
   proftrace_stop();
-  passed_on("name", 1, 2.0);
+  static char block[64];
+  passed_on("name", 1, 2.0, block);
   return work(4) == 6 && proftrace_last_error()[0] == '\0' ? 0 : 1;
 }
