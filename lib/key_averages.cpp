@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
+#include <string_view>
 #include <unordered_map>
 
 namespace proftrace {
@@ -31,11 +32,30 @@ std::string format_share(double us, double total_us) {
   return format("%.2f%%", us * 100.0 / total_us);
 }
 
+// A cell's width as torch counts it (Python's len): code points, not bytes.
+// A cut falls before a byte that starts one, so it never splits a UTF-8
+// character (a stray continuation byte counts with the one before it).
+bool starts_code_point(char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }
+std::size_t columns(std::string_view s) {
+  return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), starts_code_point));
+}
+// The byte offset of code point `n` (s.size() when s has fewer).
+std::size_t offset_of_column(std::string_view s, std::size_t n) {
+  for (std::size_t i = 0; i < s.size(); ++i)
+    if (starts_code_point(s[i]) && n-- == 0) return i;
+  return s.size();
+}
+std::string first_columns(std::string_view s, std::size_t n) { return std::string(s.substr(0, offset_of_column(s, n))); }
+std::string last_columns(std::string_view s, std::size_t n) {
+  const std::size_t total = columns(s);
+  return std::string(s.substr(offset_of_column(s, total > n ? total - n : 0)));
+}
+
 // torch's trim_path: keep the end of a long source location.
 std::string trim_path(const std::string& path, std::size_t width) {
-  if (path.size() <= width) return path;
-  std::string tail = path.substr(path.size() - width);
-  if (tail.size() > 3) tail = "..." + tail.substr(3);
+  if (columns(path) <= width) return path;
+  std::string tail = last_columns(path, width);
+  if (width > 3) tail = "..." + last_columns(tail, width - 3);
   return tail;
 }
 
@@ -90,7 +110,7 @@ struct table_layout {
   std::string row(const std::vector<std::string>& cells) const {
     std::string out;
     for (std::size_t i = 0; i < cells.size(); ++i) {
-      const auto pad = static_cast<std::size_t>(std::max(0, widths[i] - static_cast<int>(cells[i].size())));
+      const auto pad = static_cast<std::size_t>(std::max(0, widths[i] - static_cast<int>(columns(cells[i]))));
       if (left[i]) out += cells[i] + std::string(pad, ' ');
       else out += std::string(pad, ' ') + cells[i];
       out += std::string(spacing, ' ');
@@ -155,10 +175,10 @@ std::string event_averages::table(const table_options& options) const {
   std::size_t longest = 0, shapes_longest = 0, src_longest = 0;
   bool has_stack = false, has_input_shapes = false;
   for (const auto& r : rows) {
-    longest = std::max(longest, r.key.size());
-    shapes_longest = std::max(shapes_longest, shapes_text(r).size());
+    longest = std::max(longest, columns(r.key));
+    shapes_longest = std::max(shapes_longest, columns(shapes_text(r)));
     has_input_shapes = has_input_shapes || (grouped_by_input_shape && !r.input_shapes.empty() && r.input_shapes != "[]");
-    for (std::size_t i = 0; i < r.stack.size() && i < max_stack_entries; ++i) src_longest = std::max(src_longest, r.stack[i].size());
+    for (std::size_t i = 0; i < r.stack.size() && i < max_stack_entries; ++i) src_longest = std::max(src_longest, columns(r.stack[i]));
     has_stack = has_stack || !r.stack.empty();
   }
   const int name_width = std::min(static_cast<int>(longest) + 4, options.max_name_column_width);
@@ -238,7 +258,7 @@ std::string event_averages::table(const table_options& options) const {
   for (auto* r : order) {
     std::string name = r->key;
     const auto max_name = static_cast<std::size_t>(options.max_name_column_width);
-    if (name.size() >= max_name - 3) name = name.substr(0, max_name - 3) + "...";
+    if (columns(name) >= max_name - 3) name = first_columns(name, max_name - 3) + "...";
     std::vector<std::string> cells = {name,
                                       format_share(r->self_cpu_time_total_us(), self_total_us),
                                       format_time(r->self_cpu_time_total_us()),
@@ -252,7 +272,7 @@ std::string event_averages::table(const table_options& options) const {
     if (has_cpu_mem) cells.insert(cells.end(), {format_memory(r->cpu_memory_usage), format_memory(r->self_cpu_memory_usage)});
     if (has_cuda_mem) cells.insert(cells.end(), {format_memory(r->cuda_memory_usage), format_memory(r->self_cuda_memory_usage)});
     cells.push_back(std::to_string(r->count));
-    if (has_input_shapes) cells.push_back(shapes_text(*r).substr(0, static_cast<std::size_t>(shapes_width)));
+    if (has_input_shapes) cells.push_back(first_columns(shapes_text(*r), static_cast<std::size_t>(shapes_width)));
     if (has_stack) cells.push_back(r->stack.empty() ? "" : trim_path(r->stack[0], static_cast<std::size_t>(src_width)));
     if (smallest_flops > 0) cells.push_back(r->flops <= 0 ? std::string("--") : format("%8.3f", static_cast<double>(r->flops) * flops_factor));
     for (const auto& n : counter_names) {

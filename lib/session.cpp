@@ -735,6 +735,10 @@ void session::export_chrome_trace(const std::filesystem::path& path) const {
   // A spool that could not be written completely exports what it holds,
   // its "proftrace" counters marking the trace incomplete.
   const auto& last = impl_->last;
+  if (!detail::names_a_trace_suffix(path))
+    detail::warn("proftrace: export_chrome_trace('" + path.string() + "'): '" + path.extension().string() +
+                 "' names no trace format (.json, .json.gz, .json.zst, .pftrace, .pftrace.gz, .pftrace.zst): "
+                 "written as uncompressed Kineto JSON");
   if (detail::format_of_path(path) == last->format) {
     // The first plain export on the spool's file system takes the spool itself.
     const bool ours = impl_->last_owner == ::getpid() && !last->spool_is_export && last->write_error.empty();

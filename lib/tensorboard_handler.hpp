@@ -22,6 +22,16 @@ struct tensorboard_handler {
 
 // The format a path names: .pftrace[.gz|.zst] Perfetto's, anything else JSON.
 // (Inline: the command line and its fuzzer ask it without the session.)
+// False for a name whose last suffix names no format or compression that
+// proftrace writes (".xz", ".bz2", ".txt", none): such a file is
+// plain Kineto JSON, as torch writes any name but ".gz".
+inline bool names_a_trace_suffix(const std::filesystem::path& p) {
+  const std::string name = p.filename().string();
+  for (const char* suffix : {".json", ".pftrace", ".gz", ".zst"})
+    if (name.ends_with(suffix)) return true;
+  return false;
+}
+
 inline trace_format format_of_path(const std::filesystem::path& p) {
   const std::string name = p.filename().string();
   return name.ends_with(".pftrace") || name.ends_with(".pftrace.gz") || name.ends_with(".pftrace.zst")

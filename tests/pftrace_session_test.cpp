@@ -17,6 +17,7 @@
 #include <proftrace/proftrace.hpp>
 
 #include "protobuf_wire.hpp"
+#include "test_support.hpp"
 #include "writers/perfetto/perfetto_reader.hpp"
 
 namespace fs = std::filesystem;
@@ -141,6 +142,29 @@ TEST_CASE("a JSON session exports .pftrace, .pftrace.gz and .pftrace.zst by conv
     int files = 0;
     for (const auto& e : fs::directory_iterator(dir)) files += e.path().filename().string()[0] != '.' ? 1 : 100;
     CHECK(files == 4);
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("an export to a suffix that names no trace format warns and writes plain JSON, as torch does") {
+  const fs::path dir = fresh_dir("unknown_suffix");
+  for (const auto format : {proftrace::trace_format::json, proftrace::trace_format::pftrace}) {
+    proftrace::profile p({.stream_format = format});
+    record(p);
+    for (const char* name : {"t.json.xz", "t.pftrace.bz2", "t.trace", "trace"}) {
+      CAPTURE(name);
+      test_support::warning_capture warnings;
+      p.export_chrome_trace(dir / name);
+      CHECK(warnings.contains("names no trace format"));
+      CHECK(warnings.contains(name));
+      CHECK(file_starts_with(dir / name, "{"));
+      CHECK(json_counts(dir / name).at("inner") == 50);
+    }
+    for (const char* name : {"t.json", "t.gz", "t.pftrace.zst"}) {  // torch gzips any ".gz"
+      test_support::warning_capture warnings;
+      p.export_chrome_trace(dir / name);
+      CHECK_FALSE(warnings.contains("names no trace format"));
+    }
   }
   fs::remove_all(dir);
 }

@@ -60,6 +60,37 @@ TEST_CASE("table: torch's layout, units, percentages and truncation, line by lin
   for (std::size_t i = 0; i < expected.size(); ++i) CHECK(got[i] == expected[i]);
 }
 
+TEST_CASE("table: names are counted and cut in characters, as torch's len() counts them, never inside one") {
+  // 51 ASCII bytes, then two-byte and three-byte characters: torch cuts the
+  // name after 52 characters at the default width of 55; a byte count would
+  // cut inside the "é" and misalign the columns of every non-ASCII row.
+  proftrace::event_averages a;
+  const auto row = [&](std::string key) {
+    proftrace::event_average r;
+    r.key = std::move(key);
+    r.count = 1;
+    r.cpu_time_total_ns = r.self_cpu_time_total_ns = 1'000;
+    a.rows.push_back(r);
+  };
+  const std::string ascii51(51, 'a');
+  row(ascii51 + "\u00e9\u00e9\u00e9 \u65e5\u672c\u8a9e");     // 58 characters
+  row("r\u00e9sidu");                                   // 6 characters, 7 bytes
+  row("\u8a08\u7b97");                                      // 2 characters, 6 bytes
+  const auto got = lines_of(a.table());
+  REQUIRE(got.size() == 8);
+  const auto has_line_starting = [&](const std::string& start) {
+    return std::any_of(got.begin(), got.end(), [&](const std::string& l) { return l.rfind(start, 0) == 0; });
+  };
+  CHECK(has_line_starting(ascii51 + "\u00e9...  "));
+  CHECK(has_line_starting(std::string(55 - 6, ' ') + "r\u00e9sidu  "));
+  CHECK(has_line_starting(std::string(55 - 2, ' ') + "\u8a08\u7b97  "));
+  // Every row's columns line up with the separator's, counted in characters.
+  const auto characters = [](const std::string& line) {
+    return std::count_if(line.begin(), line.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
+  };
+  for (std::size_t i = 1; i < 7; ++i) CHECK(characters(got[i]) == characters(got[0]));
+}
+
 TEST_CASE("table: sort keys, row limit, header, top-level rows") {
   const auto a = hand_built();
   // The name column is right-aligned in 55 characters.

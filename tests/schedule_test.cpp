@@ -4,6 +4,7 @@
 
 #include <proftrace/proftrace.hpp>
 
+#include <atomic>
 #include <barrier>
 #include <map>
 #include <set>
@@ -230,6 +231,49 @@ TEST_CASE("PROF_STEP on several threads drives one schedule") {
   CHECK(counts["ProfilerStep*"] == 2);
   CHECK(counts["thread step"] == 2 * (threads - 1));
   CHECK(counts["body"] == 2 * threads);
+}
+
+TEST_CASE("a thread whose first PROF_STEP comes late joins the step in progress; steps are the session's") {
+  // A runs 6 steps; B starts while A is in step 3 (A waits for it there),
+  // and runs 6 too: B's steps are 3..8, so the session reaches step 8, and
+  // steps 6..8 are B's alone.
+  proftrace::profile p({.retain_events = true});
+  p.start();
+  std::atomic<int> a_in_step_3{0}, b_started{0};
+  std::thread a([&] {
+    for (int it = 0; it < 6; ++it) {
+      PROF_STEP();
+      PROF_SCOPE("a");
+      if (it == 3) {
+        a_in_step_3 = 1;
+        while (!b_started) std::this_thread::yield();
+      }
+    }
+  });
+  while (!a_in_step_3) std::this_thread::yield();
+  std::thread b([&] {
+    for (int it = 0; it < 6; ++it) {
+      PROF_STEP();
+      PROF_SCOPE("b");
+      b_started = 1;
+    }
+  });
+  a.join();
+  b.join();
+  CHECK(p.step_num() == 8);
+  p.stop();
+  std::map<std::string, std::set<std::string>> step_threads;  // ProfilerStep#N: the thread that drove it
+  std::set<std::string> threads;
+  for (const auto& e : p.events()) {
+    if (e.name.starts_with("ProfilerStep#")) step_threads[e.name].insert(std::to_string(e.thread));
+    if (e.name == "a" || e.name == "b") threads.insert(e.name + "@" + std::to_string(e.thread));
+  }
+  REQUIRE(step_threads.size() == 9);  // ProfilerStep#0 .. #8, one each
+  std::string b_thread;
+  for (const auto& t : threads)
+    if (t.starts_with("b@")) b_thread = t.substr(2);
+  for (const char* n : {"ProfilerStep#6", "ProfilerStep#7", "ProfilerStep#8"}) CHECK(step_threads[n] == std::set{b_thread});
+  CHECK(step_threads["ProfilerStep#3"] != std::set{b_thread});  // A drove it; B joined it
 }
 
 // torch's profile(acc_events=True): key_averages() after each cycle holds
