@@ -20,8 +20,6 @@ struct tensorboard_handler {
   void operator()(session& p);
 };
 
-// The format a path names: .pftrace[.gz|.zst] Perfetto's, anything else JSON.
-// (Inline: the command line and its fuzzer ask it without the session.)
 // False for a name whose last suffix names no format or compression that
 // proftrace writes (".xz", ".bz2", ".txt", none): such a file is
 // plain Kineto JSON, as torch writes any name but ".gz".
@@ -32,6 +30,8 @@ inline bool names_a_trace_suffix(const std::filesystem::path& p) {
   return false;
 }
 
+// The format a path names: .pftrace[.gz|.zst] Perfetto's, anything else JSON.
+// (Inline: the command line and its fuzzer ask it without the session.)
 inline trace_format format_of_path(const std::filesystem::path& p) {
   const std::string name = p.filename().string();
   return name.ends_with(".pftrace") || name.ends_with(".pftrace.gz") || name.ends_with(".pftrace.zst")

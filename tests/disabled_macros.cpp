@@ -20,6 +20,7 @@
 #include <proftrace/macros.hpp>
 #include <proftrace/memory_category.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <string_view>
 #include <type_traits>
@@ -201,11 +202,34 @@ void only_for_the_profile(int m, std::int64_t bytes, void* block, proftrace::mem
   PROF_MEMORY_RESERVED(reserved);
 }
 
+// Arguments that cannot be copied (atomics) and braced ones, as the enabled
+// macros take them (converted to their parameters' types).
+struct atomic_estimate {  // estimate-like: .value and .valid
+  std::atomic<std::int64_t> value{8};
+  std::atomic<bool> valid{true};
+};
+std::int64_t atomics_and_braces(std::atomic<std::int64_t>& pool, std::atomic<int>& n, void* block) {
+  const atomic_estimate e;
+  PROF_MATMUL(n, n, n);
+  PROF_BMM(n, n, n, n);
+  PROF_ELEMENTWISE({n});
+  PROF_FLOPS(e);
+  PROF_FLOPS({n, true});
+  PROF_MEMORY_RESERVED(pool);
+  PROF_ALLOC(block, pool, -1, {});
+  PROF_FREE(block, {});
+  PROF_MEMORY_CATEGORY({});
+  return pool + n;
+}
+
 }  // namespace
 
 TEST_CASE("the macros compile in every position and leave the program's behaviour alone") {
   static char block[16];
   only_for_the_profile(2, 16, block, proftrace::memory_category::activation);
+  std::atomic<std::int64_t> pool{64};
+  std::atomic<int> n{2};
+  CHECK(atomics_and_braces(pool, n, block) == 66);
   CHECK(dynamic_names(2) == 3);
   passed_on("name", "thread", 1, 2.0);
   CHECK(memory_and_flops(2) == 3);

@@ -1,6 +1,7 @@
 // PROFTRACE_WITH_FLOPS=0 and PROFTRACE_WITH_MEMORY=0: the FLOP and memory
-// macros compile to ((void)0), evaluate nothing and reference no symbol (this
-// executable is not linked with libproftrace), while the estimators stay usable.
+// macros compile to void expressions that name their arguments as sizeof's
+// operand only, evaluate nothing and reference no symbol (this executable is
+// not linked with libproftrace), while the estimators stay usable.
 #include <doctest/doctest.h>
 
 #include <proftrace/flops.hpp>
@@ -19,7 +20,7 @@ namespace disabled_flops_test {
 std::int64_t never_defined();  // evaluating any argument would fail to link
 }
 
-TEST_CASE("disabled FLOP macros are ((void)0) and evaluate nothing") {
+TEST_CASE("disabled FLOP macros are void expressions and evaluate nothing") {
   using disabled_flops_test::never_defined;
   int evaluated = 0;
   PROF_MATMUL(never_defined(), ++evaluated, 4);
@@ -34,11 +35,11 @@ TEST_CASE("disabled FLOP macros are ((void)0) and evaluate nothing") {
   PROF_ALLOC(nullptr, ++evaluated, 0);
   PROF_FREE(nullptr);
   PROF_FREE(nullptr, never_defined());
-  PROF_ALLOC(nullptr, 1, -1, never_defined());
+  PROF_ALLOC(nullptr, 1, -1, static_cast<proftrace::memory_category>(never_defined()));
   PROF_MEMORY_RESERVED(never_defined());
   PROF_MEMORY_RESERVED(++evaluated, 0);
   {
-    PROF_MEMORY_CATEGORY(never_defined());
+    PROF_MEMORY_CATEGORY(static_cast<proftrace::memory_category>(never_defined()));
   }
   CHECK(evaluated == 0);
   static_assert(std::is_void_v<decltype(PROF_MATMUL(1, 2, 3))>);

@@ -177,11 +177,11 @@
 #else
 
 #define PROF_FLOPS(...) PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::detail::unevaluated::flops(__VA_ARGS__))
-#define PROF_MATMUL(m, n, k) PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::detail::unevaluated::operands(m, n, k))
-#define PROF_ADDMM(m, n, k) PROF_MATMUL(m, n, k)
-#define PROF_BMM(b, m, n, k) PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::detail::unevaluated::operands(b, m, n, k))
-#define PROF_BADDBMM(b, m, n, k) PROF_BMM(b, m, n, k)
-#define PROF_ELEMENTWISE(numel) PROFTRACE_DETAIL_UNEVALUATED(numel)
+#define PROF_MATMUL(m, n, k) PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::flops::mm(m, n, k))
+#define PROF_ADDMM(m, n, k) PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::flops::addmm(m, n, k))
+#define PROF_BMM(b, m, n, k) PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::flops::bmm(b, m, n, k))
+#define PROF_BADDBMM(b, m, n, k) PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::flops::baddbmm(b, m, n, k))
+#define PROF_ELEMENTWISE(numel) PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::flops::elementwise(numel))
 #define PROF_CONV(...) PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::flops::conv_params{__VA_ARGS__})
 #define PROF_CONV_BACKWARD(...) PROF_CONV(__VA_ARGS__)
 
@@ -211,12 +211,13 @@
 #else
 
 #define PROF_ALLOC(ptr, ...) \
-  PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::detail::unevaluated::operands(ptr, __VA_ARGS__))
+  PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::detail::unevaluated::alloc(ptr, __VA_ARGS__))
 #define PROF_FREE(ptr, ...) \
-  PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::detail::unevaluated::operands(ptr __VA_OPT__(, ) __VA_ARGS__))
+  PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::detail::unevaluated::free(ptr __VA_OPT__(, ) __VA_ARGS__))
 #define PROF_MEMORY_RESERVED(...) \
-  PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::detail::unevaluated::operands(__VA_ARGS__))
-#define PROF_MEMORY_CATEGORY(category) PROFTRACE_DETAIL_UNEVALUATED(category)
+  PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::detail::unevaluated::reserved(__VA_ARGS__))
+#define PROF_MEMORY_CATEGORY(which) \
+  PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::detail::unevaluated::category(which))
 
 #endif
 

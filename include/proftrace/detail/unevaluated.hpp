@@ -4,7 +4,7 @@
 // for the profile alone stays used under -Wunused. The functions here are
 // declared, never defined: sizeof's operand does not use them.
 //
-//   #define PROF_MATMUL(m, n, k) PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::detail::unevaluated::operands(m, n, k))
+//   #define PROF_MEMORY_RESERVED(...) PROFTRACE_DETAIL_UNEVALUATED_CALL(::proftrace::detail::unevaluated::reserved(__VA_ARGS__))
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,7 @@
 
 #include "../config.hpp"
 #include "../flops.hpp"
+#include "../memory_category.hpp"
 
 // One expression (a name, a value; any type, a bit-field too).
 #define PROFTRACE_DETAIL_UNEVALUATED(x) static_cast<void>(sizeof(static_cast<void>(x), 0))
@@ -25,16 +26,25 @@ namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail::unevaluated {
 
-// By value: a reference would make GCC take the variable as addressable,
-// which changes its unoptimised code (objcode_identity, -O0).
-template <class... T>
-int operands(T...) noexcept;
+// The parameters of the enabled macros' calls, by value as there (a
+// reference would also make GCC take a variable as addressable, which
+// changes its unoptimised code: objcode_identity, -O0), so that every
+// argument the enabled macro takes, a braced list or an atomic too, compiles.
+int alloc(const void*, std::int64_t, int = -1, memory_category = memory_category::unknown) noexcept;
+int free(const void*, int = -1) noexcept;
+int reserved(std::int64_t, int = -1) noexcept;
+int category(memory_category) noexcept;
 
 // What PROF_FLOPS takes: an estimate, also as a braced list ({n, true}), or
-// anything its enabled form takes (which checks it there).
+// anything its enabled form takes (which checks it there), by value when it
+// can be copied.
 int flops(::proftrace::flops::estimate) noexcept;
 template <class T>
+  requires std::is_copy_constructible_v<T>
 int flops(T) noexcept;
+template <class T>
+  requires(!std::is_copy_constructible_v<T>)
+int flops(const T&) noexcept;
 
 // PROF_SCOPE_SHAPES's shapes: braced lists of integers of any type.
 struct dim {
