@@ -54,9 +54,7 @@ std::string last_columns(std::string_view s, std::size_t n) {
 // torch's trim_path: keep the end of a long source location.
 std::string trim_path(const std::string& path, std::size_t width) {
   if (columns(path) <= width) return path;
-  std::string tail = last_columns(path, width);
-  if (width > 3) tail = "..." + last_columns(tail, width - 3);
-  return tail;
+  return width > 3 ? "..." + last_columns(path, width - 3) : last_columns(path, width);
 }
 
 struct sort_key {

@@ -199,8 +199,7 @@ class perfetto_builder {
       return short_pairs(short_fields(b), short_fields(e), i, n, at);
     for (; i < n; ++i) {
       const auto [begin_ns, end_ns, arg_value] = at(i);
-      stage_room(2 * max_fast_packet);
-      stage_.end = put_slice(put_slice(stage_.end, b, begin_ns, arg_value), e, end_ns, 0);
+      slice_pair(track, begin_ns, end_ns, name_iid, category_iid, arg_name_iid, arg_value);
     }
   }
 
