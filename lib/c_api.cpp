@@ -3,8 +3,9 @@
 // one session slot they share, and the C scopes' per-thread nesting.
 #include "proftrace/proftrace.h"
 
+#include <unistd.h>
+
 #include <atomic>
-#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include <unordered_map>
 
 #include "c_config.hpp"
+#include "proftrace/distributed.hpp"
 #include "proftrace/detail/recorder.hpp"
 #include "proftrace/flops.hpp"
 #include "proftrace/profile.hpp"
@@ -26,101 +28,6 @@
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
-
-namespace {
-
-bool parse_count(std::string_view v, std::int64_t& out) {
-  if (v.empty()) return false;
-  const auto r = std::from_chars(v.data(), v.data() + v.size(), out);
-  return r.ec == std::errc() && r.ptr == v.data() + v.size() && out >= 0;
-}
-// A switch: "memory" alone, or memory=1|0|true|false|on|off|yes|no.
-bool parse_flag(std::string_view v, bool has_value, bool& out) {
-  if (!has_value) return out = true;
-  if (v == "1" || v == "true" || v == "on" || v == "yes") return out = true;
-  if (v == "0" || v == "false" || v == "off" || v == "no") {
-    out = false;
-    return true;
-  }
-  return false;
-}
-
-}  // namespace
-
-bool parse_config(std::string_view text, c_config& out, std::string& error) {
-  out = c_config{};
-  schedule_args sched;
-  bool has_schedule = false;
-  std::string format = "json";
-  bool has_out = false;
-  while (!text.empty()) {
-    const std::size_t comma = text.find(',');
-    std::string_view item = text.substr(0, comma);
-    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
-    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-    if (item.empty()) continue;
-    const std::size_t eq = item.find('=');
-    const std::string_view key = item.substr(0, eq);
-    const bool has_value = eq != std::string_view::npos;
-    const std::string_view value = has_value ? item.substr(eq + 1) : std::string_view();
-    const auto bad = [&](const char* expected) {
-      error = "bad value '" + std::string(value) + "' for key '" + std::string(key) + "' (expected " + expected + ")";
-      return false;
-    };
-    if (key == "out") {
-      if (value.empty()) return bad("a directory: out=DIR");
-      out.out_dir = std::string(value);
-      has_out = true;
-    } else if (key == "format") {
-      if (value != "json" && value != "json.gz" && value != "json.zst" && value != "pftrace" &&
-          value != "pftrace.gz" && value != "pftrace.zst")
-        return bad("json, json.gz, json.zst, pftrace, pftrace.gz or pftrace.zst");
-      format = std::string(value);
-    } else if (key == "table") {
-      if (!parse_flag(value, has_value, out.table)) return bad("nothing, or 1/0");
-    } else if (key == "skip_first" || key == "wait" || key == "warmup" || key == "active" || key == "repeat") {
-      std::int64_t n = 0;
-      if (!parse_count(value, n)) return bad("a whole number >= 0");
-      (key == "skip_first" ? sched.skip_first
-       : key == "wait"     ? sched.wait
-       : key == "warmup"   ? sched.warmup
-       : key == "active"   ? sched.active
-                           : sched.repeat) = n;
-      has_schedule = true;
-    } else if (key == "memory") {
-      if (!parse_flag(value, has_value, out.opts.profile_memory)) return bad("nothing, or 1/0");
-    } else if (key == "shapes") {
-      if (!parse_flag(value, has_value, out.opts.record_shapes)) return bad("nothing, or 1/0");
-    } else if (key == "stack") {
-      if (!parse_flag(value, has_value, out.opts.with_stack)) return bad("nothing, or 1/0");
-    } else if (key == "flops") {
-      if (!parse_flag(value, has_value, out.opts.with_flops)) return bad("nothing, or 1/0");
-    } else if (key == "cuda") {
-      bool cuda = false;
-      if (!parse_flag(value, has_value, cuda)) return bad("nothing, or 1/0");
-      if (cuda) out.opts.activities = activity_set{activity::cpu, activity::cuda};
-    } else {
-      error = "unknown key '" + std::string(key) +
-              "' (known: out, format, table, skip_first, wait, warmup, active, repeat, memory, shapes, stack, "
-              "flops, cuda)";
-      return false;
-    }
-  }
-  if (has_schedule) {
-    if (sched.active == 0) {
-      error = "bad value '0' for key 'active' (a schedule needs active=N with N >= 1)";
-      return false;
-    }
-    out.opts.schedule = schedule(sched);
-  }
-  if (!has_out) out.out_dir = ".";
-  tensorboard_handler h{out.out_dir, {}, format.ends_with(".gz"),
-                        format.starts_with("pftrace") ? trace_format::pftrace : trace_format::json};
-  h.use_zstd = format.ends_with(".zst");
-  out.opts.on_trace_ready = h;
-  return true;
-}
 
 namespace {
 
@@ -247,13 +154,22 @@ void report_unmatched_pops() {
   }
 }
 
+// What the table printed to stderr heads with, so that the ranks of a job,
+// which all print theirs there, can be told apart.
+std::string table_heading() {
+  const auto d = distributed();
+  if (!d) return {};
+  return "proftrace table of rank " + std::to_string(d->rank) + " of " + std::to_string(d->world_size) +
+         (d->host.empty() ? std::string() : " on " + d->host) + " (pid " + std::to_string(::getpid()) + "):\n";
+}
+
 // Stops and destroys `s` (under c_session_mutex): its traces go out, its
-// table to stderr when asked.
+// table to stderr when asked, in one write.
 void finish(c_session* s) {
   end_thread_step();
   try {
     s->p->stop();
-    if (s->table && s->p->has_trace()) std::cerr << s->p->table();
+    if (s->table && s->p->has_trace()) std::cerr << table_heading() + s->p->table() << std::flush;
   } catch (const std::exception& e) {
     warn(std::string("stopping the session failed: ") + e.what());
   }

@@ -3,6 +3,7 @@
 // session started from the environment before main().
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -20,6 +21,18 @@ struct c_config {
 
 // Parses `text` into `out`; false with a message naming the key otherwise.
 bool parse_config(std::string_view text, c_config& out, std::string& error);
+
+struct config_state;
+// One key of the configuration: `option` names the profile_options member
+// it sets ("" for the C API's own `table`).
+struct config_key {
+  std::string_view name;
+  std::string_view option;
+  const char* expected;  // the values it takes, for the error message
+  bool (*apply)(config_state&, std::string_view value, bool has_value);
+};
+// Every key, in the order the error message lists them.
+std::span<const config_key> config_keys() noexcept;
 
 // Starts a session from $PROFTRACE_CONFIG (once per process; nothing when
 // unset) and stops it at exit. Called before main() from the recorder's

@@ -89,6 +89,11 @@ clock_calibration calibrate_clock() {
   return c;
 }
 
+std::int64_t trace_clock_ns() {
+  static const clock_calibration calibration = calibrate_clock();
+  return calibration.to_unix_ns(now_ticks());
+}
+
 }  // namespace detail
 }  // namespace PROFTRACE_ABI_NAMESPACE
 }  // namespace proftrace

@@ -2,16 +2,14 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <charconv>
 #include <cstdlib>
 #include <string_view>
 
+#include "mpi_bridge.hpp"
 #include "proftrace/config.hpp"
 #include "warn.hpp"
-
-#if PROFTRACE_WITH_MPI
-#include <mpi.h>
-#endif
 
 namespace proftrace {
 
@@ -44,28 +42,13 @@ constexpr launcher_variables launchers[] = {
     {"RANK", "WORLD_SIZE", "env"},
 };
 
-#if PROFTRACE_WITH_MPI
-std::optional<distributed_info> from_mpi() {
-  int initialised = 0, finalised = 0;
-  MPI_Initialized(&initialised);
-  MPI_Finalized(&finalised);
-  if (!initialised || finalised) return std::nullopt;
-  distributed_info d;
-  MPI_Comm_rank(MPI_COMM_WORLD, &d.rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &d.world_size);
-  d.backend = "mpi";
-  d.source = "MPI_Comm_rank";
-  return d;
-}
-#endif
+std::atomic<const detail::mpi_bridge*> bridge{nullptr};
 
 }  // namespace
 
 std::optional<distributed_info> distributed() {
   std::optional<distributed_info> found;
-#if PROFTRACE_WITH_MPI
-  found = from_mpi();
-#endif
+  if (const detail::mpi_bridge* mpi = detail::installed_mpi_bridge()) found = mpi->world_rank();
   for (const auto& l : launchers) {
     if (found) break;
     const char* rank_text = std::getenv(l.rank);
@@ -88,4 +71,13 @@ std::optional<distributed_info> distributed() {
   return found;
 }
 
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+void install_mpi_bridge(const mpi_bridge* b) noexcept { bridge.store(b, std::memory_order_release); }
+
+const mpi_bridge* installed_mpi_bridge() noexcept { return bridge.load(std::memory_order_acquire); }
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
 }  // namespace proftrace

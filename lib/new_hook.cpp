@@ -13,6 +13,9 @@
 #include <new>
 
 #include "proftrace/detail/recorder.hpp"
+#include "component_anchor.hpp"
+
+PROFTRACE_DEFINE_COMPONENT_ANCHOR();
 
 namespace {
 

@@ -1,3 +1,4 @@
+#include <dlfcn.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -36,9 +37,7 @@
 #include "writers/perfetto/perfetto_to_kineto.hpp"
 #include "trace_file.hpp"
 #include "warn.hpp"
-#if PROFTRACE_WITH_MPI
-#include "mpi_clock.hpp"
-#endif
+#include "mpi_bridge.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
@@ -114,18 +113,47 @@ std::string distributed_json(const distributed_info& d) {
   return j + "}";
 }
 
-// How this rank's timestamps relate to the other ranks'. With MPI (a
-// collective: every rank's start() and stop() call it) the offset against
-// rank 0 measured by ping-pong; otherwise each host's Unix time as it is.
-std::string clock_alignment_json([[maybe_unused]] const std::optional<distributed_info>& dist, std::string_view when) {
-#if PROFTRACE_WITH_MPI
+// The note of a trace whose ranks' clocks were not compared, and why.
+std::string unix_time_alignment(std::string_view why) {
+  std::string j = "{\"method\": \"unix_time\", \"note\": ";
+  detail::append_json_string(j, "timestamps are this host's Unix time; " + std::string(why));
+  return j + "}";
+}
+
+// True where the process has an MPI library that says it is initialised
+// (found with dlsym, as proftrace itself links no MPI).
+bool mpi_initialised() noexcept {
+  // MPI_Initialized's C signature is the standard's, whatever the MPI.
+  using query = int (*)(int*);
+  const auto initialized = reinterpret_cast<query>(::dlsym(RTLD_DEFAULT, "PMPI_Initialized"));
+  const auto finalized = reinterpret_cast<query>(::dlsym(RTLD_DEFAULT, "PMPI_Finalized"));
+  int yes = 0, done = 0;
+  return initialized && finalized && initialized(&yes) == 0 && finalized(&done) == 0 && yes && !done;
+}
+
+// MPI is in the process but proftrace::mpi is not linked: say once what is lost.
+void warn_mpi_without_bridge() {
+  static bool warned = false;
+  if (warned || !mpi_initialised()) return;
+  warned = true;
+  detail::warn("MPI is initialised but this program does not link proftrace::mpi (pkg-config proftrace-mpi): "
+               "the rank comes from the launcher's environment and no clock offset against other ranks is measured");
+}
+
+// How this rank's timestamps relate to the other ranks'. With proftrace::mpi
+// linked and MPI initialised (a collective: every rank's start() and stop()
+// call it) the offset against rank 0 measured by ping-pong; otherwise each
+// host's Unix time as it is.
+std::string clock_alignment_json(const std::optional<distributed_info>& dist, std::string_view when) {
   // The exchange is collective: a job whose ranks do not all start and stop
   // sessions together turns it off on every rank, or it would wait forever.
   if (const char* off = std::getenv("PROFTRACE_NO_CLOCK_ALIGNMENT"); off && *off && std::string_view(off) != "0")
     return "{\"method\": \"unix_time\", \"note\": \"PROFTRACE_NO_CLOCK_ALIGNMENT is set: no offset against other "
            "ranks was measured\"}";
-  if (dist && dist->source == "MPI_Comm_rank" && dist->world_size > 1 && !in_forked_child) {
-    if (const auto o = detail::measure_clock_offset(detail::trace_clock_ns)) {
+  const detail::mpi_bridge* mpi = detail::installed_mpi_bridge();
+  if (!mpi) warn_mpi_without_bridge();
+  if (mpi && dist && dist->source == "MPI_Comm_rank" && dist->world_size > 1 && !in_forked_child) {
+    if (const auto o = mpi->measure_clock_offset(detail::trace_clock_ns, 16)) {
       // at_ns: when, on this rank's trace clock, so that the offsets at
       // start and at stop give the drift between (proftrace merge).
       return "{\"method\": \"mpi_ping_pong\", \"reference_rank\": 0, \"measured\": \"" + std::string(when) +
@@ -134,10 +162,7 @@ std::string clock_alignment_json([[maybe_unused]] const std::optional<distribute
              ", \"at_ns\": " + std::to_string(detail::trace_clock_ns()) + "}";
     }
   }
-#endif
-  (void)when;
-  return "{\"method\": \"unix_time\", \"note\": \"timestamps are this host's Unix time; no offset against other "
-         "ranks was measured\"}";
+  return unix_time_alignment("no offset against other ranks was measured");
 }
 
 }  // namespace

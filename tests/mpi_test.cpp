@@ -24,7 +24,7 @@
 #include <regex>
 #include <vector>
 
-#include "mpi_clock.hpp"
+#include "mpi/clock_offset.hpp"
 #include "process_hooks.hpp"
 #include "test_support.hpp"
 

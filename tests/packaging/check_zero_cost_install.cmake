@@ -1,9 +1,11 @@
 # A zero-cost release as a user installs it (run with cmake -P): proftrace
-# configured with PROFTRACE_ENABLED=OFF (CUDA left on AUTO, MPI asked for),
+# configured with PROFTRACE_ENABLED=OFF (CUDA left on AUTO, MPI not asked for:
+# its components are there all the same),
 # built, installed, and the consumer built against the installation with
 # find_package, run, and checked to carry nothing of the profiler
 # (consumer/check_zero_cost_binary.cmake).
-# Inputs (-D...): SOURCE_DIR, WORK_DIR, CXX, GENERATOR, CONSUMER_DIR; FORTRAN
+# Inputs (-D...): SOURCE_DIR, WORK_DIR, CXX, GENERATOR, CONSUMER_DIR; CC, PYTHON and TESTS_DIR
+# (optional): the Makefile consumer; FORTRAN
 # (optional): the Fortran compiler, whose zero-cost module the consumer must then find.
 cmake_minimum_required(VERSION 3.22)
 foreach(v SOURCE_DIR WORK_DIR CXX GENERATOR CONSUMER_DIR)
@@ -26,7 +28,7 @@ function(step what)
 endfunction()
 step("configure proftrace with PROFTRACE_ENABLED=OFF"
   ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release
-  -DCMAKE_CXX_COMPILER=${CXX} -DPROFTRACE_ENABLED=OFF -DPROFTRACE_WITH_MPI=ON -DPROFTRACE_BUILD_EXAMPLES=OFF ${EXTRA})
+  -DCMAKE_CXX_COMPILER=${CXX} -DPROFTRACE_ENABLED=OFF -DPROFTRACE_BUILD_EXAMPLES=OFF ${EXTRA})
 step("build" ${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 step("install" ${CMAKE_COMMAND} --install ${WORK_DIR}/build --prefix ${WORK_DIR}/prefix)
 step("consumer through find_package, run and checked"
@@ -34,3 +36,18 @@ step("consumer through find_package, run and checked"
   --build-options -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX} -DPROFTRACE_CONSUME=find_package
                   -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DPROFTRACE_CHECK_ZERO_COST=ON ${EXTRA}
   --test-command ${CMAKE_CTEST_COMMAND} --output-on-failure)
+# A Makefile project against the same install through pkg-config alone: the
+# C program links as C, none gains proftrace, Boost or MPI, and every module
+# of the enabled install is there (tests/packaging/makefile).
+if(PYTHON AND TESTS_DIR)
+  set(fortran_flag "")
+  if(FORTRAN)
+    set(fortran_flag --fortran)
+  endif()
+  set(ENV{CC} "${CC}")
+  set(ENV{CXX} "${CXX}")
+  set(ENV{FC} "${FORTRAN}")
+  step("Makefile consumer through pkg-config"
+    ${PYTHON} ${TESTS_DIR}/packaging/makefile/check_makefile_consumer.py --prefix ${WORK_DIR}/prefix
+    --tests ${TESTS_DIR} --work ${WORK_DIR}/makefile --zero-cost ${fortran_flag})
+endif()

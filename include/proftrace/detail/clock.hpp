@@ -63,6 +63,11 @@ struct clock_calibration {
 // rate is measured over the longest baseline available so far.
 clock_calibration calibrate_clock();
 
+// The trace clock, what the flusher writes, read now in Unix nanoseconds:
+// one calibration for the whole process, so that the readings of one clock
+// exchange (lib/mpi/clock_offset.cpp) share a slope.
+std::int64_t trace_clock_ns();
+
 }  // namespace detail
 }  // namespace PROFTRACE_ABI_NAMESPACE
 }  // namespace proftrace

@@ -1,20 +1,13 @@
-#include "mpi_clock.hpp"
+#include "clock_offset.hpp"
 
 #include <mpi.h>
 
 #include <limits>
 #include <vector>
 
-#include "proftrace/detail/clock.hpp"
-
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
-
-std::int64_t trace_clock_ns() {
-  static const clock_calibration calibration = calibrate_clock();  // one slope for a whole exchange
-  return calibration.to_unix_ns(now_ticks());
-}
 
 namespace {
 

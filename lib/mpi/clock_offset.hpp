@@ -1,21 +1,15 @@
 // Internal: the offset of this rank's clock against rank 0's, measured over
-// MPI (builds with PROFTRACE_WITH_MPI).
+// MPI (proftrace::mpi).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 
-#include "proftrace/config.hpp"
+#include "../mpi_bridge.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
-
-struct clock_offset {
-  std::int64_t offset_ns = 0;      // this rank's clock minus rank 0's
-  std::int64_t round_trip_ns = 0;  // of the exchange the offset comes from (its error is at most half this)
-  int rounds = 0;  // the minimum asked for
-};
 
 // Collective over MPI_COMM_WORLD: every rank must call it. Rank 0 exchanges
 // at least `rounds` ping-pongs with each other rank in turn (more, up to 64
@@ -25,9 +19,6 @@ struct clock_offset {
 // rank's Unix nanoseconds. Empty when MPI is not initialised (or already
 // finalised) or an MPI call fails.
 std::optional<clock_offset> measure_clock_offset(std::int64_t (*clock)(), int rounds = 16);
-
-// The trace clock: what the flusher writes, in Unix nanoseconds.
-std::int64_t trace_clock_ns();
 
 }  // namespace detail
 }  // namespace PROFTRACE_ABI_NAMESPACE

@@ -16,6 +16,9 @@
 #include <mpi.h>
 
 #include "proftrace/detail/recorder.hpp"
+#include "../component_anchor.hpp"
+
+PROFTRACE_DEFINE_COMPONENT_ANCHOR();
 
 namespace {
 

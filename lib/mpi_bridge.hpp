@@ -1,0 +1,40 @@
+// Internal: how the recorder reaches MPI without linking it.
+//
+// proftrace::mpi (lib/mpi/, pkg-config proftrace-mpi) installs the bridge
+// from a static initialiser when a program links it; a program that does not
+// leaves it empty and so gains no MPI library. Sessions then read the rank
+// from the launcher's environment and measure no clock offset.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "proftrace/config.hpp"
+#include "proftrace/distributed.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+struct clock_offset {
+  std::int64_t offset_ns = 0;      // this rank's clock minus rank 0's
+  std::int64_t round_trip_ns = 0;  // of the exchange the offset comes from (its error is at most half this)
+  int rounds = 0;  // the minimum asked for
+};
+
+struct mpi_bridge {
+  // True while MPI is initialised and not finalised.
+  bool (*usable)() noexcept;
+  // This process's rank of MPI_COMM_WORLD; empty unless usable().
+  std::optional<distributed_info> (*world_rank)() noexcept;
+  // Collective over MPI_COMM_WORLD (lib/mpi/clock_offset.hpp).
+  std::optional<clock_offset> (*measure_clock_offset)(std::int64_t (*clock)(), int rounds);
+};
+
+void install_mpi_bridge(const mpi_bridge* bridge) noexcept;
+// The installed bridge, or null in a program that does not link proftrace::mpi.
+const mpi_bridge* installed_mpi_bridge() noexcept;
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace
