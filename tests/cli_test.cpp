@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <algorithm>
 #include <map>
 #include <random>
@@ -1316,6 +1317,94 @@ TEST_CASE("merge: a rank whose clock drifts is moved by the offsets at start and
     CHECK(std::fabs(rank1[i].first - rank0[i].first) <= 0.002);  // within 2 ns: the same true time
     CHECK(std::fabs(rank1[i].second - 2000.0) <= 0.002);
   }
+}
+
+namespace {
+
+// A rank's trace on a recorder's time base (a multiple of 2^51 ns, ts of
+// about 1e12 us), its clock offset measured at true times 0 and 100 ms
+// after `origin_ns` (a step of offset_ns(true_ms)), with a thread_name "M"
+// event at ts 0 as a .pftrace's conversion writes, and "work" events at
+// `true_ms` (2 ms each) read on this rank's clock.
+void write_drifting_rank(const std::filesystem::path& p, int rank, const std::vector<double>& true_ms,
+                         const std::function<double(double)>& offset_ns) {
+  constexpr std::int64_t base_ns = std::int64_t{755} << 51;
+  constexpr std::int64_t origin_ns = base_ns + 1'000'000'000'000'000;  // true time 0, 1e15 ns after the base
+  std::string events = "{\"ph\": \"M\", \"name\": \"thread_name\", \"ts\": 0, \"pid\": 7, \"tid\": 7, "
+                       "\"args\": {\"name\": \"main\"}}";
+  for (const double ms : true_ms) {
+    const double ts_us = static_cast<double>(origin_ns - base_ns) / 1000.0 + ms * 1000.0 + offset_ns(ms) / 1000.0;
+    const double dur_us = 2000.0 + (offset_ns(ms + 2.0) - offset_ns(ms)) / 1000.0;
+    char e[256];
+    std::snprintf(e, sizeof e,
+                  ",\n{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"work\", \"pid\": 7, \"tid\": 7, "
+                  "\"ts\": %.3f, \"dur\": %.3f}",
+                  ts_us, dur_us);
+    events += e;
+  }
+  const auto alignment = [&](double ms) {
+    const auto offset = static_cast<std::int64_t>(offset_ns(ms));
+    return "{\"method\": \"mpi_ping_pong\", \"offset_ns\": " + std::to_string(offset) +
+           ", \"at_ns\": " + std::to_string(origin_ns + static_cast<std::int64_t>(ms * 1e6) + offset) + "}";
+  };
+  write_file(p, "{\"schemaVersion\": 1, \"distributedInfo\": {\"backend\": \"mpi\", \"rank\": " + std::to_string(rank) +
+                    ", \"world_size\": 2, \"host\": \"h\"},\n\"clockAlignment\": " + alignment(0) +
+                    ",\n\"baseTimeNanoseconds\": " + std::to_string(base_ns) + ",\n\"traceEvents\": [\n" + events +
+                    "\n],\n\"clockAlignmentAtStop\": " + alignment(100) + "\n}\n");
+}
+
+}  // namespace
+
+TEST_CASE("merge with drift, .json and .pftrace ranks into .json and .pftrace: metadata stays, no extrapolation") {
+  temp_dir dir("cli-merge-drift-formats");
+  // Rank 1's clock reads 15 us ahead at its start and 5 us at its stop,
+  // 100 ms later: it loses 100 ns per ms in the measured window. Its last
+  // event, 10 s after the stop, is read with the stop's offset: outside the
+  // window the offset of the nearer measurement holds.
+  const auto rank1_offset = [](double ms) { return 15000.0 - 100.0 * std::clamp(ms, 0.0, 100.0); };
+  const std::vector<double> times = {0.01, 50.0, 90.0, 10'100.0};
+  std::filesystem::create_directories(dir.path / "json");
+  std::filesystem::create_directories(dir.path / "pftrace");
+  write_drifting_rank(dir.path / "json" / "rank0.pt.trace.json", 0, times, [](double) { return 0.0; });
+  write_drifting_rank(dir.path / "json" / "rank1.pt.trace.json", 1, times, rank1_offset);
+  for (const char* rank : {"rank0", "rank1"})
+    REQUIRE(run_cli({"convert", (dir.path / "json" / (std::string(rank) + ".pt.trace.json")).string(),
+                     (dir.path / "pftrace" / (std::string(rank) + ".pt.trace.pftrace")).string()}).rc == 0);
+  for (const std::string from : {"json", "pftrace"})
+    for (const std::string to : {".json", ".pftrace"}) {
+      CAPTURE(from);
+      CAPTURE(to);
+      const auto merged = dir.path / ("merged-" + from + to);
+      const auto r = run_cli({"merge", (dir.path / from).string(), "-o", merged.string()});
+      REQUIRE_MESSAGE(r.rc == 0, r.err);
+      CHECK(r.out.find("2 corrected for their clocks' drift") != std::string::npos);
+      const auto v = run_cli({"validate", merged.string()});
+      CHECK_MESSAGE(v.rc == 0, v.out);
+      auto as_json = merged;
+      if (to == ".pftrace") {
+        as_json += ".json";
+        REQUIRE(run_cli({"convert", merged.string(), as_json.string()}).rc == 0);
+      }
+      const auto trace = boost::json::parse(slurp(as_json)).as_object();
+      std::map<std::int64_t, std::vector<std::pair<double, double>>> work;  // pid -> (ts, dur)
+      for (const auto& e : trace.at("traceEvents").as_array()) {
+        const auto& o = e.as_object();
+        if (o.at("name") == "thread_name") CHECK(o.at("ts").to_number<double>() == 0.0);  // not moved
+        if (o.at("name") == "work")
+          work[o.at("pid").to_number<std::int64_t>()].emplace_back(o.at("ts").to_number<double>(),
+                                                                   o.at("dur").to_number<double>());
+      }
+      REQUIRE(work.size() == 2);
+      const auto& rank0 = work.begin()->second;
+      const auto& rank1 = std::next(work.begin())->second;
+      REQUIRE(rank0.size() == times.size());
+      REQUIRE(rank1.size() == times.size());
+      for (std::size_t i = 0; i < times.size(); ++i) {
+        CAPTURE(i);
+        CHECK(std::fabs(rank1[i].first - rank0[i].first) <= 0.002);  // the same true time
+        CHECK(std::fabs(rank1[i].second - 2000.0) <= 0.002);
+      }
+    }
 }
 
 // ---- validate --repair ----
