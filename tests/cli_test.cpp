@@ -2368,6 +2368,43 @@ TEST_CASE("torch traces with with_stack and profile_memory: Python frames nest w
   CHECK(r.out.find("                    []  \n") != std::string::npos);
 }
 
+TEST_CASE("a merged trace's memory counts in the scopes of its own process only, never another rank's") {
+  temp_dir dir("cli-merged-memory");
+  // Rank 0 (pid 0) sets up a matrix [10,50] inside its assemble [0,100];
+  // rank 1 (pid 1000) waits in MPI_Reduce [0,100] the whole time. Rank 0
+  // allocates 1000 B at 20 (in its setup) and 30 B at 70 (in assemble
+  // only); rank 1 frees 500 B at 40 and allocates 5 B at 200 (outside
+  // every scope of its own, though inside nothing else either).
+  const auto path = (dir.path / "merged.json").string();
+  write_file(path, R"({"profile_memory": 1, "traceEvents": [
+    {"ph":"X","cat":"user_annotation","name":"assemble_FE_data","pid":0,"tid":1,"ts":0,"dur":100},
+    {"ph":"X","cat":"user_annotation","name":"matrix_setup","pid":0,"tid":1,"ts":10,"dur":40},
+    {"ph":"X","cat":"cpu_op","name":"MPI_Reduce","pid":1000,"tid":1,"ts":0,"dur":100},
+    {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":0,"tid":1,"ts":20,"args":{"Device Type":0,"Bytes":1000}},
+    {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1000,"tid":1,"ts":40,"args":{"Device Type":0,"Bytes":-500}},
+    {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":0,"tid":2,"ts":70,"args":{"Device Type":0,"Bytes":30}},
+    {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1000,"tid":1,"ts":200,"args":{"Device Type":0,"Bytes":5}}]})");
+  const auto r = run_cli({"csv", "--numbers", path});
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  const auto t = parse_numeric_csv(r.out);
+  CHECK(t.at("matrix_setup", "cpu_memory_bytes") == 1000);
+  CHECK(t.at("assemble_FE_data", "cpu_memory_bytes") == 1030);  // a thread of its process: counts (tid 2)
+  CHECK(t.at("assemble_FE_data", "self_cpu_memory_bytes") == 30);
+  CHECK(t.at("MPI_Reduce", "cpu_memory_bytes") == -500);
+  CHECK(t.at("MPI_Reduce", "self_cpu_memory_bytes") == -500);
+  CHECK(t.at("[memory]", "count") == 1);
+  CHECK(t.at("[memory]", "cpu_memory_bytes") == 5);
+  // The same numbers whatever the order of the processes' events in the file.
+  std::string text = slurp(path);
+  const auto reduce = text.find(R"(    {"ph":"X","cat":"cpu_op","name":"MPI_Reduce")");
+  const auto line_end = text.find('\n', reduce);
+  const std::string line = text.substr(reduce, line_end - reduce + 1);
+  text.erase(reduce, line.size());
+  text.insert(text.find('\n') + 1, line);
+  write_file(path, text);
+  CHECK(parse_numeric_csv(run_cli({"csv", "--numbers", path}).out).rows == t.rows);
+}
+
 TEST_CASE("sort keys without data warn, naming what is missing") {
   temp_dir dir("cli-sortwarn");
   const auto path = (dir.path / "t.json").string();
