@@ -307,15 +307,17 @@ std::string event_averages::table(const table_options& options) const {
   return out;
 }
 
-std::string event_averages::collapsed_stacks(std::string_view metric) const {
+std::string event_averages::collapsed_stacks(std::string_view metric, frame_names names) const {
   if (metric != "self_cpu_time_total" && metric != "self_cuda_time_total")
     throw std::invalid_argument("proftrace: stacks metric must be self_cpu_time_total or self_cuda_time_total, not '" +
                                 std::string(metric) + "'");
   // A step frame is ProfilerStep*, a worker's step span (its row "thread step") too.
-  const auto clean = [](std::string frame) {
+  const auto clean = [names](std::string frame) {
     if (frame == "thread step") return std::string("ProfilerStep*");
     for (char& c : frame)
-      if (c == ' ' || c == ';' || c == '\t' || c == '\n') c = '_';
+      if (names == frame_names::torch && (c == ' ' || c == ';' || c == '\t' || c == '\n')) c = '_';
+      else if (names == frame_names::as_is && (c == '\n' || c == '\r')) c = ' ';
+      else if (names == frame_names::as_is && c == ';') c = ':';
     return frame;
   };
   // Summed in ns, cut to whole us once per line: rows that share a stack

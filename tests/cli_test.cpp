@@ -880,10 +880,10 @@ TEST_CASE("stacks: collapsed stacks from PyTorch order and from proftrace order"
   std::map<std::string, long> values;
   std::istringstream in(r.out);
   for (std::string line; std::getline(in, line);) values[line.substr(0, line.rfind(' '))] = std::stol(line.substr(line.rfind(' ') + 1));
-  REQUIRE(values.count("outer_scope"));
-  REQUIRE(values.count("outer_scope;inner_part"));
-  CHECK(values["outer_scope"] >= 290);
-  CHECK(values["outer_scope;inner_part"] >= 290);
+  REQUIRE(values.count("outer scope"));  // names as in the table; ';' inside a name as ':'
+  REQUIRE(values.count("outer scope;inner:part"));
+  CHECK(values["outer scope"] >= 290);
+  CHECK(values["outer scope;inner:part"] >= 290);
 }
 
 TEST_CASE("a progress line on stderr only when stderr is a terminal and the file is large") {
@@ -2403,6 +2403,62 @@ TEST_CASE("a merged trace's memory counts in the scopes of its own process only,
   text.insert(text.find('\n') + 1, line);
   write_file(path, text);
   CHECK(parse_numeric_csv(run_cli({"csv", "--numbers", path}).out).rows == t.rows);
+}
+
+TEST_CASE("summary takes the table's options: --max-name-column-width and friends, --header") {
+  temp_dir dir("cli-table-options");
+  const std::string long_name = "assemble_FE_data::local_matrix_contributions_with_a_rather_long_name";  // 69 characters
+  const auto path = (dir.path / "t.json").string();
+  write_file(path, R"({"traceEvents": [
+    {"ph":"X","cat":"cpu_op","name":")" + long_name + R"(","pid":1,"tid":1,"ts":0,"dur":10,
+     "args":{"Input Dims":[[1024, 1024, 1024], [1024, 1024, 1024], [1024, 1024, 1024], [1024, 1024]]}},
+    {"ph":"X","cat":"cpu_op","name":"short","pid":1,"tid":1,"ts":20,"dur":30}]})");
+  auto r = run_cli({"summary", path});
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find(long_name) == std::string::npos);  // cut at torch's 55 columns
+  r = run_cli({"summary", path, "--max-name-column-width", "100", "--max-shapes-column-width=30",
+               "--max-src-column-width", "40", "--header", "run 7", "--group-by-shape"});
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.out.find(long_name) != std::string::npos);
+  // Exactly the session's table() with the same options.
+  proftrace::table_options opts;
+  opts.sort_by = "self_cpu_time_total";
+  opts.max_name_column_width = 100;
+  opts.max_shapes_column_width = 30;
+  opts.max_src_column_width = 40;
+  opts.header = "run 7";
+  CHECK(r.out == summarize(path, true).table(opts));
+  CHECK(r.out.find("\nrun 7\n") != std::string::npos);
+  CHECK(run_cli({"summary", path, "--max-name-column-width", "10"}).out.find("\nassembl...  ") != std::string::npos);
+  // A width that would leave no room for a character and "...", or no number: a usage error.
+  for (const std::string bad : {"3", "-1", "wide", ""}) {
+    CAPTURE(bad);
+    r = run_cli({"summary", path, "--max-name-column-width", bad});
+    CHECK(r.rc == 2);
+    CHECK(r.err.find("option '--max-name-column-width' needs an integer >= 4") != std::string::npos);
+  }
+  CHECK(run_cli({"summary", path, "--max-shapes-column-width", "0"}).rc == 2);
+  CHECK(run_cli({"summary", path, "--max-src-column-width", "x"}).rc == 2);
+  CHECK(run_cli({"summary", "--help"}).out.find("--max-name-column-width N") != std::string::npos);
+}
+
+TEST_CASE("stacks keeps names as they are, so its frames are the table's names; only ';' and line breaks are replaced") {
+  temp_dir dir("cli-stack-names");
+  const auto path = (dir.path / "t.json").string();
+  write_file(path, R"({"traceEvents": [
+    {"ph":"X","cat":"user_annotation","name":"forward pass","pid":1,"tid":1,"ts":0,"dur":100},
+    {"ph":"X","cat":"cpu_op","name":"aten::conv2d\tbackward","pid":1,"tid":1,"ts":10,"dur":40},
+    {"ph":"X","cat":"cpu_op","name":"a;b","pid":1,"tid":1,"ts":60,"dur":10},
+    {"ph":"X","cat":"cpu_op","name":"x\ny","pid":1,"tid":1,"ts":75,"dur":5}]})");
+  const auto r = run_cli({"stacks", path});
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(sorted_lines(r.out) == std::vector<std::string>{"forward pass 45", "forward pass;a:b 10",
+                                                       "forward pass;aten::conv2d\tbackward 40", "forward pass;x y 5"});
+  // Every frame without ';' or a line break is a row's name as it is.
+  const std::string csv = run_cli({"csv", "--numbers", path}).out;
+  CHECK(csv.find("\n\"forward pass\",") != std::string::npos);
+  CHECK(csv.find("\n\"aten::conv2d\tbackward\",") != std::string::npos);
+  CHECK(run_cli({"stacks", "--help"}).out.find("'_'") == std::string::npos);
 }
 
 TEST_CASE("sort keys without data warn, naming what is missing") {

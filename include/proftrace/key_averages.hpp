@@ -104,6 +104,12 @@ struct table_options {
   bool top_level_events_only = false;
 };
 
+// How collapsed_stacks() writes a frame's name: as torch's export_stacks
+// does (spaces, ';', tabs and newlines as '_'), or as it is, with only what
+// the collapsed format cannot hold replaced (';' by ':', a line break by a
+// space), so that the frames are the table's names (`proftrace stacks`).
+enum class frame_names : std::uint8_t { torch, as_is };
+
 // One complete event of a finished trace, kept only when the session asked
 // for it (profile_options::retain_events); the aggregates never need them.
 struct function_event {
@@ -177,8 +183,10 @@ class event_averages {
   // stack with a positive metric, frames outermost first joined by ';' with
   // the row's name last, a space, then the integer microseconds of `metric`
   // (self_cpu_time_total or self_cuda_time_total; std::invalid_argument
-  // otherwise). Spaces, ';', tabs and newlines inside a frame become '_'.
-  std::string collapsed_stacks(std::string_view metric = "self_cpu_time_total") const;
+  // otherwise). Frames are named as `names` says (torch's: spaces, ';',
+  // tabs and newlines inside a frame become '_').
+  std::string collapsed_stacks(std::string_view metric = "self_cpu_time_total",
+                               frame_names names = frame_names::torch) const;
   // All rows summed into one, keyed "Total".
   event_average total_average() const;
   std::int64_t self_cpu_time_total_ns() const noexcept;
@@ -188,7 +196,9 @@ class event_averages {
   // table is its note.
   std::string table(const table_options& = {}) const { return note.empty() ? std::string() : "Note: " + note + "\n"; }
   std::string csv() const { return {}; }
-  std::string collapsed_stacks(std::string_view = "self_cpu_time_total") const { return {}; }
+  std::string collapsed_stacks(std::string_view = "self_cpu_time_total", frame_names = frame_names::torch) const {
+    return {};
+  }
   event_average total_average() const {
     event_average total;
     total.key = "Total";
