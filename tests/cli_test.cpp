@@ -255,7 +255,7 @@ TEST_CASE("OpenMP's spans (cat openmp) are rows and frames of summary and stacks
   CHECK(rows.at("omp implicit task: kernels (a.cpp:10)").self_cpu_time_total_ns == 11000);
   CHECK(rows.at("omp barrier").self_cpu_time_total_ns == 35000);
   const std::string stacks = run_cli({"stacks", (dir.path / "omp.json").string()}).out;
-  CHECK(stacks.find("kernels;omp_parallel:_kernels_(a.cpp:10);omp_implicit_task:_kernels_(a.cpp:10);omp_barrier 35") !=
+  CHECK(stacks.find("kernels;omp parallel: kernels (a.cpp:10);omp implicit task: kernels (a.cpp:10);omp barrier 35") !=
         std::string::npos);
 }
 
