@@ -651,12 +651,15 @@ TEST_CASE("diff --min-us: a growth under the absolute noise floor is no regressi
 TEST_CASE("csv and --top-level-only") {
   auto r = run_cli({"csv", pytorch_trace});
   REQUIRE(r.rc == 0);
-  CHECK(r.out.starts_with("NAME,SELF CPU %,SELF CPU,CPU TOTAL %,CPU TOTAL,CPU TIME AVG,# OF CALLS\n"));
-  CHECK(r.out.find("\n\"ProfilerStep*\",38.33%,460.000us,75.00%,900.000us,450.000us,2\n") != std::string::npos);
+  // The table's columns: a profile_memory trace's memory too.
+  CHECK(r.out.starts_with("NAME,SELF CPU %,SELF CPU,CPU TOTAL %,CPU TOTAL,CPU TIME AVG,CPU MEM,SELF CPU MEM,CUDA MEM,"
+                          "SELF CUDA MEM,# OF CALLS\n"));
+  CHECK(r.out.find("\n\"ProfilerStep*\",38.33%,460.000us,75.00%,900.000us,450.000us,0 b,0 b,0 b,-64.00 Kb,2\n") !=
+        std::string::npos);
   r = run_cli({"csv", pytorch_trace, "--group-by-shape"});
   REQUIRE(r.rc == 0);
-  CHECK(r.out.find("\"aten::linear\",2.50%,30.000us,16.67%,200.000us,200.000us,1,\"[[64, 128], [256, 128], [256]]\"") !=
-        std::string::npos);
+  CHECK(r.out.find("\"aten::linear\",2.50%,30.000us,16.67%,200.000us,200.000us,0 b,0 b,0 b,0 b,1,"
+                   "\"[[64, 128], [256, 128], [256]]\"") != std::string::npos);
   CHECK(run_cli({"csv"}).rc == 2);
   CHECK(run_cli({"csv", "/nonexistent.json"}).rc == 1);
 
@@ -2459,6 +2462,54 @@ TEST_CASE("stacks keeps names as they are, so its frames are the table's names; 
   CHECK(csv.find("\n\"forward pass\",") != std::string::npos);
   CHECK(csv.find("\n\"aten::conv2d\tbackward\",") != std::string::npos);
   CHECK(run_cli({"stacks", "--help"}).out.find("'_'") == std::string::npos);
+}
+
+TEST_CASE("csv shows the columns summary's table and csv --numbers show: CPU Mem of a profile_memory trace, CUDA Mem, FLOPs") {
+  temp_dir dir("cli-csv-columns");
+  const auto memory_trace = (dir.path / "memory.pt.trace.json").string();
+  write_file(memory_trace, torch_stack_trace(torch_stack_events));
+  const auto flops_trace = (dir.path / "flops.json").string();
+  write_file(flops_trace, R"({"traceEvents": [
+    {"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":0,"dur":10,"args":{"flops":2000000}},
+    {"ph":"X","cat":"cpu_op","name":"aten::add","pid":1,"tid":1,"ts":20,"dur":30}]})");
+  // The table's column names, as the header line after the first separator lists them.
+  const auto table_columns = [](const std::string& table) {
+    std::istringstream in(table);
+    std::string line;
+    while (std::getline(in, line) && !line.starts_with("--")) {
+    }
+    std::getline(in, line);
+    std::vector<std::string> out;
+    std::string cell;
+    for (std::size_t i = 0; i <= line.size(); ++i) {
+      const bool gap = i == line.size() || (line[i] == ' ' && i + 1 < line.size() && line[i + 1] == ' ');
+      if (!gap) cell += line[i];
+      else if (!cell.empty()) out.push_back(cell), cell.clear();
+      if (gap && cell.empty()) while (i + 1 < line.size() && line[i + 1] == ' ') ++i;
+    }
+    for (auto& c : out) std::transform(c.begin(), c.end(), c.begin(), [](unsigned char ch) { return std::toupper(ch); });
+    return out;
+  };
+  const auto csv_columns = [](const std::string& csv) {
+    std::vector<std::string> out;
+    std::istringstream header(csv.substr(0, csv.find('\n')));
+    for (std::string c; std::getline(header, c, ',');) out.push_back(c);
+    return out;
+  };
+  for (const std::string& path : {memory_trace, flops_trace, pytorch_trace}) {
+    CAPTURE(path);
+    const auto csv = run_cli({"csv", path});
+    REQUIRE_MESSAGE(csv.rc == 0, csv.err);
+    CHECK(csv_columns(csv.out) == table_columns(run_cli({"summary", path}).out));
+  }
+  const auto csv = run_cli({"csv", memory_trace}).out;
+  CHECK(csv.starts_with("NAME,SELF CPU %,SELF CPU,CPU TOTAL %,CPU TOTAL,CPU TIME AVG,CPU MEM,SELF CPU MEM,# OF CALLS\n"));
+  CHECK(csv.find("\n\"aten::addmm\",16.67%,20.000us,16.67%,20.000us,20.000us,1.17 Kb,1.17 Kb,1\n") != std::string::npos);
+  CHECK(run_cli({"csv", flops_trace}).out.find("\n\"aten::mm\",25.00%,10.000us,25.00%,10.000us,10.000us,1,2.000\n") !=
+        std::string::npos);
+  // csv --numbers has the same quantities, in plain numbers.
+  CHECK(run_cli({"csv", "--numbers", memory_trace}).out.starts_with(
+      "name,count,cpu_total_us,self_cpu_us,cpu_avg_us,cpu_memory_bytes,self_cpu_memory_bytes\n"));
 }
 
 TEST_CASE("sort keys without data warn, naming what is missing") {

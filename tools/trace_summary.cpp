@@ -810,16 +810,11 @@ std::string cross_rank_table(const ranks_summary& ranks, std::size_t cycle, int 
 }
 
 std::string numeric_csv(const proftrace::event_averages& averages) {
-  // CPU memory columns whenever the table has them (a trace recorded with
-  // profile_memory), so that the columns do not depend on the figures.
-  bool cuda_time = false, cpu_mem = averages.profile_memory, cuda_mem = false, flops = false,
-       shapes = averages.grouped_by_input_shape;
-  for (const auto& r : averages.rows) {
-    cuda_time |= r.cuda_time_total_ns != 0 || r.self_cuda_time_total_ns != 0;
-    cpu_mem |= r.cpu_memory_usage != 0 || r.self_cpu_memory_usage != 0;
-    cuda_mem |= r.cuda_memory_usage != 0 || r.self_cuda_memory_usage != 0;
-    flops |= r.flops != 0;
-  }
+  // The quantities the table and csv() show (CPU memory whenever the trace
+  // was recorded with profile_memory), so that no view leaves one out.
+  const auto shown = averages.shown_quantities();
+  const bool cuda_time = shown.cuda_time, cpu_mem = shown.cpu_memory, cuda_mem = shown.cuda_memory, flops = shown.flops,
+             shapes = averages.grouped_by_input_shape;
   const auto quoted = [](const std::string& s) {
     std::string q = "\"";
     for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);

@@ -172,12 +172,31 @@ class event_averages {
   event_average& operator[](std::size_t i) { return rows[i]; }
 
   double self_cpu_time_total() const noexcept { return static_cast<double>(self_cpu_time_total_ns()) / 1e3; }  // us
+
+  // The quantities beyond CPU time and calls that every report of these
+  // rows shows (table(), csv(), `proftrace csv --numbers`): CPU memory for
+  // a trace recorded with profile_memory, each other one when a row has it.
+  struct quantities {
+    bool cuda_time = false, cpu_memory = false, cuda_memory = false, flops = false;
+  };
+  quantities shown_quantities() const noexcept {
+    quantities q;
+    q.cpu_memory = profile_memory;
+    for (const auto& r : rows) {
+      q.cuda_time = q.cuda_time || r.cuda_time_total_ns != 0 || r.self_cuda_time_total_ns != 0;
+      q.cpu_memory = q.cpu_memory || r.cpu_memory_usage != 0 || r.self_cpu_memory_usage != 0;
+      q.cuda_memory = q.cuda_memory || r.cuda_memory_usage != 0 || r.self_cuda_memory_usage != 0;
+      q.flops = q.flops || r.flops > 0;
+    }
+    return q;
+  }
 #if PROFTRACE_ENABLED
   // torch's key_averages().table(): throws std::invalid_argument, naming the
   // valid keys, for an unknown sort key. The note, if any, is its last line.
   std::string table(const table_options& options = {}) const;
   // The rows as CSV (torch_geometric's save_profile_data columns, values
-  // formatted as in the table), a header line first.
+  // formatted as in the table), a header line first; the table's columns,
+  // in its order, named in capitals (CPU MEM, ..., TOTAL MFLOPS).
   std::string csv() const;
   // Collapsed stacks for flamegraph.pl and speedscope: one line per distinct
   // stack with a positive metric, frames outermost first joined by ';' with
