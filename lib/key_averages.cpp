@@ -1,6 +1,7 @@
 #include "proftrace/key_averages.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -87,12 +88,49 @@ std::string format_memory(std::int64_t bytes) {
   return std::to_string(bytes) + " b";
 }
 
-// torch's auto_scale_flops: the unit of the smallest positive count.
+// torch's auto_scale_flops: the unit of the smallest positive count (none: FLOPs).
 std::pair<double, std::string> flops_scale(std::int64_t smallest) {
+  if (smallest <= 0) return {1.0, "FLOPs"};
   static const char* const units[] = {"FLOPs", "KFLOPs", "MFLOPs", "GFLOPs", "TFLOPs", "PFLOPs"};
   const double log = std::max(0.0, std::min(std::log10(static_cast<double>(smallest)) / 3.0, 5.0));
   const int k = static_cast<int>(std::floor(log));
   return {std::pow(10.0, -3.0 * k), units[k]};
+}
+
+std::int64_t smallest_positive_flops(const std::vector<event_average>& rows) {
+  std::int64_t smallest = 0;
+  for (const auto& r : rows)
+    if (r.flops > 0 && (smallest == 0 || r.flops < smallest)) smallest = r.flops;
+  return smallest;
+}
+
+// The columns of every report up to "# of Calls": torch's, with those of
+// the quantities shown (one set for the table and the CSV).
+std::vector<std::string> leading_headers(const event_averages::quantities& shown) {
+  std::vector<std::string> h = {"Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"};
+  if (shown.cuda_time) h.insert(h.end(), {"Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg"});
+  if (shown.cpu_memory) h.insert(h.end(), {"CPU Mem", "Self CPU Mem"});
+  if (shown.cuda_memory) h.insert(h.end(), {"CUDA Mem", "Self CUDA Mem"});
+  h.push_back("# of Calls");
+  return h;
+}
+
+std::vector<std::string> leading_cells(const event_average& r, std::string name, const event_averages::quantities& shown,
+                                       double self_total_us, double self_cuda_total_us) {
+  std::vector<std::string> cells = {std::move(name),
+                                    format_share(r.self_cpu_time_total_us(), self_total_us),
+                                    format_time(r.self_cpu_time_total_us()),
+                                    format_share(r.cpu_time_total_us(), self_total_us),
+                                    format_time(r.cpu_time_total_us()),
+                                    format_time(r.cpu_time_avg_us())};
+  if (shown.cuda_time)
+    cells.insert(cells.end(), {format_time(r.self_cuda_time_total_us()),
+                               format_share(r.self_cuda_time_total_us(), self_cuda_total_us),
+                               format_time(r.cuda_time_total_us()), format_time(r.cuda_time_avg_us())});
+  if (shown.cpu_memory) cells.insert(cells.end(), {format_memory(r.cpu_memory_usage), format_memory(r.self_cpu_memory_usage)});
+  if (shown.cuda_memory) cells.insert(cells.end(), {format_memory(r.cuda_memory_usage), format_memory(r.self_cuda_memory_usage)});
+  cells.push_back(std::to_string(r.count));
+  return cells;
 }
 
 struct table_layout {
@@ -183,21 +221,12 @@ std::string event_averages::table(const table_options& options) const {
   const int shapes_width = std::min(static_cast<int>(shapes_longest) + 4, options.max_shapes_column_width);
   const int src_width = std::min(static_cast<int>(src_longest) + 4, options.max_src_column_width);
 
-  bool has_cuda_time = false, has_cpu_mem = profile_memory, has_cuda_mem = false;
-  std::int64_t smallest_flops = 0;
-  for (const auto& r : rows) {
-    has_cuda_time = has_cuda_time || r.self_cuda_time_total_ns > 0 || r.cuda_time_total_ns > 0;
-    has_cpu_mem = has_cpu_mem || r.cpu_memory_usage != 0 || r.self_cpu_memory_usage != 0;
-    has_cuda_mem = has_cuda_mem || r.cuda_memory_usage != 0 || r.self_cuda_memory_usage != 0;
-    if (r.flops > 0 && (smallest_flops == 0 || r.flops < smallest_flops)) smallest_flops = r.flops;
-  }
+  const quantities shown = shown_quantities();
+  const bool has_cuda_time = shown.cuda_time;
+  const std::int64_t smallest_flops = smallest_positive_flops(rows);
 
   table_layout layout;
-  std::vector<std::string> headers = {"Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"};
-  if (has_cuda_time) headers.insert(headers.end(), {"Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg"});
-  if (has_cpu_mem) headers.insert(headers.end(), {"CPU Mem", "Self CPU Mem"});
-  if (has_cuda_mem) headers.insert(headers.end(), {"CUDA Mem", "Self CUDA Mem"});
-  headers.push_back("# of Calls");
+  std::vector<std::string> headers = leading_headers(shown);
   // torch right-aligns every column but the source location, Name and
   // Input Shapes included.
   layout.add(name_width);
@@ -211,7 +240,7 @@ std::string event_averages::table(const table_options& options) const {
     headers.push_back("Source Location");
     layout.add(src_width, true);
   }
-  const auto [flops_factor, flops_unit] = smallest_flops > 0 ? flops_scale(smallest_flops) : std::pair<double, std::string>{1.0, ""};
+  const auto [flops_factor, flops_unit] = flops_scale(smallest_flops);
   if (smallest_flops > 0) {
     headers.push_back("Total " + flops_unit);
     layout.add(column_width);
@@ -257,19 +286,7 @@ std::string event_averages::table(const table_options& options) const {
     std::string name = r->key;
     const auto max_name = static_cast<std::size_t>(options.max_name_column_width);
     if (columns(name) >= max_name - 3) name = first_columns(name, max_name - 3) + "...";
-    std::vector<std::string> cells = {name,
-                                      format_share(r->self_cpu_time_total_us(), self_total_us),
-                                      format_time(r->self_cpu_time_total_us()),
-                                      format_share(r->cpu_time_total_us(), self_total_us),
-                                      format_time(r->cpu_time_total_us()),
-                                      format_time(r->cpu_time_avg_us())};
-    if (has_cuda_time)
-      cells.insert(cells.end(), {format_time(r->self_cuda_time_total_us()),
-                                 format_share(r->self_cuda_time_total_us(), self_cuda_total_us),
-                                 format_time(r->cuda_time_total_us()), format_time(r->cuda_time_avg_us())});
-    if (has_cpu_mem) cells.insert(cells.end(), {format_memory(r->cpu_memory_usage), format_memory(r->self_cpu_memory_usage)});
-    if (has_cuda_mem) cells.insert(cells.end(), {format_memory(r->cuda_memory_usage), format_memory(r->self_cuda_memory_usage)});
-    cells.push_back(std::to_string(r->count));
+    std::vector<std::string> cells = leading_cells(*r, name, shown, self_total_us, self_cuda_total_us);
     if (has_input_shapes) cells.push_back(first_columns(shapes_text(*r), static_cast<std::size_t>(shapes_width)));
     if (has_stack) cells.push_back(r->stack.empty() ? "" : trim_path(r->stack[0], static_cast<std::size_t>(src_width)));
     if (smallest_flops > 0) cells.push_back(r->flops <= 0 ? std::string("--") : format("%8.3f", static_cast<double>(r->flops) * flops_factor));
@@ -307,15 +324,17 @@ std::string event_averages::table(const table_options& options) const {
   return out;
 }
 
-std::string event_averages::collapsed_stacks(std::string_view metric) const {
+std::string event_averages::collapsed_stacks(std::string_view metric, frame_names names) const {
   if (metric != "self_cpu_time_total" && metric != "self_cuda_time_total")
     throw std::invalid_argument("proftrace: stacks metric must be self_cpu_time_total or self_cuda_time_total, not '" +
                                 std::string(metric) + "'");
   // A step frame is ProfilerStep*, a worker's step span (its row "thread step") too.
-  const auto clean = [](std::string frame) {
+  const auto clean = [names](std::string frame) {
     if (frame == "thread step") return std::string("ProfilerStep*");
     for (char& c : frame)
-      if (c == ' ' || c == ';' || c == '\t' || c == '\n') c = '_';
+      if (names == frame_names::torch && (c == ' ' || c == ';' || c == '\t' || c == '\n')) c = '_';
+      else if (names == frame_names::as_is && (c == '\n' || c == '\r')) c = ' ';
+      else if (names == frame_names::as_is && c == ';') c = ':';
     return frame;
   };
   // Summed in ns, cut to whole us once per line: rows that share a stack
@@ -344,16 +363,25 @@ std::string event_averages::csv() const {
     for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
     return q + "\"";
   };
+  const auto line = [](const std::vector<std::string>& cells) {
+    std::string l;
+    for (const auto& c : cells) l += (l.empty() ? "" : ",") + c;
+    return l + "\n";
+  };
   const double self_total_us = static_cast<double>(self_cpu_time_total_ns()) / 1e3;
-  std::string out = "NAME,SELF CPU %,SELF CPU,CPU TOTAL %,CPU TOTAL,CPU TIME AVG,# OF CALLS";
-  if (grouped_by_input_shape) out += ",INPUT SHAPES";
-  out += "\n";
+  const double self_cuda_total_us = static_cast<double>(self_cuda_time_total_ns()) / 1e3;
+  const quantities shown = shown_quantities();
+  const auto [flops_factor, flops_unit] = flops_scale(smallest_positive_flops(rows));
+  std::vector<std::string> headers = leading_headers(shown);
+  if (grouped_by_input_shape) headers.push_back("Input Shapes");
+  if (shown.flops) headers.push_back("Total " + flops_unit);
+  for (auto& h : headers) std::transform(h.begin(), h.end(), h.begin(), [](unsigned char c) { return std::toupper(c); });
+  std::string out = line(headers);
   for (const auto& r : rows) {
-    out += quoted(r.key) + "," + format_share(r.self_cpu_time_total_us(), self_total_us) + "," +
-           format_time(r.self_cpu_time_total_us()) + "," + format_share(r.cpu_time_total_us(), self_total_us) + "," +
-           format_time(r.cpu_time_total_us()) + "," + format_time(r.cpu_time_avg_us()) + "," + std::to_string(r.count);
-    if (grouped_by_input_shape) out += "," + quoted(r.input_shapes);
-    out += "\n";
+    std::vector<std::string> cells = leading_cells(r, quoted(r.key), shown, self_total_us, self_cuda_total_us);
+    if (grouped_by_input_shape) cells.push_back(quoted(r.input_shapes));
+    if (shown.flops) cells.push_back(r.flops <= 0 ? std::string("--") : format("%.3f", static_cast<double>(r.flops) * flops_factor));
+    out += line(cells);
   }
   return out;
 }

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <algorithm>
 #include <map>
 #include <random>
@@ -254,7 +255,7 @@ TEST_CASE("OpenMP's spans (cat openmp) are rows and frames of summary and stacks
   CHECK(rows.at("omp implicit task: kernels (a.cpp:10)").self_cpu_time_total_ns == 11000);
   CHECK(rows.at("omp barrier").self_cpu_time_total_ns == 35000);
   const std::string stacks = run_cli({"stacks", (dir.path / "omp.json").string()}).out;
-  CHECK(stacks.find("kernels;omp_parallel:_kernels_(a.cpp:10);omp_implicit_task:_kernels_(a.cpp:10);omp_barrier 35") !=
+  CHECK(stacks.find("kernels;omp parallel: kernels (a.cpp:10);omp implicit task: kernels (a.cpp:10);omp barrier 35") !=
         std::string::npos);
 }
 
@@ -650,12 +651,15 @@ TEST_CASE("diff --min-us: a growth under the absolute noise floor is no regressi
 TEST_CASE("csv and --top-level-only") {
   auto r = run_cli({"csv", pytorch_trace});
   REQUIRE(r.rc == 0);
-  CHECK(r.out.starts_with("NAME,SELF CPU %,SELF CPU,CPU TOTAL %,CPU TOTAL,CPU TIME AVG,# OF CALLS\n"));
-  CHECK(r.out.find("\n\"ProfilerStep*\",38.33%,460.000us,75.00%,900.000us,450.000us,2\n") != std::string::npos);
+  // The table's columns: a profile_memory trace's memory too.
+  CHECK(r.out.starts_with("NAME,SELF CPU %,SELF CPU,CPU TOTAL %,CPU TOTAL,CPU TIME AVG,CPU MEM,SELF CPU MEM,CUDA MEM,"
+                          "SELF CUDA MEM,# OF CALLS\n"));
+  CHECK(r.out.find("\n\"ProfilerStep*\",38.33%,460.000us,75.00%,900.000us,450.000us,0 b,0 b,0 b,-64.00 Kb,2\n") !=
+        std::string::npos);
   r = run_cli({"csv", pytorch_trace, "--group-by-shape"});
   REQUIRE(r.rc == 0);
-  CHECK(r.out.find("\"aten::linear\",2.50%,30.000us,16.67%,200.000us,200.000us,1,\"[[64, 128], [256, 128], [256]]\"") !=
-        std::string::npos);
+  CHECK(r.out.find("\"aten::linear\",2.50%,30.000us,16.67%,200.000us,200.000us,0 b,0 b,0 b,0 b,1,"
+                   "\"[[64, 128], [256, 128], [256]]\"") != std::string::npos);
   CHECK(run_cli({"csv"}).rc == 2);
   CHECK(run_cli({"csv", "/nonexistent.json"}).rc == 1);
 
@@ -879,10 +883,10 @@ TEST_CASE("stacks: collapsed stacks from PyTorch order and from proftrace order"
   std::map<std::string, long> values;
   std::istringstream in(r.out);
   for (std::string line; std::getline(in, line);) values[line.substr(0, line.rfind(' '))] = std::stol(line.substr(line.rfind(' ') + 1));
-  REQUIRE(values.count("outer_scope"));
-  REQUIRE(values.count("outer_scope;inner_part"));
-  CHECK(values["outer_scope"] >= 290);
-  CHECK(values["outer_scope;inner_part"] >= 290);
+  REQUIRE(values.count("outer scope"));  // names as in the table; ';' inside a name as ':'
+  REQUIRE(values.count("outer scope;inner:part"));
+  CHECK(values["outer scope"] >= 290);
+  CHECK(values["outer scope;inner:part"] >= 290);
 }
 
 TEST_CASE("a progress line on stderr only when stderr is a terminal and the file is large") {
@@ -1316,6 +1320,94 @@ TEST_CASE("merge: a rank whose clock drifts is moved by the offsets at start and
     CHECK(std::fabs(rank1[i].first - rank0[i].first) <= 0.002);  // within 2 ns: the same true time
     CHECK(std::fabs(rank1[i].second - 2000.0) <= 0.002);
   }
+}
+
+namespace {
+
+// A rank's trace on a recorder's time base (a multiple of 2^51 ns, ts of
+// about 1e12 us), its clock offset measured at true times 0 and 100 ms
+// after `origin_ns` (a step of offset_ns(true_ms)), with a thread_name "M"
+// event at ts 0 as a .pftrace's conversion writes, and "work" events at
+// `true_ms` (2 ms each) read on this rank's clock.
+void write_drifting_rank(const std::filesystem::path& p, int rank, const std::vector<double>& true_ms,
+                         const std::function<double(double)>& offset_ns) {
+  constexpr std::int64_t base_ns = std::int64_t{755} << 51;
+  constexpr std::int64_t origin_ns = base_ns + 1'000'000'000'000'000;  // true time 0, 1e15 ns after the base
+  std::string events = "{\"ph\": \"M\", \"name\": \"thread_name\", \"ts\": 0, \"pid\": 7, \"tid\": 7, "
+                       "\"args\": {\"name\": \"main\"}}";
+  for (const double ms : true_ms) {
+    const double ts_us = static_cast<double>(origin_ns - base_ns) / 1000.0 + ms * 1000.0 + offset_ns(ms) / 1000.0;
+    const double dur_us = 2000.0 + (offset_ns(ms + 2.0) - offset_ns(ms)) / 1000.0;
+    char e[256];
+    std::snprintf(e, sizeof e,
+                  ",\n{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"work\", \"pid\": 7, \"tid\": 7, "
+                  "\"ts\": %.3f, \"dur\": %.3f}",
+                  ts_us, dur_us);
+    events += e;
+  }
+  const auto alignment = [&](double ms) {
+    const auto offset = static_cast<std::int64_t>(offset_ns(ms));
+    return "{\"method\": \"mpi_ping_pong\", \"offset_ns\": " + std::to_string(offset) +
+           ", \"at_ns\": " + std::to_string(origin_ns + static_cast<std::int64_t>(ms * 1e6) + offset) + "}";
+  };
+  write_file(p, "{\"schemaVersion\": 1, \"distributedInfo\": {\"backend\": \"mpi\", \"rank\": " + std::to_string(rank) +
+                    ", \"world_size\": 2, \"host\": \"h\"},\n\"clockAlignment\": " + alignment(0) +
+                    ",\n\"baseTimeNanoseconds\": " + std::to_string(base_ns) + ",\n\"traceEvents\": [\n" + events +
+                    "\n],\n\"clockAlignmentAtStop\": " + alignment(100) + "\n}\n");
+}
+
+}  // namespace
+
+TEST_CASE("merge with drift, .json and .pftrace ranks into .json and .pftrace: metadata stays, no extrapolation") {
+  temp_dir dir("cli-merge-drift-formats");
+  // Rank 1's clock reads 15 us ahead at its start and 5 us at its stop,
+  // 100 ms later: it loses 100 ns per ms in the measured window. Its last
+  // event, 10 s after the stop, is read with the stop's offset: outside the
+  // window the offset of the nearer measurement holds.
+  const auto rank1_offset = [](double ms) { return 15000.0 - 100.0 * std::clamp(ms, 0.0, 100.0); };
+  const std::vector<double> times = {0.01, 50.0, 90.0, 10'100.0};
+  std::filesystem::create_directories(dir.path / "json");
+  std::filesystem::create_directories(dir.path / "pftrace");
+  write_drifting_rank(dir.path / "json" / "rank0.pt.trace.json", 0, times, [](double) { return 0.0; });
+  write_drifting_rank(dir.path / "json" / "rank1.pt.trace.json", 1, times, rank1_offset);
+  for (const char* rank : {"rank0", "rank1"})
+    REQUIRE(run_cli({"convert", (dir.path / "json" / (std::string(rank) + ".pt.trace.json")).string(),
+                     (dir.path / "pftrace" / (std::string(rank) + ".pt.trace.pftrace")).string()}).rc == 0);
+  for (const std::string from : {"json", "pftrace"})
+    for (const std::string to : {".json", ".pftrace"}) {
+      CAPTURE(from);
+      CAPTURE(to);
+      const auto merged = dir.path / ("merged-" + from + to);
+      const auto r = run_cli({"merge", (dir.path / from).string(), "-o", merged.string()});
+      REQUIRE_MESSAGE(r.rc == 0, r.err);
+      CHECK(r.out.find("2 corrected for their clocks' drift") != std::string::npos);
+      const auto v = run_cli({"validate", merged.string()});
+      CHECK_MESSAGE(v.rc == 0, v.out);
+      auto as_json = merged;
+      if (to == ".pftrace") {
+        as_json += ".json";
+        REQUIRE(run_cli({"convert", merged.string(), as_json.string()}).rc == 0);
+      }
+      const auto trace = boost::json::parse(slurp(as_json)).as_object();
+      std::map<std::int64_t, std::vector<std::pair<double, double>>> work;  // pid -> (ts, dur)
+      for (const auto& e : trace.at("traceEvents").as_array()) {
+        const auto& o = e.as_object();
+        if (o.at("name") == "thread_name") CHECK(o.at("ts").to_number<double>() == 0.0);  // not moved
+        if (o.at("name") == "work")
+          work[o.at("pid").to_number<std::int64_t>()].emplace_back(o.at("ts").to_number<double>(),
+                                                                   o.at("dur").to_number<double>());
+      }
+      REQUIRE(work.size() == 2);
+      const auto& rank0 = work.begin()->second;
+      const auto& rank1 = std::next(work.begin())->second;
+      REQUIRE(rank0.size() == times.size());
+      REQUIRE(rank1.size() == times.size());
+      for (std::size_t i = 0; i < times.size(); ++i) {
+        CAPTURE(i);
+        CHECK(std::fabs(rank1[i].first - rank0[i].first) <= 0.002);  // the same true time
+        CHECK(std::fabs(rank1[i].second - 2000.0) <= 0.002);
+      }
+    }
 }
 
 // ---- validate --repair ----
@@ -2277,6 +2369,147 @@ TEST_CASE("torch traces with with_stack and profile_memory: Python frames nest w
   CHECK(r.out.find("\n    ## forward ##  ") != std::string::npos);
   CHECK(r.out.find("          Input Shapes  \n") != std::string::npos);
   CHECK(r.out.find("                    []  \n") != std::string::npos);
+}
+
+TEST_CASE("a merged trace's memory counts in the scopes of its own process only, never another rank's") {
+  temp_dir dir("cli-merged-memory");
+  // Rank 0 (pid 0) sets up a matrix [10,50] inside its assemble [0,100];
+  // rank 1 (pid 1000) waits in MPI_Reduce [0,100] the whole time. Rank 0
+  // allocates 1000 B at 20 (in its setup) and 30 B at 70 (in assemble
+  // only); rank 1 frees 500 B at 40 and allocates 5 B at 200 (outside
+  // every scope of its own, though inside nothing else either).
+  const auto path = (dir.path / "merged.json").string();
+  write_file(path, R"({"profile_memory": 1, "traceEvents": [
+    {"ph":"X","cat":"user_annotation","name":"assemble_FE_data","pid":0,"tid":1,"ts":0,"dur":100},
+    {"ph":"X","cat":"user_annotation","name":"matrix_setup","pid":0,"tid":1,"ts":10,"dur":40},
+    {"ph":"X","cat":"cpu_op","name":"MPI_Reduce","pid":1000,"tid":1,"ts":0,"dur":100},
+    {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":0,"tid":1,"ts":20,"args":{"Device Type":0,"Bytes":1000}},
+    {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1000,"tid":1,"ts":40,"args":{"Device Type":0,"Bytes":-500}},
+    {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":0,"tid":2,"ts":70,"args":{"Device Type":0,"Bytes":30}},
+    {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1000,"tid":1,"ts":200,"args":{"Device Type":0,"Bytes":5}}]})");
+  const auto r = run_cli({"csv", "--numbers", path});
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  const auto t = parse_numeric_csv(r.out);
+  CHECK(t.at("matrix_setup", "cpu_memory_bytes") == 1000);
+  CHECK(t.at("assemble_FE_data", "cpu_memory_bytes") == 1030);  // a thread of its process: counts (tid 2)
+  CHECK(t.at("assemble_FE_data", "self_cpu_memory_bytes") == 30);
+  CHECK(t.at("MPI_Reduce", "cpu_memory_bytes") == -500);
+  CHECK(t.at("MPI_Reduce", "self_cpu_memory_bytes") == -500);
+  CHECK(t.at("[memory]", "count") == 1);
+  CHECK(t.at("[memory]", "cpu_memory_bytes") == 5);
+  // The same numbers whatever the order of the processes' events in the file.
+  std::string text = slurp(path);
+  const auto reduce = text.find(R"(    {"ph":"X","cat":"cpu_op","name":"MPI_Reduce")");
+  const auto line_end = text.find('\n', reduce);
+  const std::string line = text.substr(reduce, line_end - reduce + 1);
+  text.erase(reduce, line.size());
+  text.insert(text.find('\n') + 1, line);
+  write_file(path, text);
+  CHECK(parse_numeric_csv(run_cli({"csv", "--numbers", path}).out).rows == t.rows);
+}
+
+TEST_CASE("summary takes the table's options: --max-name-column-width and friends, --header") {
+  temp_dir dir("cli-table-options");
+  const std::string long_name = "assemble_FE_data::local_matrix_contributions_with_a_rather_long_name";  // 69 characters
+  const auto path = (dir.path / "t.json").string();
+  write_file(path, R"({"traceEvents": [
+    {"ph":"X","cat":"cpu_op","name":")" + long_name + R"(","pid":1,"tid":1,"ts":0,"dur":10,
+     "args":{"Input Dims":[[1024, 1024, 1024], [1024, 1024, 1024], [1024, 1024, 1024], [1024, 1024]]}},
+    {"ph":"X","cat":"cpu_op","name":"short","pid":1,"tid":1,"ts":20,"dur":30}]})");
+  auto r = run_cli({"summary", path});
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find(long_name) == std::string::npos);  // cut at torch's 55 columns
+  r = run_cli({"summary", path, "--max-name-column-width", "100", "--max-shapes-column-width=30",
+               "--max-src-column-width", "40", "--header", "run 7", "--group-by-shape"});
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.out.find(long_name) != std::string::npos);
+  // Exactly the session's table() with the same options.
+  proftrace::table_options opts;
+  opts.sort_by = "self_cpu_time_total";
+  opts.max_name_column_width = 100;
+  opts.max_shapes_column_width = 30;
+  opts.max_src_column_width = 40;
+  opts.header = "run 7";
+  CHECK(r.out == summarize(path, true).table(opts));
+  CHECK(r.out.find("\nrun 7\n") != std::string::npos);
+  CHECK(run_cli({"summary", path, "--max-name-column-width", "10"}).out.find("\nassembl...  ") != std::string::npos);
+  // A width that would leave no room for a character and "...", or no number: a usage error.
+  for (const std::string bad : {"3", "-1", "wide", ""}) {
+    CAPTURE(bad);
+    r = run_cli({"summary", path, "--max-name-column-width", bad});
+    CHECK(r.rc == 2);
+    CHECK(r.err.find("option '--max-name-column-width' needs an integer >= 4") != std::string::npos);
+  }
+  CHECK(run_cli({"summary", path, "--max-shapes-column-width", "0"}).rc == 2);
+  CHECK(run_cli({"summary", path, "--max-src-column-width", "x"}).rc == 2);
+  CHECK(run_cli({"summary", "--help"}).out.find("--max-name-column-width N") != std::string::npos);
+}
+
+TEST_CASE("stacks keeps names as they are, so its frames are the table's names; only ';' and line breaks are replaced") {
+  temp_dir dir("cli-stack-names");
+  const auto path = (dir.path / "t.json").string();
+  write_file(path, R"({"traceEvents": [
+    {"ph":"X","cat":"user_annotation","name":"forward pass","pid":1,"tid":1,"ts":0,"dur":100},
+    {"ph":"X","cat":"cpu_op","name":"aten::conv2d\tbackward","pid":1,"tid":1,"ts":10,"dur":40},
+    {"ph":"X","cat":"cpu_op","name":"a;b","pid":1,"tid":1,"ts":60,"dur":10},
+    {"ph":"X","cat":"cpu_op","name":"x\ny","pid":1,"tid":1,"ts":75,"dur":5}]})");
+  const auto r = run_cli({"stacks", path});
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(sorted_lines(r.out) == std::vector<std::string>{"forward pass 45", "forward pass;a:b 10",
+                                                       "forward pass;aten::conv2d\tbackward 40", "forward pass;x y 5"});
+  // Every frame without ';' or a line break is a row's name as it is.
+  const std::string csv = run_cli({"csv", "--numbers", path}).out;
+  CHECK(csv.find("\n\"forward pass\",") != std::string::npos);
+  CHECK(csv.find("\n\"aten::conv2d\tbackward\",") != std::string::npos);
+  CHECK(run_cli({"stacks", "--help"}).out.find("'_'") == std::string::npos);
+}
+
+TEST_CASE("csv shows the columns summary's table and csv --numbers show: CPU Mem of a profile_memory trace, CUDA Mem, FLOPs") {
+  temp_dir dir("cli-csv-columns");
+  const auto memory_trace = (dir.path / "memory.pt.trace.json").string();
+  write_file(memory_trace, torch_stack_trace(torch_stack_events));
+  const auto flops_trace = (dir.path / "flops.json").string();
+  write_file(flops_trace, R"({"traceEvents": [
+    {"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":0,"dur":10,"args":{"flops":2000000}},
+    {"ph":"X","cat":"cpu_op","name":"aten::add","pid":1,"tid":1,"ts":20,"dur":30}]})");
+  // The table's column names, as the header line after the first separator lists them.
+  const auto table_columns = [](const std::string& table) {
+    std::istringstream in(table);
+    std::string line;
+    while (std::getline(in, line) && !line.starts_with("--")) {
+    }
+    std::getline(in, line);
+    std::vector<std::string> out;
+    std::string cell;
+    for (std::size_t i = 0; i <= line.size(); ++i) {
+      const bool gap = i == line.size() || (line[i] == ' ' && i + 1 < line.size() && line[i + 1] == ' ');
+      if (!gap) cell += line[i];
+      else if (!cell.empty()) out.push_back(cell), cell.clear();
+      if (gap && cell.empty()) while (i + 1 < line.size() && line[i + 1] == ' ') ++i;
+    }
+    for (auto& c : out) std::transform(c.begin(), c.end(), c.begin(), [](unsigned char ch) { return std::toupper(ch); });
+    return out;
+  };
+  const auto csv_columns = [](const std::string& csv) {
+    std::vector<std::string> out;
+    std::istringstream header(csv.substr(0, csv.find('\n')));
+    for (std::string c; std::getline(header, c, ',');) out.push_back(c);
+    return out;
+  };
+  for (const std::string& path : {memory_trace, flops_trace, pytorch_trace}) {
+    CAPTURE(path);
+    const auto csv = run_cli({"csv", path});
+    REQUIRE_MESSAGE(csv.rc == 0, csv.err);
+    CHECK(csv_columns(csv.out) == table_columns(run_cli({"summary", path}).out));
+  }
+  const auto csv = run_cli({"csv", memory_trace}).out;
+  CHECK(csv.starts_with("NAME,SELF CPU %,SELF CPU,CPU TOTAL %,CPU TOTAL,CPU TIME AVG,CPU MEM,SELF CPU MEM,# OF CALLS\n"));
+  CHECK(csv.find("\n\"aten::addmm\",16.67%,20.000us,16.67%,20.000us,20.000us,1.17 Kb,1.17 Kb,1\n") != std::string::npos);
+  CHECK(run_cli({"csv", flops_trace}).out.find("\n\"aten::mm\",25.00%,10.000us,25.00%,10.000us,10.000us,1,2.000\n") !=
+        std::string::npos);
+  // csv --numbers has the same quantities, in plain numbers.
+  CHECK(run_cli({"csv", "--numbers", memory_trace}).out.starts_with(
+      "name,count,cpu_total_us,self_cpu_us,cpu_avg_us,cpu_memory_bytes,self_cpu_memory_bytes\n"));
 }
 
 TEST_CASE("sort keys without data warn, naming what is missing") {

@@ -57,6 +57,8 @@ const char* const tool_help =
 
 const char* const summary_help =
     "usage: proftrace summary TRACE|DIR [--sort-by KEY] [--row-limit N] [--group-by-shape] [--top-level-only] [--flops]\n"
+    "                         [--max-name-column-width N] [--max-shapes-column-width N]\n"
+    "                         [--max-src-column-width N] [--header TEXT]\n"
     "\n"
     "With a directory: every trace in it (its *.json, *.json.gz, *.json.zst and\n"
     "*.pftrace[.gz|.zst] files, decided by content: the others, such as a memory\n"
@@ -74,7 +76,8 @@ const char* const summary_help =
     "rows, as in torch. Events are sorted per thread first, so the numbers do not\n"
     "depend on the order of events in the file. \"[memory]\" events (profile_memory)\n"
     "count for every host event whose interval holds their time, on any thread\n"
-    "(CPU Mem, Self CPU Mem); those outside every host event are the \"[memory]\"\n"
+    "of the same process (pid: a merged trace's ranks are apart) (CPU Mem, Self\n"
+    "CPU Mem); those outside every host event of their process are the \"[memory]\"\n"
     "row. A trace cut off inside traceEvents is summarised as\n"
     "far as it goes, with a warning.\n"
     "\n"
@@ -88,6 +91,10 @@ const char* const summary_help =
     "  --top-level-only    only keys whose first event had no enclosing event (a\n"
     "                      Python frame encloses too, as in torch)\n"
     "  --flops             also print achieved GFLOP/s per key (traces with \"flops\" args)\n"
+    "  --max-name-column-width N    the table's options, as table() takes them:\n"
+    "  --max-shapes-column-width N  the widest Name (default 55), Input Shapes (80)\n"
+    "  --max-src-column-width N     and Source Location (75) columns, N >= 4;\n"
+    "  --header TEXT                a line above the table, under a line of '='\n"
     "  -h, --help          this text\n"
     "exit codes: 0 ok, 1 unreadable or invalid trace, 2 usage error\n";
 
@@ -103,8 +110,10 @@ const char* const merge_help =
     "rank (distributedInfo), a rank's schedule cycles one after another on its\n"
     "process (named \"rank N (host) steps 10-14, 20-24\"), times moved onto rank\n"
     "0's clock by each trace's clockAlignment offset (interpolated to its\n"
-    "clockAlignmentAtStop where the offset was measured at stop too: the drift),\n"
-    "flow ids kept apart per rank. Streaming: memory stays small whatever the number and size of traces;\n"
+    "clockAlignmentAtStop where the offset was measured at stop too: the drift;\n"
+    "outside the measured window the nearer measurement's offset, never an\n"
+    "extrapolation; metadata (\"M\") events keep their ts), flow ids kept apart\n"
+    "per rank. Streaming: memory stays small whatever the number and size of traces;\n"
     "one event at a time, an event over 16 MiB of JSON text is refused (exit 1).\n"
     "MERGED is written aside and renamed: a failed merge leaves it as it was.\n"
     "\n"
@@ -120,6 +129,9 @@ const char* const csv_help =
     "NAME, SELF CPU %, SELF CPU, CPU TOTAL %, CPU TOTAL, CPU TIME AVG, # OF CALLS,\n"
     "then INPUT SHAPES with --group-by-shape), one line per key, keys in the order\n"
     "of their first event's start (as key_averages() lists them; summary sorts).\n"
+    "The quantities the table shows are columns too, in its order and format:\n"
+    "CPU MEM, SELF CPU MEM (profile_memory), CUDA MEM, SELF CUDA MEM before # OF\n"
+    "CALLS, TOTAL FLOPS (in the table's unit) last.\n"
     "\n"
     "With --numbers, plain numbers for spreadsheets and pandas, one quantity per\n"
     "column: name, [input_shapes], count, cpu_total_us, self_cpu_us, cpu_avg_us,\n"
@@ -140,8 +152,9 @@ const char* const stacks_help =
     "Prints one line per distinct stack of host events with a positive metric:\n"
     "the enclosing events' names outermost first, joined by ';', the event's own\n"
     "name last, a space, and the integer microseconds of the metric (the collapsed\n"
-    "format of flamegraph.pl and speedscope). Spaces, ';', tabs and newlines in a\n"
-    "name become '_'. ProfilerStep#N frames are merged as ProfilerStep*.\n"
+    "format of flamegraph.pl and speedscope). Names are kept as they are, as in\n"
+    "the table, but for what the format cannot hold: ';' becomes ':' and a line\n"
+    "break a space. ProfilerStep#N frames are merged as ProfilerStep*.\n"
     "\n"
     "options:\n"
     "  --metric M          self_cpu_time_total (default) or self_cuda_time_total\n"
@@ -220,6 +233,7 @@ const char* const convert_help =
 struct parsed_args {
   std::vector<std::string> positional;
   std::optional<std::string> sort_by, row_limit, threshold, min_us;
+  std::optional<std::string> name_width, shapes_width, src_width, header;  // table_options' widths and header
   bool group_by_shape = false;
   bool top_level_only = false;
   bool flops = false;
@@ -277,18 +291,27 @@ parsed_args parse(const std::vector<std::string>& args, const std::vector<std::s
     else if (a == "--threshold") out.threshold = value;
     else if (a == "--min-us") out.min_us = value;
     else if (a == "--metric") out.metric = value;
+    else if (a == "--max-name-column-width") out.name_width = value;
+    else if (a == "--max-shapes-column-width") out.shapes_width = value;
+    else if (a == "--max-src-column-width") out.src_width = value;
+    else if (a == "--header") out.header = value;
     else if (a == "-o" || a == "--output") out.output = value;
   }
   return out;
 }
 
-int parse_int(const std::string& option, const std::string& s) {
+int parse_int(const std::string& option, const std::string& s, long lowest = -1) {
   char* end = nullptr;
   errno = 0;
   const long v = std::strtol(s.c_str(), &end, 10);
-  if (s.empty() || *end != '\0' || errno != 0 || v < -1 || v > 1000000000)
-    throw usage_error{"option '" + option + "' needs an integer >= -1, not '" + s + "'"};
+  if (s.empty() || *end != '\0' || errno != 0 || v < lowest || v > 1000000000)
+    throw usage_error{"option '" + option + "' needs an integer >= " + std::to_string(lowest) + ", not '" + s + "'"};
   return static_cast<int>(v);
+}
+
+// A column width of the table: room for one character and "..." at least.
+int parse_width(const std::string& option, const std::optional<std::string>& s, int default_width) {
+  return s ? parse_int(option, *s, 4) : default_width;
 }
 
 double parse_pct(const std::string& option, const std::string& s) {
@@ -403,26 +426,38 @@ void warn_empty_sort_key(const std::string& key, const proftrace::event_averages
                      "; rows keep their order in time");
 }
 
-int cmd_summary(const std::vector<std::string>& args) {
-  const auto a = parse(args, {"--sort-by", "--row-limit", "--group-by-shape", "--top-level-only", "--flops"});
-  if (a.help) {
-    std::cout << summary_help;
-    return exit_ok;
-  }
-  if (a.positional.size() != 1) throw usage_error{"summary takes one TRACE"};
+// summary's options for table(), the same names as table_options'; the
+// sort key is checked before any trace is read.
+proftrace::table_options table_options_of(const parsed_args& a) {
   proftrace::table_options opts;
   opts.sort_by = a.sort_by.value_or("self_cpu_time_total");
   if (opts.sort_by == "none") opts.sort_by.clear();
   if (a.row_limit) opts.row_limit = parse_int("--row-limit", *a.row_limit);
   opts.top_level_events_only = a.top_level_only;
+  opts.max_name_column_width = parse_width("--max-name-column-width", a.name_width, opts.max_name_column_width);
+  opts.max_shapes_column_width = parse_width("--max-shapes-column-width", a.shapes_width, opts.max_shapes_column_width);
+  opts.max_src_column_width = parse_width("--max-src-column-width", a.src_width, opts.max_src_column_width);
+  opts.header = a.header.value_or("");
   try {
-    (void)proftrace::event_averages{}.table(opts);  // checks the sort key before reading
+    (void)proftrace::event_averages{}.table(opts);
   } catch (const std::invalid_argument& e) {
     std::string why = e.what();
     const auto valid = why.find("(valid keys: ");
     throw usage_error{"unknown --sort-by key '" + opts.sort_by + "' " +
                       (valid == std::string::npos ? std::string() : why.substr(valid, why.size() - valid - 1) + ", none)")};
   }
+  return opts;
+}
+
+int cmd_summary(const std::vector<std::string>& args) {
+  const auto a = parse(args, {"--sort-by", "--row-limit", "--group-by-shape", "--top-level-only", "--flops",
+                              "--max-name-column-width", "--max-shapes-column-width", "--max-src-column-width", "--header"});
+  if (a.help) {
+    std::cout << summary_help;
+    return exit_ok;
+  }
+  if (a.positional.size() != 1) throw usage_error{"summary takes one TRACE"};
+  const proftrace::table_options opts = table_options_of(a);
   std::vector<std::string> warnings;
   if (is_directory(a.positional[0])) {
     // Cycle by cycle: every rank's table, then the view across ranks.
@@ -490,7 +525,7 @@ int cmd_stacks(const std::vector<std::string>& args) {
   if (metric != "self_cpu_time_total" && metric != "self_cuda_time_total")
     throw usage_error{"unknown --metric '" + metric + "' (self_cpu_time_total, self_cuda_time_total)"};
   std::vector<std::string> warnings;
-  std::cout << pt::summarize_stacks(a.positional[0], warnings, show_progress(a.positional[0])).collapsed_stacks(metric);
+  std::cout << pt::summarize_stacks(a.positional[0], warnings, show_progress(a.positional[0])).collapsed_stacks(metric, proftrace::frame_names::as_is);
   print_warnings(warnings);
   return exit_ok;
 }

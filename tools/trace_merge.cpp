@@ -53,11 +53,14 @@ struct input {
   std::int64_t at_ns = 0, stop_offset_ns = 0, stop_at_ns = 0;
   bool drift = false;
   // What to add to a time of this rank's clock (ns) beyond the start
-  // offset: the drift since the first measurement.
+  // offset: the drift since the first measurement. Never extrapolated: a
+  // time outside the measured window takes the nearer measurement's offset
+  // (a .pftrace's metadata sit at its time base, days before the window).
   double drift_correction_ns(double unix_ns) const noexcept {
     if (!drift) return 0;
     const double rate = static_cast<double>(stop_offset_ns - offset_ns) / static_cast<double>(stop_at_ns - at_ns);
-    return -rate * (unix_ns - static_cast<double>(at_ns));
+    const double t = std::clamp(unix_ns, static_cast<double>(at_ns), static_cast<double>(stop_at_ns));
+    return -rate * (t - static_cast<double>(at_ns));
   }
 };
 
@@ -197,6 +200,31 @@ void append_json(std::string& out, const json::value& v) {
   }
 }
 
+// Moves an event's ts onto the merged clock: `shift_ns` (the input's
+// aligned base less the merged base) plus the drift at that time; its dur
+// by the drift between its start and end.
+template <class Where>
+void move_times(json::object& e, const input& in, std::int64_t shift_ns, const Where& where) {
+  auto* ts = e.if_contains("ts");
+  if (!ts || !ts->is_number()) return;
+  const double own_us = ts->to_number<double>();
+  const double begin_ns = static_cast<double>(in.base_ns) + own_us * 1000.0;  // on this rank's clock
+  const double drift_ns = in.drift_correction_ns(begin_ns);
+  const double us = own_us + (static_cast<double>(shift_ns) + drift_ns) / 1000.0;
+  if (!std::isfinite(us))
+    throw trace_error(where() + ": \"ts\" is beyond the range of a double (JSON cannot hold the merged value)");
+  // To the nanosecond; a time too large for that (1e308) stays as it is.
+  *ts = std::fabs(us) < 1e15 ? std::round(us * 1000.0) / 1000.0 : us;
+  // The end moves by the drift at the end: a span stretches or shrinks
+  // by the clocks' relative rate (a few ppm).
+  if (auto* dur = e.if_contains("dur"); in.drift && dur && dur->is_number()) {
+    const double d_us = dur->to_number<double>();
+    const double end_drift_ns = in.drift_correction_ns(begin_ns + d_us * 1000.0);
+    const double merged_dur = std::max(0.0, d_us + (end_drift_ns - drift_ns) / 1000.0);
+    if (std::isfinite(merged_dur) && std::fabs(merged_dur) < 1e15) *dur = std::round(merged_dur * 1000.0) / 1000.0;
+  }
+}
+
 }  // namespace
 
 merge_result merge_traces(std::vector<std::filesystem::path> files, const std::filesystem::path& output) {
@@ -333,24 +361,8 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
           }
         }
       if (auto* pid = e.if_contains("pid")) *pid = merged_pid(*pid);
-      if (auto* ts = e.if_contains("ts"); ts && ts->is_number()) {
-        const double own_us = ts->to_number<double>();
-        const double begin_ns = static_cast<double>(in.base_ns) + own_us * 1000.0;  // on this rank's clock
-        const double drift_ns = in.drift_correction_ns(begin_ns);
-        const double us = own_us + (static_cast<double>(shift_ns) + drift_ns) / 1000.0;
-        if (!std::isfinite(us))
-          throw trace_error(where() + ": \"ts\" is beyond the range of a double (JSON cannot hold the merged value)");
-        // To the nanosecond; a time too large for that (1e308) stays as it is.
-        *ts = std::fabs(us) < 1e15 ? std::round(us * 1000.0) / 1000.0 : us;
-        // The end moves by the drift at the end: a span stretches or shrinks
-        // by the clocks' relative rate (a few ppm).
-        if (auto* dur = e.if_contains("dur"); in.drift && dur && dur->is_number()) {
-          const double d_us = dur->to_number<double>();
-          const double end_drift_ns = in.drift_correction_ns(begin_ns + d_us * 1000.0);
-          const double merged_dur = std::max(0.0, d_us + (end_drift_ns - drift_ns) / 1000.0);
-          if (std::isfinite(merged_dur) && std::fabs(merged_dur) < 1e15) *dur = std::round(merged_dur * 1000.0) / 1000.0;
-        }
-      }
+      // Metadata ("M") have no time of their own: their ts stays as it is.
+      if (!(is_ph && ph->as_string() == "M")) move_times(e, in, shift_ns, where);
       // Flow ids and CUPTI correlations are per process: keep them apart per
       // rank. Only integers are moved (a fractional or huge id stays as it is).
       const std::int64_t rank_bits = rank_key << 40;

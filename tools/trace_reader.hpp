@@ -268,12 +268,16 @@ class aggregator {
     std::int64_t tie = 0;  // among identical intervals, the smaller encloses
   };
   struct memory_record {
+    std::uint32_t process = 0;  // memory counts in the events of its own process only
     std::int64_t ts = 0, bytes[2] = {0, 0};
   };
   static bool before(const record& a, const record& b) noexcept;
   void buffer(record r, const trace_event& e);
   void spill();
   void replay(const record& r);
+  std::uint32_t process_id(const std::string& pid);
+  void count_memory(const record& r, interval& E);
+  void sum_memory_by_process();
   std::size_t row_for(const trace_event& e);
   void place(interval E, thread_state& T, const std::string& thread);
   static void claim_memory(interval& parent, const interval& child) noexcept;
@@ -309,7 +313,12 @@ class aggregator {
   std::vector<thread_seen> seen_;
   std::uint32_t last_thread_id_ = UINT32_MAX;
   std::uint64_t seq_ = 0;
-  std::vector<memory_record> memory_;  // "[memory]" events of every thread, prefix sums after finish() sorts them
+  std::unordered_map<std::string, std::uint32_t> process_ids_;  // by pid text
+  std::vector<std::uint32_t> thread_process_;                    // by thread id
+  // "[memory]" events of every thread; after finish() sorts them by process
+  // and time, prefix sums per process, process_memory_[p] its [begin, end).
+  std::vector<memory_record> memory_;
+  std::vector<std::pair<std::size_t, std::size_t>> process_memory_;
   // How many host events hold each memory event, as differences: +1 at the
   // first one an event holds, -1 after the last. None: torch's "[memory]" row.
   std::vector<std::int32_t> memory_cover_;

@@ -199,10 +199,12 @@ std::string aggregator::add(const trace_event& e) {
   if (e.ph != "M"sv && e.ts_type == json_type::number) first_ts_ns_ = std::min(first_ts_ns_, to_ns(e.ts));
   if (e.ph == "i"sv && e.has_bytes && e.name == "[memory]"sv) {
     // An allocation or a free: as in torch, it counts for every host event,
-    // of any thread, whose interval holds its time (ends included): CPU Mem
-    // / Self CPU Mem, CUDA Mem, ...
+    // of any thread of its process, whose interval holds its time (ends
+    // included): CPU Mem / Self CPU Mem, CUDA Mem, ... (A merged trace's
+    // ranks are processes: one rank's allocations are not another's.)
     if (e.ts_type != json_type::number) return {};
     memory_record m;
+    m.process = process_id(e.pid);
     m.ts = to_ns(e.ts);
     m.bytes[e.device_type == 1 ? 1 : 0] = e.bytes;
     memory_.push_back(m);
@@ -248,6 +250,7 @@ void aggregator::buffer(record r, const trace_event& e) {
     auto [it, fresh] = thread_ids_.try_emplace(e.pid + "/" + e.tid, static_cast<std::uint32_t>(thread_names_.size()));
     if (fresh) {
       thread_names_.push_back(it->first);
+      thread_process_.push_back(process_id(e.pid));
       seen_.emplace_back();
     }
     last_thread_id_ = it->second;
@@ -305,23 +308,33 @@ void aggregator::replay(const record& r) {
   E.row = E.python ? SIZE_MAX : r.row;
   E.flops = r.flops;
   if (stacks_on_ && !E.python) E.stacks = std::make_unique<interval::stack_data>();
-  if (!memory_.empty()) {
-    // memory_ holds prefix sums by time: the bytes of [start, end].
-    const auto lo = std::lower_bound(memory_.begin(), memory_.end(), r.start,
-                                     [](const memory_record& m, std::int64_t t) { return m.ts < t; });
-    const auto hi = std::upper_bound(memory_.begin(), memory_.end(), r.end,
-                                     [](std::int64_t t, const memory_record& m) { return t < m.ts; });
-    ++memory_cover_[static_cast<std::size_t>(lo - memory_.begin())];
-    --memory_cover_[static_cast<std::size_t>(hi - memory_.begin())];
-    for (int d = 0; d < 2; ++d) {
-      const std::int64_t upto_hi = hi == memory_.begin() ? 0 : std::prev(hi)->bytes[d];
-      const std::int64_t upto_lo = lo == memory_.begin() ? 0 : std::prev(lo)->bytes[d];
-      if (__builtin_sub_overflow(upto_hi, upto_lo, &E.mem_total[d]))  // sums of crafted sizes: saturate
-        E.mem_total[d] = upto_hi > upto_lo ? INT64_MAX : INT64_MIN;
-      E.mem_self[d] = E.mem_total[d];
-    }
-  }
+  count_memory(r, E);
   place(std::move(E), *replay_state_, name);
+}
+
+std::uint32_t aggregator::process_id(const std::string& pid) {
+  return process_ids_.try_emplace(pid, static_cast<std::uint32_t>(process_ids_.size())).first->second;
+}
+
+// The bytes of r's process's memory events in [start, end], from that
+// process's prefix sums.
+void aggregator::count_memory(const record& r, interval& E) {
+  const std::uint32_t process = thread_process_[r.thread];
+  if (process >= process_memory_.size()) return;
+  const auto first = memory_.begin() + static_cast<std::ptrdiff_t>(process_memory_[process].first);
+  const auto last = memory_.begin() + static_cast<std::ptrdiff_t>(process_memory_[process].second);
+  if (first == last) return;
+  const auto lo = std::lower_bound(first, last, r.start, [](const memory_record& m, std::int64_t t) { return m.ts < t; });
+  const auto hi = std::upper_bound(first, last, r.end, [](std::int64_t t, const memory_record& m) { return t < m.ts; });
+  ++memory_cover_[static_cast<std::size_t>(lo - memory_.begin())];
+  --memory_cover_[static_cast<std::size_t>(hi - memory_.begin())];
+  for (int d = 0; d < 2; ++d) {
+    const std::int64_t upto_hi = hi == first ? 0 : std::prev(hi)->bytes[d];
+    const std::int64_t upto_lo = lo == first ? 0 : std::prev(lo)->bytes[d];
+    if (__builtin_sub_overflow(upto_hi, upto_lo, &E.mem_total[d]))  // sums of crafted sizes: saturate
+      E.mem_total[d] = upto_hi > upto_lo ? INT64_MAX : INT64_MIN;
+    E.mem_self[d] = E.mem_total[d];
+  }
 }
 
 void aggregator::place(interval E, thread_state& T, const std::string& thread) {
@@ -434,8 +447,9 @@ void aggregator::add_uncovered_memory_row() {
     }
     proftrace::event_average& r = rows_[row];
     r.count += 1;
-    const std::int64_t host = memory_[i].bytes[0] - (i ? memory_[i - 1].bytes[0] : 0);
-    const std::int64_t device = memory_[i].bytes[1] - (i ? memory_[i - 1].bytes[1] : 0);
+    const bool same_process = i && memory_[i - 1].process == memory_[i].process;  // prefix sums restart per process
+    const std::int64_t host = memory_[i].bytes[0] - (same_process ? memory_[i - 1].bytes[0] : 0);
+    const std::int64_t device = memory_[i].bytes[1] - (same_process ? memory_[i - 1].bytes[1] : 0);
     add_saturating(r.cpu_memory_usage, host);
     add_saturating(r.self_cpu_memory_usage, host);
     add_saturating(r.cuda_memory_usage, device);
@@ -444,12 +458,23 @@ void aggregator::add_uncovered_memory_row() {
   memory_cover_.clear();
 }
 
-proftrace::event_averages aggregator::finish() {
-  // Memory events by time, as prefix sums.
-  std::stable_sort(memory_.begin(), memory_.end(), [](const memory_record& a, const memory_record& b) { return a.ts < b.ts; });
-  for (std::size_t i = 1; i < memory_.size(); ++i)
-    for (int d = 0; d < 2; ++d) add_saturating(memory_[i].bytes[d], memory_[i - 1].bytes[d]);
+// Memory events by process and time, as prefix sums per process.
+void aggregator::sum_memory_by_process() {
+  std::stable_sort(memory_.begin(), memory_.end(), [](const memory_record& a, const memory_record& b) {
+    return a.process != b.process ? a.process < b.process : a.ts < b.ts;
+  });
+  process_memory_.assign(process_ids_.size(), {0, 0});
+  for (std::size_t i = 0; i < memory_.size(); ++i) {
+    if (i && memory_[i - 1].process == memory_[i].process)
+      for (int d = 0; d < 2; ++d) add_saturating(memory_[i].bytes[d], memory_[i - 1].bytes[d]);
+    else process_memory_[memory_[i].process].first = i;
+    process_memory_[memory_[i].process].second = i + 1;
+  }
   memory_cover_.assign(memory_.size() + 1, 0);
+}
+
+proftrace::event_averages aggregator::finish() {
+  sum_memory_by_process();
   for (const auto& S : seen_) threads_out_of_order_ += S.out_of_order ? 1 : 0;
   // The buffered events, sorted, merged with the spilled runs.
   for (auto& r : buffered_)
@@ -785,16 +810,11 @@ std::string cross_rank_table(const ranks_summary& ranks, std::size_t cycle, int 
 }
 
 std::string numeric_csv(const proftrace::event_averages& averages) {
-  // CPU memory columns whenever the table has them (a trace recorded with
-  // profile_memory), so that the columns do not depend on the figures.
-  bool cuda_time = false, cpu_mem = averages.profile_memory, cuda_mem = false, flops = false,
-       shapes = averages.grouped_by_input_shape;
-  for (const auto& r : averages.rows) {
-    cuda_time |= r.cuda_time_total_ns != 0 || r.self_cuda_time_total_ns != 0;
-    cpu_mem |= r.cpu_memory_usage != 0 || r.self_cpu_memory_usage != 0;
-    cuda_mem |= r.cuda_memory_usage != 0 || r.self_cuda_memory_usage != 0;
-    flops |= r.flops != 0;
-  }
+  // The quantities the table and csv() show (CPU memory whenever the trace
+  // was recorded with profile_memory), so that no view leaves one out.
+  const auto shown = averages.shown_quantities();
+  const bool cuda_time = shown.cuda_time, cpu_mem = shown.cpu_memory, cuda_mem = shown.cuda_memory, flops = shown.flops,
+             shapes = averages.grouped_by_input_shape;
   const auto quoted = [](const std::string& s) {
     std::string q = "\"";
     for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);

@@ -104,6 +104,12 @@ struct table_options {
   bool top_level_events_only = false;
 };
 
+// How collapsed_stacks() writes a frame's name: as torch's export_stacks
+// does (spaces, ';', tabs and newlines as '_'), or as it is, with only what
+// the collapsed format cannot hold replaced (';' by ':', a line break by a
+// space), so that the frames are the table's names (`proftrace stacks`).
+enum class frame_names : std::uint8_t { torch, as_is };
+
 // One complete event of a finished trace, kept only when the session asked
 // for it (profile_options::retain_events); the aggregates never need them.
 struct function_event {
@@ -166,19 +172,40 @@ class event_averages {
   event_average& operator[](std::size_t i) { return rows[i]; }
 
   double self_cpu_time_total() const noexcept { return static_cast<double>(self_cpu_time_total_ns()) / 1e3; }  // us
+
+  // The quantities beyond CPU time and calls that every report of these
+  // rows shows (table(), csv(), `proftrace csv --numbers`): CPU memory for
+  // a trace recorded with profile_memory, each other one when a row has it.
+  struct quantities {
+    bool cuda_time = false, cpu_memory = false, cuda_memory = false, flops = false;
+  };
+  quantities shown_quantities() const noexcept {
+    quantities q;
+    q.cpu_memory = profile_memory;
+    for (const auto& r : rows) {
+      q.cuda_time = q.cuda_time || r.cuda_time_total_ns != 0 || r.self_cuda_time_total_ns != 0;
+      q.cpu_memory = q.cpu_memory || r.cpu_memory_usage != 0 || r.self_cpu_memory_usage != 0;
+      q.cuda_memory = q.cuda_memory || r.cuda_memory_usage != 0 || r.self_cuda_memory_usage != 0;
+      q.flops = q.flops || r.flops > 0;
+    }
+    return q;
+  }
 #if PROFTRACE_ENABLED
   // torch's key_averages().table(): throws std::invalid_argument, naming the
   // valid keys, for an unknown sort key. The note, if any, is its last line.
   std::string table(const table_options& options = {}) const;
   // The rows as CSV (torch_geometric's save_profile_data columns, values
-  // formatted as in the table), a header line first.
+  // formatted as in the table), a header line first; the table's columns,
+  // in its order, named in capitals (CPU MEM, ..., TOTAL MFLOPS).
   std::string csv() const;
   // Collapsed stacks for flamegraph.pl and speedscope: one line per distinct
   // stack with a positive metric, frames outermost first joined by ';' with
   // the row's name last, a space, then the integer microseconds of `metric`
   // (self_cpu_time_total or self_cuda_time_total; std::invalid_argument
-  // otherwise). Spaces, ';', tabs and newlines inside a frame become '_'.
-  std::string collapsed_stacks(std::string_view metric = "self_cpu_time_total") const;
+  // otherwise). Frames are named as `names` says (torch's: spaces, ';',
+  // tabs and newlines inside a frame become '_').
+  std::string collapsed_stacks(std::string_view metric = "self_cpu_time_total",
+                               frame_names names = frame_names::torch) const;
   // All rows summed into one, keyed "Total".
   event_average total_average() const;
   std::int64_t self_cpu_time_total_ns() const noexcept;
@@ -188,7 +215,9 @@ class event_averages {
   // table is its note.
   std::string table(const table_options& = {}) const { return note.empty() ? std::string() : "Note: " + note + "\n"; }
   std::string csv() const { return {}; }
-  std::string collapsed_stacks(std::string_view = "self_cpu_time_total") const { return {}; }
+  std::string collapsed_stacks(std::string_view = "self_cpu_time_total", frame_names = frame_names::torch) const {
+    return {};
+  }
   event_average total_average() const {
     event_average total;
     total.key = "Total";
