@@ -1208,8 +1208,9 @@ TEST_CASE("summary DIR and merge with repeat = 2: traces grouped by rank and by 
   const auto merged = dir.path / "merged.json";
   const auto m = run_cli({"merge", dir.path.string(), "-o", merged.string()});
   REQUIRE_MESSAGE(m.rc == 0, m.err);
-  CHECK(m.out.find("6 traces, 36 events, 3 ranks") != std::string::npos);
-  CHECK(run_cli({"validate", merged.string()}).rc == 0);
+  // Events as validate counts them: the 36 copied and the 3 processes' 2 metadata events each.
+  CHECK(m.out.find("6 traces, 42 events, 3 ranks") != std::string::npos);
+  CHECK(run_cli({"validate", merged.string()}).out.ends_with("valid (42 events)\n"));
   const auto trace = boost::json::parse(slurp(merged)).as_object();
   CHECK(trace.at("proftraceMerged").at("ranks") == 3);
   CHECK(trace.at("proftraceMerged").at("traces") == 6);
@@ -1245,8 +1246,8 @@ TEST_CASE("merge: one process per rank in rank order, clocks moved by each rank'
   const auto merged = dir.path / "merged.json";
   const auto r = run_cli({"merge", dir.path.string(), "-o", merged.string()});
   REQUIRE_MESSAGE(r.rc == 0, r.err);
-  CHECK(r.out.find("2 traces, 4 events") != std::string::npos);
-  CHECK(run_cli({"validate", merged.string()}).rc == 0);
+  CHECK(r.out.find("2 traces, 8 events") != std::string::npos);  // 4 copied, 2 names and 2 sort indices of processes
+  CHECK(run_cli({"validate", merged.string()}).out.ends_with("valid (8 events)\n"));
   const auto trace = boost::json::parse(slurp(merged)).as_object();
   std::vector<std::string> processes;
   std::vector<double> work_ts;
@@ -2952,6 +2953,44 @@ TEST_CASE("ranks streamed as .pftrace merge as their JSON would: rank, time base
   CHECK(r.err.find("unknown output format") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(txt));
   for (const auto& f : {merged, merged_pf}) std::filesystem::remove(f);
+}
+
+TEST_CASE("convert and validate count the same events: the elements of traceEvents of the trace's JSON form, metadata included") {
+  temp_dir dir("cli-event-count");
+  // The number before " events" in a command's output line.
+  const auto count_in = [](const std::string& out) -> long {
+    const auto at = out.find(" events");
+    REQUIRE_MESSAGE(at != std::string::npos, out);
+    const auto from = out.find_last_not_of("0123456789", at - 1) + 1;
+    return std::stol(out.substr(from, at - from));
+  };
+  const auto elements_of = [](const std::filesystem::path& json) {
+    return static_cast<long>(boost::json::parse(slurp(json)).as_object().at("traceEvents").as_array().size());
+  };
+  // A torch trace (process and thread names, flows), and a session's streamed
+  // .pftrace (its closing counters as a key and an instant).
+  const auto torch_pf = dir.path / "torch.pftrace";
+  REQUIRE(run_cli({"convert", pytorch_trace, torch_pf.string()}).rc == 0);
+  {
+    proftrace::profile p({.stream_format = proftrace::trace_format::pftrace});
+    p.start();
+    cli_work(4);
+    p.stop();
+    p.export_chrome_trace(dir.path / "session.pftrace");
+  }
+  CHECK(count_in(run_cli({"validate", pytorch_trace}).out) == elements_of(pytorch_trace));
+  CHECK(count_in(run_cli({"convert", pytorch_trace, (dir.path / "again.pftrace").string()}).out) ==
+        elements_of(pytorch_trace));
+  for (const auto& pf : {torch_pf, dir.path / "session.pftrace"}) {
+    CAPTURE(pf);
+    const auto json = dir.path / (pf.stem().string() + ".json");
+    const auto converted = run_cli({"convert", pf.string(), json.string()});
+    REQUIRE_MESSAGE(converted.rc == 0, converted.err);
+    const long elements = elements_of(json);
+    CHECK(count_in(converted.out) == elements);
+    CHECK(count_in(run_cli({"validate", pf.string()}).out) == elements);
+    CHECK(count_in(run_cli({"validate", json.string()}).out) == elements);
+  }
 }
 
 TEST_CASE("a Perfetto trace is told by content whatever its name; JSON starting with newlines stays JSON") {
