@@ -1268,72 +1268,15 @@ TEST_CASE("merge: one process per rank in rank order, clocks moved by each rank'
   CHECK(run_cli({"merge", dir.path.string()}).rc == 2);  // no -o
 }
 
-TEST_CASE("merge: a rank whose clock drifts is moved by the offsets at start and at stop, interpolated") {
-  temp_dir dir("cli-merge-drift");
-  // Rank 1's clock reads 5 us ahead at its start (t = 1 s + 0) and 15 us
-  // ahead at its stop (t = 1 s + 100 ms): it gains 100 ns per ms. Its events
-  // at true times 10 us, 50 ms and 90 ms (each 2 ms long) read late by
-  // 5 us + 100 ns per ms; rank 0's are the true times.
-  const auto write_rank = [&](int rank) {
-    const auto offset_at = [&](double true_ms) { return rank == 0 ? 0.0 : 5000.0 + 100.0 * true_ms; };  // ns
-    std::string events;
-    for (const double true_ms : {0.01, 50.0, 90.0}) {
-      const double ts_us = true_ms * 1000.0 + offset_at(true_ms) / 1000.0;
-      const double dur_us = 2000.0 + (offset_at(true_ms + 2.0) - offset_at(true_ms)) / 1000.0;
-      char e[256];
-      std::snprintf(e, sizeof e,
-                    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"work\", \"pid\": 7, \"tid\": 7, "
-                    "\"ts\": %.3f, \"dur\": %.3f},\n",
-                    ts_us, dur_us);
-      events += e;
-    }
-    events.resize(events.size() - 2);  // the last comma
-    const auto alignment = [&](double true_ms) {
-      const auto at_ns = static_cast<std::int64_t>(1'000'000'000 + true_ms * 1e6 + offset_at(true_ms));
-      return "{\"method\": \"mpi_ping_pong\", \"offset_ns\": " + std::to_string(static_cast<std::int64_t>(offset_at(true_ms))) +
-             ", \"at_ns\": " + std::to_string(at_ns) + "}";
-    };
-    write_file(dir.path / ("rank" + std::to_string(rank) + ".pt.trace.json"),
-               "{\"schemaVersion\": 1, \"distributedInfo\": {\"backend\": \"mpi\", \"rank\": " + std::to_string(rank) +
-                   ", \"world_size\": 2, \"host\": \"h\"},\n\"clockAlignment\": " + alignment(0) +
-                   ",\n\"baseTimeNanoseconds\": 1000000000,\n\"traceEvents\": [\n" + events +
-                   "\n],\n\"clockAlignmentAtStop\": " + alignment(100) + "\n}\n");
-  };
-  write_rank(0);
-  write_rank(1);
-  const auto merged = dir.path / "merged.json";
-  const auto r = run_cli({"merge", dir.path.string(), "-o", merged.string()});
-  REQUIRE_MESSAGE(r.rc == 0, r.err);
-  CHECK(r.out.find("2 corrected for their clocks' drift") != std::string::npos);
-  const auto trace = boost::json::parse(slurp(merged)).as_object();
-  std::map<std::int64_t, std::vector<std::pair<double, double>>> work;  // pid -> (ts, dur)
-  for (const auto& v : trace.at("traceEvents").as_array()) {
-    const auto& e = v.as_object();
-    if (e.at("name") == "work") work[e.at("pid").to_number<std::int64_t>()].emplace_back(e.at("ts").to_number<double>(), e.at("dur").to_number<double>());
-  }
-  REQUIRE(work.size() == 2);
-  const auto& rank0 = work.begin()->second;
-  const auto& rank1 = std::next(work.begin())->second;
-  REQUIRE(rank0.size() == 3);
-  REQUIRE(rank1.size() == 3);
-  for (std::size_t i = 0; i < 3; ++i) {
-    CAPTURE(i);
-    CHECK(std::fabs(rank1[i].first - rank0[i].first) <= 0.002);  // within 2 ns: the same true time
-    CHECK(std::fabs(rank1[i].second - 2000.0) <= 0.002);
-  }
-}
-
 namespace {
 
-// A rank's trace on a recorder's time base (a multiple of 2^51 ns, ts of
-// about 1e12 us), its clock offset measured at true times 0 and 100 ms
-// after `origin_ns` (a step of offset_ns(true_ms)), with a thread_name "M"
-// event at ts 0 as a .pftrace's conversion writes, and "work" events at
-// `true_ms` (2 ms each) read on this rank's clock.
+// A rank's trace on the time base `base_ns`, its clock offset measured at
+// true times 0 and 100 ms after `origin_ns` (offset_ns(true_ms) ahead of
+// rank 0's), with a thread_name "M" event at ts 0 as a .pftrace's
+// conversion writes, and "work" events at `true_ms` (2 ms each) read on
+// this rank's clock.
 void write_drifting_rank(const std::filesystem::path& p, int rank, const std::vector<double>& true_ms,
-                         const std::function<double(double)>& offset_ns) {
-  constexpr std::int64_t base_ns = std::int64_t{755} << 51;
-  constexpr std::int64_t origin_ns = base_ns + 1'000'000'000'000'000;  // true time 0, 1e15 ns after the base
+                         const std::function<double(double)>& offset_ns, std::int64_t base_ns, std::int64_t origin_ns) {
   std::string events = "{\"ph\": \"M\", \"name\": \"thread_name\", \"ts\": 0, \"pid\": 7, \"tid\": 7, "
                        "\"args\": {\"name\": \"main\"}}";
   for (const double ms : true_ms) {
@@ -1359,6 +1302,37 @@ void write_drifting_rank(const std::filesystem::path& p, int rank, const std::ve
 
 }  // namespace
 
+TEST_CASE("merge: a rank whose clock drifts is moved by the offsets at start and at stop, interpolated") {
+  temp_dir dir("cli-merge-drift");
+  // Rank 1's clock reads 5 us ahead at its start (t = 1 s + 0) and 15 us
+  // ahead at its stop (t = 1 s + 100 ms): it gains 100 ns per ms. Its events
+  // at true times 10 us, 50 ms and 90 ms (each 2 ms long) read late by
+  // 5 us + 100 ns per ms; rank 0's are the true times.
+  for (const int rank : {0, 1})
+    write_drifting_rank(dir.path / ("rank" + std::to_string(rank) + ".pt.trace.json"), rank, {0.01, 50.0, 90.0},
+                        [rank](double ms) { return rank == 0 ? 0.0 : 5000.0 + 100.0 * ms; }, 1'000'000'000, 1'000'000'000);
+  const auto merged = dir.path / "merged.json";
+  const auto r = run_cli({"merge", dir.path.string(), "-o", merged.string()});
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.out.find("2 corrected for their clocks' drift") != std::string::npos);
+  const auto trace = boost::json::parse(slurp(merged)).as_object();
+  std::map<std::int64_t, std::vector<std::pair<double, double>>> work;  // pid -> (ts, dur)
+  for (const auto& v : trace.at("traceEvents").as_array()) {
+    const auto& e = v.as_object();
+    if (e.at("name") == "work") work[e.at("pid").to_number<std::int64_t>()].emplace_back(e.at("ts").to_number<double>(), e.at("dur").to_number<double>());
+  }
+  REQUIRE(work.size() == 2);
+  const auto& rank0 = work.begin()->second;
+  const auto& rank1 = std::next(work.begin())->second;
+  REQUIRE(rank0.size() == 3);
+  REQUIRE(rank1.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(std::fabs(rank1[i].first - rank0[i].first) <= 0.002);  // within 2 ns: the same true time
+    CHECK(std::fabs(rank1[i].second - 2000.0) <= 0.002);
+  }
+}
+
 TEST_CASE("merge with drift, .json and .pftrace ranks into .json and .pftrace: metadata stays, no extrapolation") {
   temp_dir dir("cli-merge-drift-formats");
   // Rank 1's clock reads 15 us ahead at its start and 5 us at its stop,
@@ -1369,8 +1343,10 @@ TEST_CASE("merge with drift, .json and .pftrace ranks into .json and .pftrace: m
   const std::vector<double> times = {0.01, 50.0, 90.0, 10'100.0};
   std::filesystem::create_directories(dir.path / "json");
   std::filesystem::create_directories(dir.path / "pftrace");
-  write_drifting_rank(dir.path / "json" / "rank0.pt.trace.json", 0, times, [](double) { return 0.0; });
-  write_drifting_rank(dir.path / "json" / "rank1.pt.trace.json", 1, times, rank1_offset);
+  // On a recorder's time base (a multiple of 2^51 ns), true time 0 1e15 ns after it (ts about 1e12 us).
+  constexpr std::int64_t base_ns = std::int64_t{755} << 51, origin_ns = base_ns + 1'000'000'000'000'000;
+  write_drifting_rank(dir.path / "json" / "rank0.pt.trace.json", 0, times, [](double) { return 0.0; }, base_ns, origin_ns);
+  write_drifting_rank(dir.path / "json" / "rank1.pt.trace.json", 1, times, rank1_offset, base_ns, origin_ns);
   for (const char* rank : {"rank0", "rank1"})
     REQUIRE(run_cli({"convert", (dir.path / "json" / (std::string(rank) + ".pt.trace.json")).string(),
                      (dir.path / "pftrace" / (std::string(rank) + ".pt.trace.pftrace")).string()}).rc == 0);
