@@ -1208,8 +1208,9 @@ TEST_CASE("summary DIR and merge with repeat = 2: traces grouped by rank and by 
   const auto merged = dir.path / "merged.json";
   const auto m = run_cli({"merge", dir.path.string(), "-o", merged.string()});
   REQUIRE_MESSAGE(m.rc == 0, m.err);
-  CHECK(m.out.find("6 traces, 36 events, 3 ranks") != std::string::npos);
-  CHECK(run_cli({"validate", merged.string()}).rc == 0);
+  // Events as validate counts them: the 36 copied and the 3 processes' 2 metadata events each.
+  CHECK(m.out.find("6 traces, 42 events, 3 ranks") != std::string::npos);
+  CHECK(run_cli({"validate", merged.string()}).out.ends_with("valid (42 events)\n"));
   const auto trace = boost::json::parse(slurp(merged)).as_object();
   CHECK(trace.at("proftraceMerged").at("ranks") == 3);
   CHECK(trace.at("proftraceMerged").at("traces") == 6);
@@ -1245,8 +1246,8 @@ TEST_CASE("merge: one process per rank in rank order, clocks moved by each rank'
   const auto merged = dir.path / "merged.json";
   const auto r = run_cli({"merge", dir.path.string(), "-o", merged.string()});
   REQUIRE_MESSAGE(r.rc == 0, r.err);
-  CHECK(r.out.find("2 traces, 4 events") != std::string::npos);
-  CHECK(run_cli({"validate", merged.string()}).rc == 0);
+  CHECK(r.out.find("2 traces, 8 events") != std::string::npos);  // 4 copied, 2 names and 2 sort indices of processes
+  CHECK(run_cli({"validate", merged.string()}).out.ends_with("valid (8 events)\n"));
   const auto trace = boost::json::parse(slurp(merged)).as_object();
   std::vector<std::string> processes;
   std::vector<double> work_ts;
@@ -1267,72 +1268,15 @@ TEST_CASE("merge: one process per rank in rank order, clocks moved by each rank'
   CHECK(run_cli({"merge", dir.path.string()}).rc == 2);  // no -o
 }
 
-TEST_CASE("merge: a rank whose clock drifts is moved by the offsets at start and at stop, interpolated") {
-  temp_dir dir("cli-merge-drift");
-  // Rank 1's clock reads 5 us ahead at its start (t = 1 s + 0) and 15 us
-  // ahead at its stop (t = 1 s + 100 ms): it gains 100 ns per ms. Its events
-  // at true times 10 us, 50 ms and 90 ms (each 2 ms long) read late by
-  // 5 us + 100 ns per ms; rank 0's are the true times.
-  const auto write_rank = [&](int rank) {
-    const auto offset_at = [&](double true_ms) { return rank == 0 ? 0.0 : 5000.0 + 100.0 * true_ms; };  // ns
-    std::string events;
-    for (const double true_ms : {0.01, 50.0, 90.0}) {
-      const double ts_us = true_ms * 1000.0 + offset_at(true_ms) / 1000.0;
-      const double dur_us = 2000.0 + (offset_at(true_ms + 2.0) - offset_at(true_ms)) / 1000.0;
-      char e[256];
-      std::snprintf(e, sizeof e,
-                    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"work\", \"pid\": 7, \"tid\": 7, "
-                    "\"ts\": %.3f, \"dur\": %.3f},\n",
-                    ts_us, dur_us);
-      events += e;
-    }
-    events.resize(events.size() - 2);  // the last comma
-    const auto alignment = [&](double true_ms) {
-      const auto at_ns = static_cast<std::int64_t>(1'000'000'000 + true_ms * 1e6 + offset_at(true_ms));
-      return "{\"method\": \"mpi_ping_pong\", \"offset_ns\": " + std::to_string(static_cast<std::int64_t>(offset_at(true_ms))) +
-             ", \"at_ns\": " + std::to_string(at_ns) + "}";
-    };
-    write_file(dir.path / ("rank" + std::to_string(rank) + ".pt.trace.json"),
-               "{\"schemaVersion\": 1, \"distributedInfo\": {\"backend\": \"mpi\", \"rank\": " + std::to_string(rank) +
-                   ", \"world_size\": 2, \"host\": \"h\"},\n\"clockAlignment\": " + alignment(0) +
-                   ",\n\"baseTimeNanoseconds\": 1000000000,\n\"traceEvents\": [\n" + events +
-                   "\n],\n\"clockAlignmentAtStop\": " + alignment(100) + "\n}\n");
-  };
-  write_rank(0);
-  write_rank(1);
-  const auto merged = dir.path / "merged.json";
-  const auto r = run_cli({"merge", dir.path.string(), "-o", merged.string()});
-  REQUIRE_MESSAGE(r.rc == 0, r.err);
-  CHECK(r.out.find("2 corrected for their clocks' drift") != std::string::npos);
-  const auto trace = boost::json::parse(slurp(merged)).as_object();
-  std::map<std::int64_t, std::vector<std::pair<double, double>>> work;  // pid -> (ts, dur)
-  for (const auto& v : trace.at("traceEvents").as_array()) {
-    const auto& e = v.as_object();
-    if (e.at("name") == "work") work[e.at("pid").to_number<std::int64_t>()].emplace_back(e.at("ts").to_number<double>(), e.at("dur").to_number<double>());
-  }
-  REQUIRE(work.size() == 2);
-  const auto& rank0 = work.begin()->second;
-  const auto& rank1 = std::next(work.begin())->second;
-  REQUIRE(rank0.size() == 3);
-  REQUIRE(rank1.size() == 3);
-  for (std::size_t i = 0; i < 3; ++i) {
-    CAPTURE(i);
-    CHECK(std::fabs(rank1[i].first - rank0[i].first) <= 0.002);  // within 2 ns: the same true time
-    CHECK(std::fabs(rank1[i].second - 2000.0) <= 0.002);
-  }
-}
-
 namespace {
 
-// A rank's trace on a recorder's time base (a multiple of 2^51 ns, ts of
-// about 1e12 us), its clock offset measured at true times 0 and 100 ms
-// after `origin_ns` (a step of offset_ns(true_ms)), with a thread_name "M"
-// event at ts 0 as a .pftrace's conversion writes, and "work" events at
-// `true_ms` (2 ms each) read on this rank's clock.
+// A rank's trace on the time base `base_ns`, its clock offset measured at
+// true times 0 and 100 ms after `origin_ns` (offset_ns(true_ms) ahead of
+// rank 0's), with a thread_name "M" event at ts 0 as a .pftrace's
+// conversion writes, and "work" events at `true_ms` (2 ms each) read on
+// this rank's clock.
 void write_drifting_rank(const std::filesystem::path& p, int rank, const std::vector<double>& true_ms,
-                         const std::function<double(double)>& offset_ns) {
-  constexpr std::int64_t base_ns = std::int64_t{755} << 51;
-  constexpr std::int64_t origin_ns = base_ns + 1'000'000'000'000'000;  // true time 0, 1e15 ns after the base
+                         const std::function<double(double)>& offset_ns, std::int64_t base_ns, std::int64_t origin_ns) {
   std::string events = "{\"ph\": \"M\", \"name\": \"thread_name\", \"ts\": 0, \"pid\": 7, \"tid\": 7, "
                        "\"args\": {\"name\": \"main\"}}";
   for (const double ms : true_ms) {
@@ -1358,6 +1302,37 @@ void write_drifting_rank(const std::filesystem::path& p, int rank, const std::ve
 
 }  // namespace
 
+TEST_CASE("merge: a rank whose clock drifts is moved by the offsets at start and at stop, interpolated") {
+  temp_dir dir("cli-merge-drift");
+  // Rank 1's clock reads 5 us ahead at its start (t = 1 s + 0) and 15 us
+  // ahead at its stop (t = 1 s + 100 ms): it gains 100 ns per ms. Its events
+  // at true times 10 us, 50 ms and 90 ms (each 2 ms long) read late by
+  // 5 us + 100 ns per ms; rank 0's are the true times.
+  for (const int rank : {0, 1})
+    write_drifting_rank(dir.path / ("rank" + std::to_string(rank) + ".pt.trace.json"), rank, {0.01, 50.0, 90.0},
+                        [rank](double ms) { return rank == 0 ? 0.0 : 5000.0 + 100.0 * ms; }, 1'000'000'000, 1'000'000'000);
+  const auto merged = dir.path / "merged.json";
+  const auto r = run_cli({"merge", dir.path.string(), "-o", merged.string()});
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.out.find("2 corrected for their clocks' drift") != std::string::npos);
+  const auto trace = boost::json::parse(slurp(merged)).as_object();
+  std::map<std::int64_t, std::vector<std::pair<double, double>>> work;  // pid -> (ts, dur)
+  for (const auto& v : trace.at("traceEvents").as_array()) {
+    const auto& e = v.as_object();
+    if (e.at("name") == "work") work[e.at("pid").to_number<std::int64_t>()].emplace_back(e.at("ts").to_number<double>(), e.at("dur").to_number<double>());
+  }
+  REQUIRE(work.size() == 2);
+  const auto& rank0 = work.begin()->second;
+  const auto& rank1 = std::next(work.begin())->second;
+  REQUIRE(rank0.size() == 3);
+  REQUIRE(rank1.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(std::fabs(rank1[i].first - rank0[i].first) <= 0.002);  // within 2 ns: the same true time
+    CHECK(std::fabs(rank1[i].second - 2000.0) <= 0.002);
+  }
+}
+
 TEST_CASE("merge with drift, .json and .pftrace ranks into .json and .pftrace: metadata stays, no extrapolation") {
   temp_dir dir("cli-merge-drift-formats");
   // Rank 1's clock reads 15 us ahead at its start and 5 us at its stop,
@@ -1368,8 +1343,10 @@ TEST_CASE("merge with drift, .json and .pftrace ranks into .json and .pftrace: m
   const std::vector<double> times = {0.01, 50.0, 90.0, 10'100.0};
   std::filesystem::create_directories(dir.path / "json");
   std::filesystem::create_directories(dir.path / "pftrace");
-  write_drifting_rank(dir.path / "json" / "rank0.pt.trace.json", 0, times, [](double) { return 0.0; });
-  write_drifting_rank(dir.path / "json" / "rank1.pt.trace.json", 1, times, rank1_offset);
+  // On a recorder's time base (a multiple of 2^51 ns), true time 0 1e15 ns after it (ts about 1e12 us).
+  constexpr std::int64_t base_ns = std::int64_t{755} << 51, origin_ns = base_ns + 1'000'000'000'000'000;
+  write_drifting_rank(dir.path / "json" / "rank0.pt.trace.json", 0, times, [](double) { return 0.0; }, base_ns, origin_ns);
+  write_drifting_rank(dir.path / "json" / "rank1.pt.trace.json", 1, times, rank1_offset, base_ns, origin_ns);
   for (const char* rank : {"rank0", "rank1"})
     REQUIRE(run_cli({"convert", (dir.path / "json" / (std::string(rank) + ".pt.trace.json")).string(),
                      (dir.path / "pftrace" / (std::string(rank) + ".pt.trace.pftrace")).string()}).rc == 0);
@@ -2952,6 +2929,44 @@ TEST_CASE("ranks streamed as .pftrace merge as their JSON would: rank, time base
   CHECK(r.err.find("unknown output format") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(txt));
   for (const auto& f : {merged, merged_pf}) std::filesystem::remove(f);
+}
+
+TEST_CASE("convert and validate count the same events: the elements of traceEvents of the trace's JSON form, metadata included") {
+  temp_dir dir("cli-event-count");
+  // The number before " events" in a command's output line.
+  const auto count_in = [](const std::string& out) -> long {
+    const auto at = out.find(" events");
+    REQUIRE_MESSAGE(at != std::string::npos, out);
+    const auto from = out.find_last_not_of("0123456789", at - 1) + 1;
+    return std::stol(out.substr(from, at - from));
+  };
+  const auto elements_of = [](const std::filesystem::path& json) {
+    return static_cast<long>(boost::json::parse(slurp(json)).as_object().at("traceEvents").as_array().size());
+  };
+  // A torch trace (process and thread names, flows), and a session's streamed
+  // .pftrace (its closing counters as a key and an instant).
+  const auto torch_pf = dir.path / "torch.pftrace";
+  REQUIRE(run_cli({"convert", pytorch_trace, torch_pf.string()}).rc == 0);
+  {
+    proftrace::profile p({.stream_format = proftrace::trace_format::pftrace});
+    p.start();
+    cli_work(4);
+    p.stop();
+    p.export_chrome_trace(dir.path / "session.pftrace");
+  }
+  CHECK(count_in(run_cli({"validate", pytorch_trace}).out) == elements_of(pytorch_trace));
+  CHECK(count_in(run_cli({"convert", pytorch_trace, (dir.path / "again.pftrace").string()}).out) ==
+        elements_of(pytorch_trace));
+  for (const auto& pf : {torch_pf, dir.path / "session.pftrace"}) {
+    CAPTURE(pf);
+    const auto json = dir.path / (pf.stem().string() + ".json");
+    const auto converted = run_cli({"convert", pf.string(), json.string()});
+    REQUIRE_MESSAGE(converted.rc == 0, converted.err);
+    const long elements = elements_of(json);
+    CHECK(count_in(converted.out) == elements);
+    CHECK(count_in(run_cli({"validate", pf.string()}).out) == elements);
+    CHECK(count_in(run_cli({"validate", json.string()}).out) == elements);
+  }
 }
 
 TEST_CASE("a Perfetto trace is told by content whatever its name; JSON starting with newlines stays JSON") {

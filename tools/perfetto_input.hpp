@@ -9,6 +9,10 @@
 
 #include "writers/perfetto/perfetto_reader.hpp"
 
+namespace proftrace::detail {
+class decoded_json_writer;
+}
+
 namespace proftrace::tools {
 
 // The library's reader given a stream from trace_input: a compressed stream
@@ -16,8 +20,16 @@ namespace proftrace::tools {
 // every whole packet before it, and `compressed_damage` is set (Boost's
 // filters would end a cut zstd stream silently and lose a cut gzip
 // stream's last block). Throws trace_error.
+//
+// The result's `events` are what every command counts as a trace's events:
+// the elements of "traceEvents" of the JSON `proftrace convert` writes from
+// it, metadata ("M") and flow events included, counted by that converter
+// as it writes them: `json`, or one whose text is discarded. Each event
+// reaches callbacks.on_event before the converter writes it, so
+// json->elements() is then its index in that JSON.
 proftrace::detail::perfetto_read_result read_perfetto_file(const std::filesystem::path& path,
                                                            const proftrace::detail::perfetto_callbacks& callbacks,
-                                                           bool* compressed_damage = nullptr);
+                                                           bool* compressed_damage = nullptr,
+                                                           proftrace::detail::decoded_json_writer* json = nullptr);
 
 }  // namespace proftrace::tools

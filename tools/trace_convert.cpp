@@ -42,7 +42,7 @@ conversion_report convert_trace(const std::filesystem::path& input, const std::f
     if (in_perfetto && named_json(output)) {
       pd::compressed_output out(output);
       pd::decoded_json_writer w(out.stream());
-      const pd::perfetto_read_result r = read_perfetto_file(input, w.callbacks());
+      const pd::perfetto_read_result r = read_perfetto_file(input, {}, nullptr, &w);
       if (r.packets == 0)  // nothing to convert: no file written
         throw trace_error(input.string() + ": " + (r.truncated ? "nothing before the cut: " + r.truncation
                                                                  : std::string("empty: no Perfetto packet")));

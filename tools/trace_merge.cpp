@@ -283,6 +283,7 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
     first = false;
     append_json(text_buf, v);
     out.write(text_buf.data(), static_cast<std::streamsize>(text_buf.size()));
+    ++result.events;  // every element of traceEvents, the merged process names included
   };
   // The merged processes. A rank's traces (one per schedule cycle) share
   // them: the same program's process and devices, at later times. Their
@@ -380,7 +381,6 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
       } catch (const std::range_error& r) {
         throw trace_error(where() + ": " + r.what() + " (JSON cannot hold it)");
       }
-      ++result.events;
     });
     if (host_process != SIZE_MAX && first_step <= last_step) processes[host_process].steps.emplace_back(first_step, last_step);
     ++result.traces;

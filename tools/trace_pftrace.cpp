@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <climits>
 #include <istream>
+#include <optional>
+#include <ostream>
 #include <streambuf>
 #include <string_view>
 #include <unordered_map>
@@ -13,6 +15,7 @@
 #include "trace_reader.hpp"
 #include "tensorboard_handler.hpp"
 #include "writers/perfetto/perfetto_reader.hpp"
+#include "writers/perfetto/perfetto_to_kineto.hpp"
 
 namespace proftrace::tools {
 
@@ -227,17 +230,40 @@ class input_buffer : public std::streambuf {
 
 }  // namespace
 
+// `user`'s callbacks, each followed by the converter's.
+pd::perfetto_callbacks counted_by(const pd::perfetto_callbacks& user, pd::decoded_json_writer& json) {
+  pd::perfetto_callbacks cb;
+  cb.on_track = [&user, &json](const pd::decoded_track& t) {
+    if (user.on_track) user.on_track(t);
+    json.track(t);
+  };
+  cb.on_event = [&user, &json](const pd::decoded_event& e) {
+    const bool go_on = !user.on_event || user.on_event(e);
+    json.event(e);
+    return go_on;
+  };
+  cb.on_metadata = [&user, &json](const std::string& name, const std::string& text) {
+    if (user.on_metadata) user.on_metadata(name, text);
+    json.metadata(name, text);
+  };
+  return cb;
+}
+
 pd::perfetto_read_result read_perfetto_file(const std::filesystem::path& path, const pd::perfetto_callbacks& callbacks,
-                                            bool* compressed_damage) {
+                                            bool* compressed_damage, pd::decoded_json_writer* json) {
+  std::ostream discard(nullptr);
+  std::optional<pd::decoded_json_writer> counter;
+  if (!json) json = &counter.emplace(discard);
   trace_input in(path);
   input_buffer buf(in);
   std::istream stream(&buf);
   pd::perfetto_read_result r;
   try {
-    r = pd::read_perfetto(stream, callbacks);
+    r = pd::read_perfetto(stream, counted_by(callbacks, *json));
   } catch (const pd::perfetto_error& e) {
     throw trace_error(path.string() + ": " + e.what());
   }
+  r.events = json->elements();
   const bool damaged = in.status() == trace_input::state::cut_off || in.status() == trace_input::state::corrupt;
   if (compressed_damage) *compressed_damage = damaged;
   if (damaged && !r.stopped) {
@@ -271,6 +297,8 @@ read_result read_perfetto_trace(const std::filesystem::path& path, const read_op
   }
   trace_event e;
   track_texts where;
+  std::ostream discard(nullptr);
+  pd::decoded_json_writer json(discard);  // numbers the events as its JSON's elements
   std::int64_t base_ns = 0;
   bool has_base = false;
   pd::perfetto_callbacks cb;
@@ -286,12 +314,13 @@ read_result read_perfetto_trace(const std::filesystem::path& path, const read_op
   cb.on_event = [&](const pd::decoded_event& d) {
     if (!has_base) base_ns = d.start_ns - d.start_ns % (std::int64_t{1} << 51), has_base = true;
     e.clear();
-    e.index = result.events++;
+    e.index = json.elements();
     to_trace_event(d, base_ns, where, e);
     return !options.on_event || options.on_event(e);
   };
   bool damaged = false;
-  const pd::perfetto_read_result r = read_perfetto_file(path, cb, &damaged);
+  const pd::perfetto_read_result r = read_perfetto_file(path, cb, &damaged, &json);
+  result.events = r.events;
   check_whole(path, r, damaged);
   result.truncated = r.truncated;
   result.cut_inside_packet = r.truncation;

@@ -90,6 +90,7 @@ void decoded_json_writer::open() {
 void decoded_json_writer::begin_element() {
   buf_ += first_ ? "\n  " : ",\n  ";
   first_ = false;
+  ++elements_;
 }
 
 void decoded_json_writer::flush_if_big() {

@@ -44,6 +44,9 @@ class decoded_json_writer {
   // Closes traceEvents and the object; once, after the last event.
   void finish();
   perfetto_callbacks callbacks();
+  // Elements of traceEvents written so far, metadata and flow events
+  // included: what every command counts as the trace's events.
+  std::uint64_t elements() const noexcept { return elements_; }
 
  private:
   void open();
@@ -64,6 +67,7 @@ class decoded_json_writer {
   std::unordered_set<std::uint64_t> process_tracks_;
   std::unordered_map<std::uint64_t, std::uint64_t> async_ids_;  // an async range's track -> its JSON id
   std::int64_t base_ns_ = 0;
+  std::uint64_t elements_ = 0;
 };
 
 // Reads `input` (.pftrace, .pftrace.gz, .pftrace.zst) and writes `output` (.json,
