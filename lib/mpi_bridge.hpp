@@ -23,9 +23,7 @@ struct clock_offset {
 };
 
 struct mpi_bridge {
-  // True while MPI is initialised and not finalised.
-  bool (*usable)() noexcept;
-  // This process's rank of MPI_COMM_WORLD; empty unless usable().
+  // This process's rank of MPI_COMM_WORLD; empty unless MPI is initialised and not finalised.
   std::optional<distributed_info> (*world_rank)() noexcept;
   // Collective over MPI_COMM_WORLD (lib/mpi/clock_offset.hpp).
   std::optional<clock_offset> (*measure_clock_offset)(std::int64_t (*clock)(), int rounds);

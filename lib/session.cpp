@@ -113,13 +113,6 @@ std::string distributed_json(const distributed_info& d) {
   return j + "}";
 }
 
-// The note of a trace whose ranks' clocks were not compared, and why.
-std::string unix_time_alignment(std::string_view why) {
-  std::string j = "{\"method\": \"unix_time\", \"note\": ";
-  detail::append_json_string(j, "timestamps are this host's Unix time; " + std::string(why));
-  return j + "}";
-}
-
 // True where the process has an MPI library that says it is initialised
 // (found with dlsym, as proftrace itself links no MPI).
 bool mpi_initialised() noexcept {
@@ -162,7 +155,8 @@ std::string clock_alignment_json(const std::optional<distributed_info>& dist, st
              ", \"at_ns\": " + std::to_string(detail::trace_clock_ns()) + "}";
     }
   }
-  return unix_time_alignment("no offset against other ranks was measured");
+  return "{\"method\": \"unix_time\", \"note\": \"timestamps are this host's Unix time; no offset against other "
+         "ranks was measured\"}";
 }
 
 }  // namespace

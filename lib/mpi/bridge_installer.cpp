@@ -31,7 +31,7 @@ std::optional<distributed_info> mpi_world_rank() noexcept {
   return d;
 }
 
-constexpr mpi_bridge bridge{mpi_usable, mpi_world_rank, measure_clock_offset};
+constexpr mpi_bridge bridge{mpi_world_rank, measure_clock_offset};
 [[maybe_unused]] const bool installed = (install_mpi_bridge(&bridge), true);
 
 }  // namespace
