@@ -36,6 +36,19 @@ step("consumer through find_package, run and checked"
   --build-options -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX} -DPROFTRACE_CONSUME=find_package
                   -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DPROFTRACE_CHECK_ZERO_COST=ON ${EXTRA}
   --test-command ${CMAKE_CTEST_COMMAND} --output-on-failure)
+# A C-only CMake project against the same install: it configures (no CXX
+# needed), and its program links as C, without the C++ runtime.
+if(CC AND TESTS_DIR)
+  step("C-only CMake project: configure"
+    ${CMAKE_COMMAND} -S ${TESTS_DIR}/packaging/c_only -B ${WORK_DIR}/c_only -G ${GENERATOR} -DONLY=C
+    -DCMAKE_C_COMPILER=${CC} -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DPROFTRACE_TESTS_DIR=${TESTS_DIR})
+  step("C-only CMake project: build" ${CMAKE_COMMAND} --build ${WORK_DIR}/c_only)
+  step("C-only CMake project: run" ${WORK_DIR}/c_only/c_only)
+  execute_process(COMMAND readelf -d ${WORK_DIR}/c_only/c_only OUTPUT_VARIABLE dynamic)
+  if(dynamic MATCHES "stdc\\+\\+|gcc_s|boost|mpi|proftrace")
+    message(FATAL_ERROR "the zero-cost C program links more than C:\n${dynamic}")
+  endif()
+endif()
 # A Makefile project against the same install through pkg-config alone: the
 # C program links as C, none gains proftrace, Boost or MPI, and every module
 # of the enabled install is there (tests/packaging/makefile).
