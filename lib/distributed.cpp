@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "mpi_bridge.hpp"
+#include "mpi/bridge.hpp"
 #include "proftrace/config.hpp"
 #include "warn.hpp"
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "proftrace/detail/recorder.hpp"
-#include "c_config.hpp"
+#include "c_api/c_config.hpp"
 #include "warn.hpp"
 
 namespace proftrace {

@@ -31,13 +31,13 @@
 #include "process_hooks.hpp"
 #include "collector_hooks.hpp"
 #include "registry.hpp"
-#include "c_config.hpp"
+#include "c_api/c_config.hpp"
 #include "tensorboard_handler.hpp"
 #include "writers/perfetto/kineto_to_perfetto.hpp"
 #include "writers/perfetto/perfetto_to_kineto.hpp"
 #include "trace_file.hpp"
 #include "warn.hpp"
-#include "mpi_bridge.hpp"
+#include "mpi/bridge.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
@@ -556,7 +556,7 @@ session::~session() {
 }
 
 void session::start() {
-  // A session PROFTRACE_CONFIG started gives way to the program's own (lib/c_api.cpp).
+  // A session PROFTRACE_CONFIG started gives way to the program's own (lib/c_api/c_api.cpp).
   if (impl_->opts.enabled) detail::yield_environment_session(this);
   std::lock_guard lock(session_mutex);
   if (!impl_->opts.enabled) return;

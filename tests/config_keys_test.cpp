@@ -1,5 +1,5 @@
 // The "key=value,..." configuration that proftrace_start(), the Fortran
-// module and PROFTRACE_CONFIG share (lib/c_config.cpp) against the C++
+// module and PROFTRACE_CONFIG share (lib/c_api/c_config.cpp) against the C++
 // session options: every profile_options member a program without C++ can
 // set has a key, every key sets what it says, and the error for an unknown
 // key lists them all.
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "c_config.hpp"
+#include "c_api/c_config.hpp"
 
 namespace d = proftrace::detail;
 

@@ -1,4 +1,4 @@
-// proftrace::mpi: installs the MPI bridge (lib/mpi_bridge.hpp) before main()
+// proftrace::mpi: installs the MPI bridge (lib/mpi/bridge.hpp) before main()
 // runs, so that sessions read their rank from MPI_COMM_WORLD and measure
 // their clock offset against rank 0. Linked as an object file, so that its
 // static initialiser is in every program that names the component.

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "../mpi_bridge.hpp"
+#include "bridge.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {

@@ -1,5 +1,5 @@
 // Internal: the "key=value,..." configuration that proftrace_start() and
-// the PROFTRACE_CONFIG environment variable take (lib/c_api.cpp), and the
+// the PROFTRACE_CONFIG environment variable take (lib/c_api/c_api.cpp), and the
 // session started from the environment before main().
 #pragma once
 
