@@ -20,6 +20,11 @@ struct session_access {
   // in a warning that begins with `why`.
   static void finish_running(std::string_view why) noexcept;
 
+  // MPI starting or ending under a running session (on_mpi_initialised,
+  // on_mpi_finalizing in mpi/bridge.hpp).
+  static void mpi_started() noexcept;
+  static void mpi_ending() noexcept;
+
   static void prepare_fork() noexcept;
   static void parent_after_fork() noexcept;
   static void child_after_fork() noexcept;

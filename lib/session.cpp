@@ -505,7 +505,23 @@ struct session::impl {
               detail::event_kind::end);
   }
 
+  // A session that started before MPI_Init (PROFTRACE_CONFIG) takes its
+  // rank from MPI and measures its clock offset at the first step or stop
+  // after it, or in MPI_Init itself where proftrace::mpi_calls is linked:
+  // points every rank reaches together, as start() is. The trace already
+  // open gets it in its tail (its head was written before).
+  void align_after_mpi_init() {
+    if (!detail::installed_mpi_bridge() || (dist && dist->source == "MPI_Comm_rank")) return;
+    auto now = distributed();
+    if (!now || now->source != "MPI_Comm_rank") return;  // MPI not initialised yet
+    dist = std::move(now);
+    clock_alignment = clock_alignment_json(dist, "after_mpi_init");
+    if (trace_open && clock_alignment.find("offset_ns") != std::string::npos)
+      detail::flusher::instance().add_metadata("clockAlignmentAfterMpiInit", clock_alignment);
+  }
+
   void advance(session& self) {
+    align_after_mpi_init();
     const profiler_action previous = current;
     ++step_num;
     current = sched(step_num);
@@ -602,6 +618,7 @@ void session::stop() {
   // the session: the other ranks are not stopping, and waiting for them
   // would hang the job. The profiler's own allocations.
   const detail::in_profiler_guard own_work;
+  if (!s.ended_at_exit) s.align_after_mpi_init();
   if (std::string at_stop = s.ended_at_exit ? std::string() : clock_alignment_json(s.dist, "at_stop");
       s.trace_open && at_stop.find("offset_ns") != std::string::npos)
     detail::flusher::instance().add_metadata("clockAlignmentAtStop", std::move(at_stop));
@@ -919,6 +936,32 @@ void session_access::child_after_fork() noexcept {
         warn(std::string("the forked child's fresh session could not start: ") + e.what());
       }
     }
+  }
+}
+
+void on_mpi_initialised() noexcept { session_access::mpi_started(); }
+
+void on_mpi_finalizing() noexcept { session_access::mpi_ending(); }
+
+void session_access::mpi_started() noexcept {
+  try {
+    std::lock_guard lock(session_mutex);
+    if (active_session && !active_session->impl_->ended_at_exit) active_session->impl_->align_after_mpi_init();
+  } catch (...) {
+    warn("measuring the clock offset after MPI_Init failed");
+  }
+}
+
+void session_access::mpi_ending() noexcept {
+  try {
+    std::lock_guard lock(session_mutex);
+    if (!active_session) return;
+    session::impl& s = *active_session->impl_;
+    if (s.ended_at_exit || !s.trace_open) return;
+    if (std::string at_stop = clock_alignment_json(s.dist, "at_mpi_finalize"); at_stop.find("offset_ns") != std::string::npos)
+      flusher::instance().add_metadata("clockAlignmentAtStop", std::move(at_stop));
+  } catch (...) {
+    warn("measuring the clock offset before MPI_Finalize failed");
   }
 }
 

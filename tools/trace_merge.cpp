@@ -81,9 +81,14 @@ input read_header(const std::filesystem::path& file) {
     return std::any_of(r.metadata.begin(), r.metadata.end(), [&](const auto& m) { return m.key == key; });
   };
   // unless the keys follow the events (Kineto's base may), or the offset
-  // was measured again at stop (proftrace writes that after the events):
-  // then all of it.
-  if (header.stopped && (!has(header, "baseTimeNanoseconds") || has(header, "clockAlignment.at_ns"))) {
+  // was measured again at stop, or only after MPI_Init, by a rank of an MPI
+  // job whose session started before it (proftrace writes those after the
+  // events): then all of it.
+  const bool mpi_rank = std::any_of(header.metadata.begin(), header.metadata.end(), [](const auto& m) {
+    return m.key == "distributedInfo.backend" && m.value == "mpi";
+  });
+  if (header.stopped && (!has(header, "baseTimeNanoseconds") || has(header, "clockAlignment.at_ns") ||
+                         (mpi_rank && !has(header, "clockAlignment.offset_ns")))) {
     opts.on_event = [](const trace_event&) { return true; };
     header = read_trace(file, opts);
   }
@@ -94,15 +99,20 @@ input read_header(const std::filesystem::path& file) {
                         "; merge cannot place this trace's events");
     return *v;
   };
+  std::string_view first_at;  // the at_ns of the first measurement
+  bool has_first_at = false;
   for (const auto& m : header.metadata) {
     if (m.key == "distributedInfo.rank") in.rank = static_cast<int>(integer(m, 0, max_rank, "a rank from 0 to 999999"));
     else if (m.key == "distributedInfo.host" && m.type == json_type::string) in.host = m.value;
     else if (m.key == "baseTimeNanoseconds") in.base_ns = integer(m, INT64_MIN, INT64_MAX, "an integer of nanoseconds");
-    else if (m.key == "clockAlignment.offset_ns") {
+    // The offset measured at start, or else the one measured after MPI_Init.
+    else if (!in.aligned && (m.key == "clockAlignment.offset_ns" || m.key == "clockAlignmentAfterMpiInit.offset_ns")) {
       in.offset_ns = integer(m, INT64_MIN, INT64_MAX, "an integer of nanoseconds");
       in.aligned = true;
-    } else if (m.key == "clockAlignment.at_ns") {
+      first_at = m.key == "clockAlignment.offset_ns" ? "clockAlignment.at_ns" : "clockAlignmentAfterMpiInit.at_ns";
+    } else if (m.key == first_at) {
       in.at_ns = integer(m, INT64_MIN, INT64_MAX, "an integer of nanoseconds");
+      has_first_at = true;
     } else if (m.key == "clockAlignmentAtStop.offset_ns") {
       in.stop_offset_ns = integer(m, INT64_MIN, INT64_MAX, "an integer of nanoseconds");
     } else if (m.key == "clockAlignmentAtStop.at_ns") {
@@ -111,7 +121,7 @@ input read_header(const std::filesystem::path& file) {
   }
   // Both measurements, in order and apart, with a drift a clock can have
   // (under 1 ms per second; anything more is a bad reading, not a drift).
-  if (in.aligned && has(header, "clockAlignment.at_ns") && has(header, "clockAlignmentAtStop.offset_ns") &&
+  if (in.aligned && has_first_at && has(header, "clockAlignmentAtStop.offset_ns") &&
       has(header, "clockAlignmentAtStop.at_ns") && in.stop_at_ns > in.at_ns) {
     const double span = static_cast<double>(in.stop_at_ns - in.at_ns);
     in.drift = std::fabs(static_cast<double>(in.stop_offset_ns - in.offset_ns)) < 1e-3 * span;

@@ -33,6 +33,13 @@ void install_mpi_bridge(const mpi_bridge* bridge) noexcept;
 // The installed bridge, or null in a program that does not link proftrace::mpi.
 const mpi_bridge* installed_mpi_bridge() noexcept;
 
+// Called by proftrace::mpi_calls' MPI_Init and MPI_Finalize wrappers, on
+// every rank (both calls are collective): a running session that started
+// before MPI_Init measures its clock offset as MPI starts, and again as it
+// ends (the trace's clockAlignmentAtStop).
+void on_mpi_initialised() noexcept;
+void on_mpi_finalizing() noexcept;
+
 }  // namespace detail
 }  // namespace PROFTRACE_ABI_NAMESPACE
 }  // namespace proftrace

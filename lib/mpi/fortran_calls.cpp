@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "bridge.hpp"
 #include "call_scope.hpp"
 
 using namespace proftrace_mpi_wrappers;
@@ -32,6 +33,8 @@ Fn* checked(Fn* pmpi, const char* name) {
   if (pmpi == nullptr) no_fortran_mpi(name);
   return pmpi;
 }
+
+bool succeeded(const F* ierr) { return ierr == nullptr || *ierr == MPI_SUCCESS; }  // f08's ierror is optional
 
 std::int64_t fbytes(const F* count, const F* type) { return bytes_of(*count, MPI_Type_f2c(*type)); }
 
@@ -72,7 +75,7 @@ void recv(const d::site& s, request_fn* pmpi, void* buf, F* count, F* type, F* s
   const MPI_Comm c = comm_of(comm);
   const call_scope scope(&s, fbytes(count, type), *source, c);
   pmpi(buf, count, type, source, tag, comm, status, ierr);
-  if (*source == MPI_ANY_SOURCE && (ierr == nullptr || *ierr == MPI_SUCCESS))
+  if (*source == MPI_ANY_SOURCE && succeeded(ierr))
     scope.received_from(call_scope::peer_key, source_of(status), c);
 }
 
@@ -131,6 +134,24 @@ void rooted(const d::site& s, rooted_fn* pmpi, void* sbuf, F* scount, F* stype, 
   pmpi(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, ierr);
 }
 
+using init_fn = void(F*);
+using init_thread_fn = void(F*, F*, F*);
+
+void init(const d::site&, init_fn* pmpi, F* ierr) {
+  pmpi(ierr);
+  if (succeeded(ierr)) d::on_mpi_initialised();
+}
+
+void init_thread(const d::site&, init_thread_fn* pmpi, F* required, F* provided, F* ierr) {
+  pmpi(required, provided, ierr);
+  if (succeeded(ierr)) d::on_mpi_initialised();
+}
+
+void finalize(const d::site&, init_fn* pmpi, F* ierr) {
+  d::on_mpi_finalizing();
+  pmpi(ierr);
+}
+
 }  // namespace
 
 // The entries of one call: `lower`_ (gfortran's and most compilers'
@@ -184,3 +205,7 @@ PROFTRACE_FORTRAN_ENTRIES(mpi_gather, MPI_GATHER, rooted_fn, rooted<false>, "MPI
                           sn, st, rb, rn, rt, o, c, e);
 PROFTRACE_FORTRAN_ENTRIES(mpi_scatter, MPI_SCATTER, rooted_fn, rooted<true>, "MPI_Scatter", PROFTRACE_ROOTED_PARAMS,
                           sb, sn, st, rb, rn, rt, o, c, e);
+PROFTRACE_FORTRAN_ENTRIES(mpi_init, MPI_INIT, init_fn, init, "MPI_Init", (F* e), e);
+PROFTRACE_FORTRAN_ENTRIES(mpi_init_thread, MPI_INIT_THREAD, init_thread_fn, init_thread, "MPI_Init_thread",
+                          (F* r, F* p, F* e), r, p, e);
+PROFTRACE_FORTRAN_ENTRIES(mpi_finalize, MPI_FINALIZE, init_fn, finalize, "MPI_Finalize", (F* e), e);

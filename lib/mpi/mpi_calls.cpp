@@ -17,6 +17,7 @@
 #include <mpi.h>
 
 #include "../component_anchor.hpp"
+#include "bridge.hpp"
 #include "call_scope.hpp"
 
 PROFTRACE_DEFINE_COMPONENT_ANCHOR();
@@ -29,6 +30,25 @@ extern "C" const int proftrace_mpi_fortran_calls;
 [[gnu::used]] static const int* const proftrace_fortran_calls_linked = &proftrace_mpi_fortran_calls;
 
 extern "C" {
+
+// Not recorded: they tell a session that started before MPI_Init (from
+// PROFTRACE_CONFIG) to align its clock now, and again before MPI ends.
+int MPI_Init(int* argc, char*** argv) {
+  const int rc = PMPI_Init(argc, argv);
+  if (rc == MPI_SUCCESS) d::on_mpi_initialised();
+  return rc;
+}
+
+int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
+  const int rc = PMPI_Init_thread(argc, argv, required, provided);
+  if (rc == MPI_SUCCESS) d::on_mpi_initialised();
+  return rc;
+}
+
+int MPI_Finalize() {
+  d::on_mpi_finalizing();
+  return PMPI_Finalize();
+}
 
 int MPI_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
   PROFTRACE_MPI_SITE("MPI_Send");
