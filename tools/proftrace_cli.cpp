@@ -744,13 +744,14 @@ int report_regressions(const std::vector<pt::diff_section>& sections, const pt::
                   << regression_text(r) << "\n";
       }
   char floor[160];
-  std::snprintf(floor, sizeof floor, "%g%% of its median per call and %g us in all, at p < %g", c.threshold_pct,
+  std::snprintf(floor, sizeof floor, "%g%% of the median per call and %g us in all, at p < %g", c.threshold_pct,
                 c.min_us, c.alpha);
   if (n == 0) {
     std::cout << "no key's self time grew significantly by more than " << floor << "\n";
     return exit_ok;
   }
-  std::cerr << "proftrace: " << n << (n == 1 ? " key" : " keys") << " grew significantly by more than " << floor << "\n";
+  std::cerr << "proftrace: " << n << (n == 1 ? " key" : " keys") << (sections.size() > 1 ? " (by rank and across ranks)" : "")
+            << " grew significantly by more than " << floor << "\n";
   return exit_regression;
 }
 
