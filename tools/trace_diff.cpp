@@ -96,8 +96,13 @@ void judge(std::vector<stat_row>& rows, std::size_t comparisons, const diff_crit
     r.verdict = r.median_b_ns > r.median_a_ns || (r.median_b_ns == r.median_a_ns && r.shift.estimate > 0)
                     ? diff_verdict::slower
                     : diff_verdict::faster;
+    // The growth must pass the threshold at the low end of the shift's
+    // interval too: on a noisy machine a significant +6% median with an
+    // interval reaching down to +2% is no evidence of a +5% change.
+    const double low_pct = r.median_a_ns > 0 ? r.shift.low * 100.0 / r.median_a_ns
+                                             : (r.shift.low > 0 ? std::numeric_limits<double>::infinity() : 0.0);
     r.regression = c.gate && r.verdict == diff_verdict::slower && r.median_change_pct() > c.threshold_pct &&
-                   static_cast<double>(r.self_change_ns()) > floor_ns;
+                   low_pct > c.threshold_pct && static_cast<double>(r.self_change_ns()) > floor_ns;
   }
 }
 

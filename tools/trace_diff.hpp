@@ -43,7 +43,9 @@ struct stat_row : diff_row {
 
 struct diff_criteria {
   double alpha = 0.01;       // after the Bonferroni correction
-  double threshold_pct = 0;  // the smallest growth of the median per-call self time that counts
+  // The smallest growth of the median per-call self time that counts, in
+  // percent; the low end of the shift's interval must exceed it too.
+  double threshold_pct = 0;
   double min_us = 10;        // the smallest growth of the key's total self time that counts
   bool gate = true;          // false: verdicts only, no key is a regression (diff without --threshold)
 };
