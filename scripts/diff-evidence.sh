@@ -6,6 +6,9 @@
 # slow one. Timing-sensitive: run by hand, never from ctest.
 #
 #   scripts/diff-evidence.sh BUILD_DIR [OUT_DIR] [THRESHOLD_PCT]
+#
+# RUNS=N records N unchanged runs (default 20: 10 pairs); RECORD=0 diffs
+# the runs already in OUT_DIR again (another threshold, same recordings).
 set -euo pipefail
 build=${1:?usage: scripts/diff-evidence.sh BUILD_DIR [OUT_DIR] [THRESHOLD_PCT]}
 out=${2:-diff-evidence}
@@ -14,8 +17,10 @@ runs=${RUNS:-20}
 cg=$build/examples/proftrace_cg_solve
 cli=$build/tools/proftrace
 mkdir -p "$out"
-for i in $(seq 1 "$runs"); do "$cg" "$out/run$i.json" >/dev/null; done
-PROFTRACE_CG_SLOW_DOT_US=50 "$cg" "$out/slow.json" >/dev/null
+if [ "${RECORD:-1}" != 0 ]; then
+  for i in $(seq 1 "$runs"); do "$cg" "$out/run$i.json" >/dev/null; done
+  PROFTRACE_CG_SLOW_DOT_US=50 "$cg" "$out/slow.json" >/dev/null
+fi
 
 alarms=0
 pairs=0
