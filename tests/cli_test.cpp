@@ -747,6 +747,20 @@ TEST_CASE("diff: a shift of 50 us per call on one key is the one regression") {
   CHECK(run_cli({"diff", A, B, "--threshold", "5", "--min-us", "20000"}).rc == 0);
 }
 
+TEST_CASE("diff: a significant growth whose interval reaches below the threshold is no regression") {
+  temp_dir dir("cli-diff-interval");
+  // 60 calls a side, +8 us on 100 us: the median grew by 9.3%, the shift's
+  // interval reaches down to +5.3 us (5.4% of A's median).
+  const auto A = calls_trace(dir.path / "a.json", {{"dot", noisy_calls(60, 100, 7)}});
+  const auto B = calls_trace(dir.path / "b.json", {{"dot", noisy_calls(60, 100, 8, 8)}});
+  auto r = run_cli({"diff", A, B, "--threshold", "7"});
+  CHECK_MESSAGE(r.rc == 0, r.out << r.err);
+  CHECK(r.out.find("+9.30%") != std::string::npos);
+  CHECK(r.out.find("slower") != std::string::npos);
+  r = run_cli({"diff", A, B, "--threshold", "5"});
+  CHECK_MESSAGE(r.rc == 3, r.out << r.err);
+}
+
 TEST_CASE("diff --min-us: a significant growth under the absolute floor is no regression") {
   temp_dir dir("cli-diff-floor");
   // op_small: 10 calls from 3 us to 3.6 us (+20%, +6 us in all), significant.
