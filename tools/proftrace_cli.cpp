@@ -681,7 +681,8 @@ std::vector<std::filesystem::path> side_traces(const std::vector<std::string>& p
   std::vector<std::filesystem::path> out;
   for (const auto& p : paths) {
     std::error_code ec;
-    if (!std::filesystem::exists(p, ec)) throw usage_error{"side " + side + ": '" + p + "' does not exist"};
+    if (!std::filesystem::exists(p, ec))
+      throw usage_error{"side " + side + ": '" + p + "' " + (ec ? "cannot be read: " + ec.message() : "does not exist")};
     if (!is_directory(p)) {
       out.emplace_back(p);
       continue;
