@@ -203,6 +203,11 @@ class aggregator {
   // Also collect self time per distinct stack of enclosing event names, for
   // stacks(). Costs a string per event; off by default.
   void collect_stacks(bool on) noexcept { stacks_on_ = on; }
+  // Called with each host event's row, the row's index (stable, unlike its
+  // address) and its self time (ns) as the event is closed, for diff's
+  // per-call samples; none by default.
+  using self_time_sink = std::function<void(const proftrace::event_average& row, std::size_t index, std::int64_t self_ns)>;
+  void on_self_time(self_time_sink sink) { self_time_sink_ = std::move(sink); }
 
   // Adds one event; returns an error message (naming the event index) for an
   // event the summary cannot use, empty otherwise.
@@ -296,6 +301,7 @@ class aggregator {
   std::int64_t first_step_ = INT64_MAX, last_step_ = INT64_MIN;
   std::int64_t first_ts_ns_ = INT64_MAX;
   bool stacks_on_ = false;
+  self_time_sink self_time_sink_;
   std::unordered_map<std::string, std::int64_t> stack_self_ns_;  // '\x1f'-joined names, outermost first
   std::vector<std::string> stack_order_;
 
@@ -345,7 +351,7 @@ struct trace_info {
 // (torch's CPU Mem columns).
 proftrace::event_averages summarize(const std::filesystem::path& path, bool group_by_input_shape,
                                     std::vector<std::string>& warnings, bool progress = false,
-                                    trace_info* info = nullptr);
+                                    trace_info* info = nullptr, const aggregator::self_time_sink& self_times = {});
 // The same read, as one row per distinct stack of enclosing event names with
 // its self time (for event_averages::collapsed_stacks()).
 proftrace::event_averages summarize_stacks(const std::filesystem::path& path, std::vector<std::string>& warnings,
@@ -491,8 +497,14 @@ struct diff_row {
   double self_change_pct() const noexcept;
 };
 
-// Rows sorted by |change of self time|, largest first (ties by key).
+// "-1.500ms", "12.000us", "3.250s": a signed time for tables and messages.
+std::string format_time_signed(double us);
+
+// A row's key in a diff: its name, and its input shapes when grouped by them.
+std::string diff_key(const proftrace::event_average& row);
+// Rows sorted by |change of self time|, largest first (ties by key); a key's
+// rows on one side (several traces pooled) are summed. The statistics and
+// the table: tools/trace_diff.hpp.
 std::vector<diff_row> diff(const proftrace::event_averages& a, const proftrace::event_averages& b);
-std::string diff_table(const std::vector<diff_row>& rows, int row_limit = -1);
 
 }  // namespace proftrace::tools

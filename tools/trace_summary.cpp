@@ -37,6 +37,8 @@ void add_saturating(std::int64_t& to, std::int64_t v) {
   if (__builtin_add_overflow(to, v, &to)) to = v > 0 ? INT64_MAX : INT64_MIN;
 }
 
+}  // namespace
+
 std::string format_time_signed(double us) {
   char buf[64];
   const double a = std::fabs(us);
@@ -46,8 +48,6 @@ std::string format_time_signed(double us) {
   else std::snprintf(buf, sizeof buf, "%s%.3fus", sign, a);
   return buf;
 }
-
-}  // namespace
 
 bool is_host_op(const trace_event& e) noexcept {
   using namespace std::string_view_literals;  // compared as views: lengths first, no strlen
@@ -180,8 +180,10 @@ void aggregator::finalize(const interval& x, bool has_parent) {
   }
   const std::int64_t dur = x.end - x.start;
   r.count += 1;
+  const std::int64_t self = dur > x.child_ns ? dur - x.child_ns : 0;
   add_saturating(r.cpu_time_total_ns, dur);
-  add_saturating(r.self_cpu_time_total_ns, dur > x.child_ns ? dur - x.child_ns : 0);
+  add_saturating(r.self_cpu_time_total_ns, self);
+  if (self_time_sink_) self_time_sink_(r, x.row, self);
   add_saturating(r.flops, x.flops);
   add_saturating(r.cpu_memory_usage, x.mem_total[0]);
   add_saturating(r.self_cpu_memory_usage, x.mem_self[0]);
@@ -850,8 +852,10 @@ std::string numeric_csv(const proftrace::event_averages& averages) {
 }
 
 proftrace::event_averages summarize(const std::filesystem::path& path, bool group_by_input_shape,
-                                    std::vector<std::string>& warnings, bool progress, trace_info* info) {
+                                    std::vector<std::string>& warnings, bool progress, trace_info* info,
+                                    const aggregator::self_time_sink& self_times) {
   aggregator agg(group_by_input_shape);
+  agg.on_self_time(self_times);
   const read_result r = aggregate(path, agg, warnings, progress);
   auto out = agg.finish();
   trace_info t;
@@ -935,12 +939,14 @@ double diff_row::self_change_pct() const noexcept {
   return static_cast<double>(self_b_ns - self_a_ns) * 100.0 / static_cast<double>(self_a_ns);
 }
 
+std::string diff_key(const proftrace::event_average& r) {
+  return r.input_shapes.empty() ? r.key : r.key + " " + r.input_shapes;
+}
+
 std::vector<diff_row> diff(const proftrace::event_averages& a, const proftrace::event_averages& b) {
   std::vector<diff_row> rows;
   std::unordered_map<std::string, std::size_t> index;
-  const auto key_of = [](const proftrace::event_average& r) {
-    return r.input_shapes.empty() ? r.key : r.key + " " + r.input_shapes;
-  };
+  const auto key_of = diff_key;
   const auto row = [&](const proftrace::event_average& r) -> diff_row& {
     auto [it, fresh] = index.try_emplace(key_of(r), rows.size());
     if (fresh) rows.push_back(diff_row{.key = key_of(r)});
@@ -966,54 +972,6 @@ std::vector<diff_row> diff(const proftrace::event_averages& a, const proftrace::
     return x.key < y.key;
   });
   return rows;
-}
-
-std::string diff_table(const std::vector<diff_row>& rows, int row_limit) {
-  std::size_t n = rows.size();
-  if (row_limit >= 0) n = std::min(n, static_cast<std::size_t>(row_limit));
-  std::size_t longest = 4;
-  for (std::size_t i = 0; i < n; ++i) longest = std::max(longest, rows[i].key.size());
-  const int name_width = static_cast<int>(std::min<std::size_t>(longest + 4, 55));
-  const std::vector<std::string> headers = {"Name",   "Calls A", "Calls B", "Self CPU A", "Self CPU B",
-                                            "Self Δ", "Self Δ%", "CPU total A", "CPU total B", "Total Δ"};
-  const auto cell = [](const std::string& s, int width, bool left) {
-    // Width in characters (Δ is two bytes in UTF-8).
-    int chars = 0;
-    for (unsigned char c : s) chars += (c & 0xC0) != 0x80;
-    const std::string pad(static_cast<std::size_t>(std::max(0, width - chars)), ' ');
-    return (left ? s + pad : pad + s) + "  ";
-  };
-  std::string sep(static_cast<std::size_t>(name_width), '-');
-  for (std::size_t i = 1; i < headers.size(); ++i) sep += "  " + std::string(12, '-');
-  sep += "  ";
-  std::string out = sep + "\n";
-  for (std::size_t i = 0; i < headers.size(); ++i) out += cell(headers[i], i == 0 ? name_width : 12, i == 0);
-  out += "\n" + sep + "\n";
-  const auto us = [](std::int64_t ns) { return static_cast<double>(ns) / 1e3; };
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto& r = rows[i];
-    std::string name = r.key;
-    if (name.size() >= 52) name = name.substr(0, 52) + "...";
-    char pct[32];
-    const double p = r.self_change_pct();
-    if (!r.in_a) std::snprintf(pct, sizeof pct, "new");
-    else if (!r.in_b) std::snprintf(pct, sizeof pct, "gone");
-    else std::snprintf(pct, sizeof pct, "%+.2f%%", p);
-    const std::vector<std::string> cells = {name,
-                                            std::to_string(r.count_a),
-                                            std::to_string(r.count_b),
-                                            format_time_signed(us(r.self_a_ns)),
-                                            format_time_signed(us(r.self_b_ns)),
-                                            (r.self_change_ns() > 0 ? "+" : "") + format_time_signed(us(r.self_change_ns())),
-                                            pct,
-                                            format_time_signed(us(r.total_a_ns)),
-                                            format_time_signed(us(r.total_b_ns)),
-                                            (r.total_b_ns > r.total_a_ns ? "+" : "") + format_time_signed(us(r.total_b_ns - r.total_a_ns))};
-    for (std::size_t c = 0; c < cells.size(); ++c) out += cell(cells[c], c == 0 ? name_width : 12, c == 0);
-    out += "\n";
-  }
-  out += sep + "\n";
-  return out;
 }
 
 }  // namespace proftrace::tools
