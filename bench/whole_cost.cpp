@@ -5,11 +5,12 @@
 // per recorded scope. The hot-path figure of proftrace_bench (two clock
 // reads and two ring writes, about 20-25 ns) is only the producer's share.
 //
-// BM_whole_cost/<threads>/<format>: a default session except for the `block` policy
+// BM_whole_cost/<threads>/<format>/<depth>: a default session except for the `block` policy
 // (lossless, so every scope is written and counted: under `drop` a producer
 // faster than the flusher would make the flusher's share look smaller by
 // losing events); `threads` threads each record kScopes scopes of an empty
-// body, flat out; the process's user + system CPU (getrusage(RUSAGE_SELF))
+// body, flat out (depth 1) or nested three deep (depth 3: outer { mid { x } },
+// as real programs nest); the process's user + system CPU (getrusage(RUSAGE_SELF))
 // is read before start() and after the export. Counters, per recorded scope:
 // cpu_per_scope (the whole cost), system_cpu_per_scope (its share in the
 // kernel: the trace's writes, wake-ups, page faults), producer_cpu_per_scope (the recording
@@ -84,6 +85,20 @@ void record_scopes(std::int64_t n) {
   }
 }
 
+// About n scopes, three levels deep.
+void record_nested_scopes(std::int64_t n) {
+  for (std::int64_t i = 0; i < n / 3; ++i) {
+    PROF_SCOPE("outer");
+    {
+      PROF_SCOPE("mid");
+      {
+        PROF_SCOPE("x");
+        benchmark::DoNotOptimize(i);
+      }
+    }
+  }
+}
+
 void rdtsc_pairs(std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
     benchmark::DoNotOptimize(__rdtsc());
@@ -141,6 +156,8 @@ struct totals {
 void BM_whole_cost(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   const bool pftrace = state.range(1) != 0;
+  const bool nested = state.range(2) == 3;
+  const std::int64_t per_thread = nested ? kScopes / 3 * 3 : kScopes;
   const auto dir = scratch_dir();
   totals run;
   std::int64_t lost = 0, seen = 0;
@@ -156,26 +173,26 @@ void BM_whole_cost(benchmark::State& state) {
                             .spool_dir = dir});
       p.start();
       std::vector<std::thread> workers;
-      for (int t = 0; t < threads; ++t) workers.push_back(timed_thread(record_scopes, kScopes, run.producer_ns));
+      for (int t = 0; t < threads; ++t) workers.push_back(timed_thread(nested ? record_nested_scopes : record_scopes, kScopes, run.producer_ns));
       for (auto& w : workers) w.join();
       p.stop();  // every event drained and written to the spool
       p.export_chrome_trace(trace);  // the finished trace file
-      measured.end(state, threads * kScopes);
+      measured.end(state, threads * per_thread);
       // Checked after the measurement: the report is not part of the cost.
       const auto avg = p.key_averages();
       lost += static_cast<std::int64_t>(avg.losses.total());
       for (const auto& row : avg.rows)
-        if (row.key == "x") seen += row.count;
+        if (row.key == "x" || row.key == "mid" || row.key == "outer") seen += row.count;
     }
   }
   std::filesystem::remove_all(dir);
   if (lost != 0) state.SkipWithError(("the block policy lost " + std::to_string(lost) + " events").c_str());
   else if (seen != run.scopes)
-    state.SkipWithError(("\"x\" counted " + std::to_string(seen) + " scopes, expected " + std::to_string(run.scopes)).c_str());
+    state.SkipWithError(("counted " + std::to_string(seen) + " scopes, expected " + std::to_string(run.scopes)).c_str());
   run.report(state);
   state.counters["lost"] = static_cast<double>(lost);
   state.SetLabel(std::to_string(threads) + " thread" + (threads > 1 ? "s" : "") + ", recorded, " +
-                 (pftrace ? ".pftrace" : ".json"));
+                 (pftrace ? ".pftrace" : ".json") + (nested ? ", nested 3 deep" : ", flat"));
 }
 
 void BM_whole_cost_baseline(benchmark::State& state) {
@@ -202,6 +219,8 @@ BENCHMARK(BM_whole_cost_baseline)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
-BENCHMARK(BM_whole_cost)->ArgsProduct({{1, 2}, {0, 1}})->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_whole_cost)
+    ->ArgsProduct({{1, 2}, {0, 1}, {1, 3}})
+    ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
 
 BENCHMARK_MAIN();

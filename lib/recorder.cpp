@@ -18,12 +18,35 @@ const site ring_wait_site{"ring full: waiting", "", __FILE__, 0, category::proft
 overflow_policy current_overflow_policy() noexcept { return overflow.load(std::memory_order_relaxed); }
 void set_overflow_policy(overflow_policy p) noexcept { overflow.store(p, std::memory_order_relaxed); }
 
-void record_end_elsewhere(const site* s, std::uint64_t begin) noexcept {
-  // The begin's ring belongs to another thread (or to an earlier life of
-  // this thread's ring): never touch it. This end goes to our own ring; the
-  // flusher sees that `begin` names another ring and pairs the two as an
-  // async range.
-  record_end(s, begin);
+void record_instant(const site* s) noexcept {
+  if (ring* r = thread_ring()) r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), 0, event_kind::instant);
+}
+
+void record_counter(const site* s, double value) noexcept {
+  std::uint64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  if (ring* r = thread_ring()) r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), bits, event_kind::counter);
+}
+
+void record_flops(std::int64_t value, bool valid) noexcept {
+  if (ring* r = thread_ring())
+    r->push(r->now(), valid ? 0 : 1, valid ? static_cast<std::uint64_t>(value) : 0, event_kind::flops);
+}
+
+void record_alloc(const void* address, std::int64_t bytes, int device, memory_category category) noexcept {
+  if (category == memory_category::unknown) category = this_thread_memory_category;
+  if (ring* r = thread_ring())
+    r->push(r->now(), reinterpret_cast<std::uintptr_t>(address),
+            memory_payload(bytes, device, static_cast<std::uint8_t>(category)), event_kind::alloc);
+}
+
+void record_free(const void* address, int device) noexcept {
+  if (ring* r = thread_ring())
+    r->push(r->now(), reinterpret_cast<std::uintptr_t>(address), memory_payload(0, device), event_kind::free);
+}
+
+void record_reserved(std::int64_t bytes, int device) noexcept {
+  if (ring* r = thread_ring()) r->push(r->now(), 0, memory_payload(bytes, device), event_kind::reserved);
 }
 
 std::uint64_t record_begin_with_shapes(const site* s, shape_list shapes, std::uint64_t correlation) noexcept {

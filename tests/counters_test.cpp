@@ -265,6 +265,52 @@ TEST_CASE("counters as args in both trace formats, on every thread, in both stre
   }
 }
 
+// A counted scope whose end runs on another thread (a coroutine resumed
+// elsewhere), as its guard would: the recording halves of PROF_SCOPE.
+TEST_CASE("a counted scope that ends on another thread closes its counters on its own thread only") {
+  if (!software_counters()) {
+    MESSAGE("this machine exposes no software perf counter: skipped");
+    return;
+  }
+  namespace pd = proftrace::detail;
+  static constexpr pd::site moved{"moved", "", __FILE__, __LINE__, pd::category::user_annotation};
+  temp_dir out("counters-moved");
+  proftrace::profile p({.counters = {"task-clock"}});
+  p.start();
+  std::thread owner([] {
+    {
+      PROF_SCOPE("outer");
+      const pd::scope_token token = pd::start_scope(&moved, pd::session_state.load());
+      CHECK((token & pd::token_marked) != 0);
+      std::thread([token] { pd::finish_scope(&moved, token); }).join();
+      spin_for(std::chrono::milliseconds(2));
+    }  // closes the moved scope's counters here, on their thread, then outer's
+    PROF_SCOPE("after");
+    spin_for(std::chrono::milliseconds(2));
+  });
+  owner.join();
+  p.stop();
+  p.export_chrome_trace(out.path / "t.json");
+  const auto trace = read_trace(out.path / "t.json");
+  for (const char* name : {"outer", "after"}) {
+    CAPTURE(name);
+    const auto spans = scopes_named(trace, name);
+    REQUIRE(spans.size() == 1);
+    CHECK(spans[0].args.count("task-clock") == 1);
+    CHECK(spans[0].args.at("task-clock") > 0);
+  }
+  std::int64_t moved_ends = 0;
+  for (const auto& e : test_support::events_named(trace, "moved")) {
+    // Counted on the thread it began on, ended on another: no deltas.
+    CHECK(!(e.contains("args") && e.at("args").as_object().contains("task-clock")));
+    moved_ends += e.at("ph").as_string() == "e";
+  }
+  CHECK(moved_ends == 1);
+  const auto rows = p.key_averages();
+  REQUIRE(row_named(rows, "moved"));
+  CHECK(row_named(rows, "moved")->count == 1);
+}
+
 TEST_CASE("a thread's first scope counts nothing of attaching its ring, whichever macro opens it") {
   if (!software_counters()) {
     MESSAGE("this machine exposes no software perf counter: skipped");

@@ -349,6 +349,19 @@ std::int64_t count_phase(const boost::json::object& trace, std::string_view name
 
 }  // namespace
 
+TEST_CASE("a scope's token: 0 while nothing began; a begin's index, a dropped begin and the marked bit round-trip") {
+  namespace pd = proftrace::detail;
+  const std::uint64_t last_index = ((pd::ring_uid_limit - 1) << pd::ring_uid_shift) - 1;  // the last uid's last slot
+  for (const std::uint64_t begin : {std::uint64_t{1} << pd::ring_uid_shift, last_index, pd::no_begin}) {
+    CAPTURE(begin);
+    const pd::scope_token plain = pd::token_of(begin);
+    CHECK(plain != 0);
+    CHECK((plain & pd::token_marked) == 0);
+    CHECK(pd::begin_of(plain) == begin);
+    CHECK(pd::begin_of(plain | pd::token_marked) == begin);
+  }
+}
+
 TEST_CASE("a scope that ends on another thread keeps its args, FLOPs and shapes on its async range, in both formats") {
   for (const auto format : {proftrace::trace_format::json, proftrace::trace_format::pftrace}) {
     CAPTURE(static_cast<int>(format));

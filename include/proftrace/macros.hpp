@@ -45,10 +45,13 @@
     &PROFTRACE_DETAIL_CAT(proftrace_site_, id)                                          \
   }
 
-#define PROFTRACE_DETAIL_SCOPE_SHAPES(id, name, ...)                                           \
-  PROFTRACE_DETAIL_SITE(id, name, cpu_op);                                                     \
-  const ::proftrace::detail::shapes_scope_guard PROFTRACE_DETAIL_CAT(proftrace_scope_, id) {   \
-    &PROFTRACE_DETAIL_CAT(proftrace_site_, id), { __VA_ARGS__ }                                \
+// The shapes are a lambda's work, run only while recording (detail/recorder.hpp).
+#define PROFTRACE_DETAIL_SCOPE_SHAPES(id, name, ...)                                                     \
+  PROFTRACE_DETAIL_SITE(id, name, cpu_op);                                                               \
+  const ::proftrace::detail::shapes_scope_guard PROFTRACE_DETAIL_CAT(proftrace_scope_, id) {             \
+    &PROFTRACE_DETAIL_CAT(proftrace_site_, id), [&]() noexcept {                                         \
+      return ::proftrace::detail::start_shapes_scope(&PROFTRACE_DETAIL_CAT(proftrace_site_, id), {__VA_ARGS__}); \
+    }                                                                                                    \
   }
 
 // The site's name shows only for an empty runtime name: one empty-named row,

@@ -73,9 +73,6 @@ PROFTRACE_ALWAYS_INLINE std::uint64_t record_begin(const site* s, std::uint64_t 
 PROFTRACE_ALWAYS_INLINE void record_end(const site* s, std::uint64_t begin = 0) noexcept {
   if (ring* r = thread_ring()) r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), begin, event_kind::end);
 }
-// A scope's end on another thread than its begin's: out of line, off the
-// common path.
-PROFTRACE_NOINLINE void record_end_elsewhere(const site* s, std::uint64_t begin) noexcept;
 
 #if PROFTRACE_WITH_CUDA
 // While CUPTI collects, a scope pushes a fresh external id (its "External
@@ -157,73 +154,50 @@ struct counter_marks {
 #endif
 };
 
-// Keeps the ring it began in and its begin's index. The end goes to the
-// ring of the thread that ends the scope: the same ring (one thread-local
-// load and a compare) on the common path; another thread's own ring, out of
-// line, when the scope moved (a coroutine resumed on a pool thread). The
-// NVTX and correlation pushes come before the begin's clock read and the
-// pops after the end's, so their cost stays outside the measured scope.
+// What a scope keeps from its begin to its end: one word, so that a
+// switched-off scope holds one register (or none) across the code it
+// encloses. 0: nothing was begun (off, or no ring); otherwise the begin's
+// ring index (token_dropped: the begin was dropped, the end is still
+// recorded and counted), with token_marked set when the scope opened marks
+// beside its events (an NVTX range, a CUDA correlation, counters), which
+// the thread keeps until the end (lib/scope_recording.cpp). Ring indices stay
+// below token_dropped: uids stop at ring_uid_limit - 2 (ring.cpp).
+using scope_token = std::uint64_t;
+inline constexpr scope_token token_marked = std::uint64_t{1} << 63;
+inline constexpr scope_token token_dropped = token_marked - 1;
+static_assert(((ring_uid_limit - 1) << ring_uid_shift) - 1 < token_dropped);
+constexpr scope_token token_of(std::uint64_t begin) noexcept { return begin == no_begin ? token_dropped : begin; }
+constexpr std::uint64_t begin_of(scope_token t) noexcept {
+  t &= ~token_marked;
+  return t == token_dropped ? no_begin : t;
+}
+
+// The recording halves of a scope, out of line and cold (config.hpp:
+// PROFTRACE_COLD_ENTRY): the calling thread's ring (attached before any
+// clock read), the marks the session asks for, the begin; and the end on
+// whichever thread ends the scope (an index of another thread's ring
+// pairs as an async range: ring::push).
+PROFTRACE_COLD_ENTRY scope_token start_scope(const site* s, std::uint32_t state) noexcept;
+PROFTRACE_COLD_ENTRY void finish_scope(const site* s, scope_token t) noexcept;
+
+// PROF_SCOPE, PROF_FUNCTION, PROF_OP, PROF_MODULE. Off at run time: one
+// relaxed load, one branch, and the end's test of a token known to be 0.
 class scope_guard {
  public:
-  PROFTRACE_ALWAYS_INLINE explicit scope_guard(const site* s) noexcept {
+  PROFTRACE_ALWAYS_INLINE explicit scope_guard(const site* s) noexcept : site_(s) {
     const std::uint32_t state = session_state.load(std::memory_order_relaxed);
-    if (PROFTRACE_UNLIKELY(state & state_recording)) {
-      ring_ = thread_ring();
-      site_ = s;
-      if (ring_) {
-        // One test for every mark a scope may open beside its events, so a
-        // plain recorded scope pays a single branch for all of them.
-        marked_ = (state & marks_mask) != 0;
-        if (PROFTRACE_UNLIKELY(marked_)) {
-          gpu_.open(state, [s] { push_nvtx_range(s); });
-          counters_.open(state);
-          begin_ = ring_->push(ring_->now(), reinterpret_cast<std::uintptr_t>(s), gpu_.correlation, event_kind::begin);
-        } else {
-          gpu_ = {};  // never read unmarked; set so that no compiler sees it read unset
-          begin_ = ring_->push(ring_->now(), reinterpret_cast<std::uintptr_t>(s), 0, event_kind::begin);
-        }
-      }
-    }
+    if (PROFTRACE_UNLIKELY(state & state_recording)) token_ = start_scope(s, state);
   }
   PROFTRACE_ALWAYS_INLINE ~scope_guard() {
-    if (ring_) {
-      if (PROFTRACE_LIKELY(this_thread_ring == ring_ && !marked_))
-        ring_->push(ring_->now(), reinterpret_cast<std::uintptr_t>(site_), begin_, event_kind::end);
-      else if (!marked_)
-        record_end_elsewhere(site_, begin_);
-      else
-        close_marked(ring_, site_, begin_, gpu_, counters_);
-    }
+    if (PROFTRACE_UNLIKELY(token_ != 0)) finish_scope(site_, token_);
   }
   scope_guard(const scope_guard&) = delete;
   scope_guard& operator=(const scope_guard&) = delete;
 
- private:
-  static constexpr std::uint32_t marks_mask = (PROFTRACE_WITH_NVTX ? state_nvtx : 0u) |
-                                              (PROFTRACE_WITH_CUDA ? state_cuda : 0u) |
-                                              (PROFTRACE_WITH_COUNTERS ? state_counters : 0u);
-  // The end of a scope with marks, on its thread or another. Static, taking
-  // values: a guard whose address escaped would live in memory, and the
-  // runtime-off path would pay for it (runtime_off_instructions).
-  PROFTRACE_NOINLINE static void close_marked(ring* r, const site* s, std::uint64_t begin, gpu_marks gpu,
-                                              counter_marks counters) noexcept {
-    if (this_thread_ring == r) {
-      counters.close(begin);
-      r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), begin, event_kind::end);
-    } else {
-      record_end_elsewhere(s, begin);
-    }
-    gpu.close();
-  }
-
-  // Only ring_ is set on the runtime-off path: the rest is written, and
-  // read, only once a ring was found; gpu_ and counters_ only when marked_.
-  ring* ring_ = nullptr;
-  const site* site_;
-  std::uint64_t begin_;  // the begin's index, which the end carries
-  bool marked_;          // gpu_ and counters_ were opened
-  gpu_marks gpu_;
-  counter_marks counters_;
+ protected:
+  scope_guard() noexcept = default;
+  const site* site_ = nullptr;
+  scope_token token_ = 0;
 };
 
 // One dimension of an input shape: any integer type converts without a
@@ -248,30 +222,17 @@ std::uint64_t record_begin_with_shapes(const site* s, shape_list shapes, std::ui
 // peer rank (-1: none) become the event's args.
 std::uint64_t record_comm_begin(const site* s, std::int64_t bytes, int peer, std::uint64_t correlation = 0) noexcept;
 
-class shapes_scope_guard {
+// PROF_SCOPE_SHAPES: `open` (the macro's lambda) builds the shape list and
+// begins the scope, called only while recording, so a switched-off scope
+// neither evaluates its shapes nor holds them in the enclosing frame.
+PROFTRACE_COLD_ENTRY scope_token start_shapes_scope(const site* s, shape_list shapes) noexcept;
+class shapes_scope_guard : public scope_guard {
  public:
-  shapes_scope_guard(const site* s, shape_list shapes) noexcept {
-    const std::uint32_t state = session_state.load(std::memory_order_relaxed);
-    if (!(state & state_recording)) return;
+  template <class Open>
+  PROFTRACE_ALWAYS_INLINE shapes_scope_guard(const site* s, const Open& open) noexcept {
     site_ = s;
-    gpu_.open(state, [s] { push_nvtx_range(s); });
-    counters_.open(state);
-    begin_ = record_begin_with_shapes(site_, shapes, gpu_.correlation);
+    if (PROFTRACE_UNLIKELY(session_state.load(std::memory_order_relaxed) & state_recording)) token_ = open();
   }
-  ~shapes_scope_guard() {
-    if (!site_) return;
-    counters_.close(begin_);
-    record_end(site_, begin_);
-    gpu_.close();
-  }
-  shapes_scope_guard(const shapes_scope_guard&) = delete;
-  shapes_scope_guard& operator=(const shapes_scope_guard&) = delete;
-
- private:
-  const site* site_ = nullptr;
-  std::uint64_t begin_ = no_begin;
-  gpu_marks gpu_;
-  counter_marks counters_;
 };
 
 // A begin whose name is a runtime string, copied into the record's
@@ -281,39 +242,23 @@ class shapes_scope_guard {
 inline constexpr std::size_t max_dynamic_name_bytes = 256;
 std::uint64_t record_dynamic_begin(const site* s, std::string_view name, std::uint64_t correlation = 0) noexcept;
 
-// PROF_SCOPE_DYNAMIC: a scope_guard whose name is copied at record time.
-class dynamic_scope_guard {
+// PROF_SCOPE_DYNAMIC: a scope whose name is copied at record time.
+PROFTRACE_COLD_ENTRY scope_token start_dynamic_scope(const site* s, std::string_view name) noexcept;
+class dynamic_scope_guard : public scope_guard {
  public:
-  dynamic_scope_guard(const site* s, std::string_view name) noexcept {
-    const std::uint32_t state = session_state.load(std::memory_order_relaxed);
-    if (PROFTRACE_LIKELY(!(state & state_recording))) return;
+  PROFTRACE_ALWAYS_INLINE dynamic_scope_guard(const site* s, std::string_view name) noexcept {
     site_ = s;
-    gpu_.open(state, [s] { push_nvtx_range(s); });
-    counters_.open(state);
-    begin_ = record_dynamic_begin(s, name, gpu_.correlation);
+    if (PROFTRACE_UNLIKELY(session_state.load(std::memory_order_relaxed) & state_recording))
+      token_ = start_dynamic_scope(s, name);
   }
-  ~dynamic_scope_guard() {
-    if (!site_) return;
-    counters_.close(begin_);
-    record_end(site_, begin_);  // after a dropped begin too: counted, unpaired, as the lost scope's second event
-    gpu_.close();
-  }
-  dynamic_scope_guard(const dynamic_scope_guard&) = delete;
-  dynamic_scope_guard& operator=(const dynamic_scope_guard&) = delete;
-
- private:
-  const site* site_ = nullptr;
-  std::uint64_t begin_ = no_begin;
-  gpu_marks gpu_;
-  counter_marks counters_;
 };
 
 // PROF_ARG: a value for the innermost scope open on this thread. `key` is
 // the site naming it; string values are copied (cut as dynamic names are).
-void record_arg_integer(const site* key, std::int64_t value) noexcept;
-void record_arg_unsigned(const site* key, std::uint64_t value) noexcept;  // past INT64_MAX too
-void record_arg_floating(const site* key, double value) noexcept;
-void record_arg_string(const site* key, std::string_view value) noexcept;
+PROFTRACE_COLD_ENTRY void record_arg_integer(const site* key, std::int64_t value) noexcept;
+PROFTRACE_COLD_ENTRY void record_arg_unsigned(const site* key, std::uint64_t value) noexcept;  // past INT64_MAX too
+PROFTRACE_COLD_ENTRY void record_arg_floating(const site* key, double value) noexcept;
+PROFTRACE_COLD_ENTRY void record_arg_string(const site* key, std::string_view value) noexcept;
 template <class>
 inline constexpr bool unsupported_arg_value = false;
 template <class T>
@@ -350,51 +295,28 @@ extern const site ring_wait_site;
 std::uint64_t record_step_begin(const site* s, std::int64_t step, std::uint64_t correlation) noexcept;
 #endif
 
-class step_guard {
+// A step's span as it began: its site (the driver's or another thread's)
+// and token; a null site when nothing was begun.
+struct open_step_span {
+  const site* where;
+  scope_token token;
+};
+PROFTRACE_COLD_ENTRY open_step_span start_step() noexcept;
+class step_guard : public scope_guard {
  public:
-  step_guard() noexcept {
+  PROFTRACE_ALWAYS_INLINE step_guard() noexcept {
     if (PROFTRACE_UNLIKELY(session_state.load(std::memory_order_relaxed) & state_session)) {
-      bool drives = false;
-      const std::int64_t n = enter_step(drives);
-      if (n >= 0) {
-        site_ = drives ? &step_site : &thread_step_site;
-        const std::uint32_t state = session_state.load(std::memory_order_relaxed);
-        gpu_.open(state, [n] { push_nvtx_step(n); });
-        counters_.open(state);
-#if PROFTRACE_WITH_CUDA
-        if (gpu_.correlation != 0) {
-          begin_ = record_step_begin(site_, n, gpu_.correlation);
-        } else
-#endif
-          begin_ = record_begin(site_, static_cast<std::uint64_t>(n));
-      }
+      const open_step_span span = start_step();
+      site_ = span.where;
+      token_ = span.token;
     }
   }
-  ~step_guard() {
-    if (!site_) return;
-    counters_.close(begin_);
-    record_end(site_, begin_);
-    gpu_.close();
-  }
-  step_guard(const step_guard&) = delete;
-  step_guard& operator=(const step_guard&) = delete;
-
- private:
-  const site* site_ = nullptr;
-  std::uint64_t begin_ = no_begin;
-  gpu_marks gpu_;
-  counter_marks counters_;
 };
 
-PROFTRACE_ALWAYS_INLINE void record_instant(const site* s) noexcept {
-  if (ring* r = thread_ring()) r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), 0, event_kind::instant);
-}
-
-PROFTRACE_ALWAYS_INLINE void record_counter(const site* s, double value) noexcept {
-  std::uint64_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  if (ring* r = thread_ring()) r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), bits, event_kind::counter);
-}
+// PROF_INSTANT, PROF_COUNTER: out of line and cold, as every macro's
+// recording call.
+PROFTRACE_COLD_ENTRY void record_instant(const site* s) noexcept;
+PROFTRACE_COLD_ENTRY void record_counter(const site* s, double value) noexcept;
 
 PROFTRACE_ALWAYS_INLINE bool recording_flops() noexcept {
   return PROFTRACE_UNLIKELY(session_state.load(std::memory_order_relaxed) & state_flops);
@@ -402,10 +324,7 @@ PROFTRACE_ALWAYS_INLINE bool recording_flops() noexcept {
 
 // Adds a FLOP estimate to the scope open on this thread (an invalid one is
 // only counted).
-PROFTRACE_ALWAYS_INLINE void record_flops(std::int64_t value, bool valid) noexcept {
-  if (ring* r = thread_ring())
-    r->push(r->now(), valid ? 0 : 1, valid ? static_cast<std::uint64_t>(value) : 0, event_kind::flops);
-}
+PROFTRACE_COLD_ENTRY void record_flops(std::int64_t value, bool valid) noexcept;
 
 PROFTRACE_ALWAYS_INLINE bool recording_memory() noexcept {
   return PROFTRACE_UNLIKELY(session_state.load(std::memory_order_relaxed) & state_memory);
@@ -414,22 +333,13 @@ PROFTRACE_ALWAYS_INLINE bool recording_memory() noexcept {
 // The category an allocation without one takes: PROF_MEMORY_CATEGORY's.
 inline constinit thread_local memory_category this_thread_memory_category = memory_category::unknown;
 
-// An allocation of `bytes` at `address` on `device` (-1: host memory).
-PROFTRACE_ALWAYS_INLINE void record_alloc(const void* address, std::int64_t bytes, int device = -1,
-                                          memory_category category = memory_category::unknown) noexcept {
-  if (category == memory_category::unknown) category = this_thread_memory_category;
-  if (ring* r = thread_ring())
-    r->push(r->now(), reinterpret_cast<std::uintptr_t>(address),
-            memory_payload(bytes, device, static_cast<std::uint8_t>(category)), event_kind::alloc);
-}
-PROFTRACE_ALWAYS_INLINE void record_free(const void* address, int device = -1) noexcept {
-  if (ring* r = thread_ring())
-    r->push(r->now(), reinterpret_cast<std::uintptr_t>(address), memory_payload(0, device), event_kind::free);
-}
+// An allocation of `bytes` at `address` on `device` (-1: host memory),
+// in `category` (unknown: the thread's, PROF_MEMORY_CATEGORY's).
+PROFTRACE_COLD_ENTRY void record_alloc(const void* address, std::int64_t bytes, int device = -1,
+                                       memory_category category = memory_category::unknown) noexcept;
+PROFTRACE_COLD_ENTRY void record_free(const void* address, int device = -1) noexcept;
 // A pool's reserved size on `device` now (Total Reserved, max reserved).
-PROFTRACE_ALWAYS_INLINE void record_reserved(std::int64_t bytes, int device = -1) noexcept {
-  if (ring* r = thread_ring()) r->push(r->now(), 0, memory_payload(bytes, device), event_kind::reserved);
-}
+PROFTRACE_COLD_ENTRY void record_reserved(std::int64_t bytes, int device = -1) noexcept;
 
 // PROF_MEMORY_CATEGORY: sets the thread's category for the enclosing block.
 class memory_category_guard {

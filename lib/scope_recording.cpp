@@ -1,0 +1,129 @@
+// The recording halves of the scope macros (detail/recorder.hpp): what a
+// scope does once a session records, out of the instrumented function.
+//
+// A scope that opens marks beside its events (an NVTX range, a CUDA
+// external correlation, perf counters) keeps them on its thread's stack of
+// marked scopes until its end, so that its guard holds one word. Marks are
+// per-thread stacks themselves (NVTX ranges, CUPTI's correlation, the
+// counters' levels): a scope's end on its own thread finds its entry at the
+// top; a scope that ended on another thread (a coroutine moved) closes no
+// marks there, and its entry is closed on its own thread when a scope below
+// it ends.
+#include "proftrace/detail/recorder.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+namespace {
+
+constexpr std::uint32_t marks_mask = (PROFTRACE_WITH_NVTX ? state_nvtx : 0u) |
+                                     (PROFTRACE_WITH_CUDA ? state_cuda : 0u) |
+                                     (PROFTRACE_WITH_COUNTERS ? state_counters : 0u);
+
+struct marked_scope {
+  std::uint64_t begin;
+  gpu_marks gpu;
+  counter_marks counters;
+};
+// Deeper marked scopes on one thread are recorded without marks.
+constexpr std::uint32_t max_marked_depth = 64;  // as the counters keep (thread_counters.cpp)
+struct marked_stack {
+  marked_scope at[max_marked_depth];
+  std::uint32_t depth;
+};
+constinit thread_local marked_stack this_thread_marked{};
+
+// Opens the marks `state` asks for, then `begin(correlation)`; the token
+// names the begin, marked when the marks were kept.
+template <class PushRange, class Begin>
+scope_token open_marked(std::uint32_t state, const PushRange& push_range, const Begin& begin) noexcept {
+  marked_stack& m = this_thread_marked;
+  if (!(state & marks_mask) || m.depth == max_marked_depth) return token_of(begin(0));
+  marked_scope& e = m.at[m.depth++];
+  e.gpu.open(state, push_range);
+  e.counters.open(state);
+  e.begin = begin(e.gpu.correlation);
+  return token_of(e.begin) | token_marked;
+}
+
+// The marks of the scope that ends here: their entry, after closing those
+// of scopes above it that moved away; null when the scope began elsewhere.
+marked_scope* take_marked(std::uint64_t begin) noexcept {
+  marked_stack& m = this_thread_marked;
+  for (std::uint32_t i = m.depth; i-- > 0;) {
+    if (m.at[i].begin != begin) continue;
+    for (std::uint32_t above = m.depth; --above > i;) {
+      m.at[above].counters.close(no_begin);
+      m.at[above].gpu.close();
+    }
+    m.depth = i;
+    return &m.at[i];
+  }
+  return nullptr;
+}
+
+// The marked halves apart, so that a plain scope's begin and end stay leaf
+// code that saves no register.
+PROFTRACE_NOINLINE scope_token start_marked_scope(ring* r, const site* s, std::uint32_t state) noexcept {
+  return open_marked(
+      state, [s] { push_nvtx_range(s); },
+      [r, s](std::uint64_t correlation) {
+        return r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), correlation, event_kind::begin);
+      });
+}
+
+PROFTRACE_NOINLINE void finish_marked_scope(const site* s, scope_token t) noexcept {
+  const std::uint64_t begin = begin_of(t);
+  marked_scope* marks = take_marked(begin);
+  if (marks) marks->counters.close(begin);
+  record_end(s, begin);
+  if (marks) marks->gpu.close();
+}
+
+}  // namespace
+
+scope_token start_scope(const site* s, std::uint32_t state) noexcept {
+  ring* r = thread_ring();
+  if (!r) return 0;
+  if (PROFTRACE_UNLIKELY(state & marks_mask)) return start_marked_scope(r, s, state);
+  return token_of(r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), 0, event_kind::begin));
+}
+
+void finish_scope(const site* s, scope_token t) noexcept {
+  if (PROFTRACE_UNLIKELY(t & token_marked)) return finish_marked_scope(s, t);
+  record_end(s, begin_of(t));  // after a dropped begin too: counted, unpaired, as the lost scope's second event
+}
+
+scope_token start_shapes_scope(const site* s, shape_list shapes) noexcept {
+  const std::uint32_t state = session_state.load(std::memory_order_relaxed);
+  return open_marked(
+      state, [s] { push_nvtx_range(s); },
+      [s, shapes](std::uint64_t correlation) { return record_begin_with_shapes(s, shapes, correlation); });
+}
+
+scope_token start_dynamic_scope(const site* s, std::string_view name) noexcept {
+  const std::uint32_t state = session_state.load(std::memory_order_relaxed);
+  return open_marked(
+      state, [s] { push_nvtx_range(s); },
+      [s, name](std::uint64_t correlation) { return record_dynamic_begin(s, name, correlation); });
+}
+
+open_step_span start_step() noexcept {
+  bool drives = false;
+  const std::int64_t n = enter_step(drives);
+  if (n < 0) return {nullptr, 0};
+  const site* s = drives ? &step_site : &thread_step_site;
+  const std::uint32_t state = session_state.load(std::memory_order_relaxed);
+  return {s, open_marked(
+                 state, [n] { push_nvtx_step(n); },
+                 [s, n]([[maybe_unused]] std::uint64_t correlation) {
+#if PROFTRACE_WITH_CUDA
+                   if (correlation != 0) return record_step_begin(s, n, correlation);
+#endif
+                   return record_begin(s, static_cast<std::uint64_t>(n));
+                 })};
+}
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace
