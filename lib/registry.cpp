@@ -121,13 +121,28 @@ namespace {
 [[gnu::constructor]] void proftrace_start_from_environment() { start_from_environment(); }
 }  // namespace
 
+namespace {
+// Inside attach_this_thread on this thread: a signal handler's event then
+// is counted, not recorded (attaching again would wait for the registry's
+// lock this thread holds).
+constinit thread_local volatile bool attaching = false;
+}  // namespace
+
 ring* attach_this_thread() noexcept {
   auto& reg = registry::instance();
-  if (this_thread_exiting) {
+  if (this_thread_exiting || attaching) {
     reg.unattached_drops.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
   const in_profiler_guard own_allocations;
+  attaching = true;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  struct attached {
+    ~attached() {
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      attaching = false;
+    }
+  } const done;
   try {
     thread_record* rec = reg.attach(current_tid(), reg.ring_events());
     if (default_name) reg.set_name(rec, default_name);

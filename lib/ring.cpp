@@ -58,6 +58,7 @@ void ring::reset() noexcept {
   head_.store(base_, std::memory_order_relaxed);
   tail_.store(base_, std::memory_order_relaxed);
   dropped_.store(0, std::memory_order_relaxed);
+  reentered_.store(0, std::memory_order_relaxed);
   overwritten_.store(0, std::memory_order_relaxed);
   tail_cache_ = next_wake_ = consumed_ = base_;
   unmarked_drops_ = 0;
@@ -209,6 +210,15 @@ std::uint64_t ring::store_record(std::uint64_t h, std::uint64_t ticks, std::uint
 
 std::uint64_t ring::push_record(std::uint64_t ticks, std::uint64_t where, std::uint64_t payload, event_kind kind,
                                 const std::uint64_t* ext_words, std::uint32_t n_ext) noexcept {
+  if (!enter_push()) return no_begin;
+  const std::uint64_t at = push_record_unguarded(ticks, where, payload, kind, ext_words, n_ext);
+  leave_push();
+  return at;
+}
+
+std::uint64_t ring::push_record_unguarded(std::uint64_t ticks, std::uint64_t where, std::uint64_t payload,
+                                          event_kind kind, const std::uint64_t* ext_words,
+                                          std::uint32_t n_ext) noexcept {
   std::uint64_t h = head_.load(std::memory_order_relaxed);
   if (PROFTRACE_UNLIKELY(not_yet_written(kind, payload, h))) payload = no_begin;
   const std::uint64_t n = record_slots(where, payload, kind, n_ext);

@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "c_config.hpp"
+#include "registry.hpp"
 #include "proftrace/distributed.hpp"
 #include "proftrace/detail/recorder.hpp"
 #include "proftrace/flops.hpp"
@@ -89,6 +90,19 @@ struct intern_cache_entry {
   const site* s;
 };
 constinit thread_local intern_cache_entry intern_cache[intern_cache_size]{};
+constinit thread_local volatile bool interning = false;  // inside intern_site's lock, on this thread
+struct interning_guard {
+  interning_guard() noexcept {
+    interning = true;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  }
+  ~interning_guard() {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    interning = false;
+  }
+  interning_guard(const interning_guard&) = delete;
+  interning_guard& operator=(const interning_guard&) = delete;
+};
 
 const site* intern_site(const char* name, category cat) noexcept {
   if (name == nullptr) name = "";
@@ -96,8 +110,16 @@ const site* intern_site(const char* name, category cat) noexcept {
                            intern_cache_size;
   intern_cache_entry& e = intern_cache[slot];
   if (e.pointer == name && e.s->cat == cat && std::strcmp(e.s->name, name) == 0) return e.s;
+  // A signal handler that interrupted this thread inside the lock below
+  // would wait for itself: its event is dropped and counted instead.
+  if (interning) {
+    if (ring* r = this_thread_ring) r->count_reentered();
+    else registry::instance().unattached_drops.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
   try {
     const in_profiler_guard own_allocations;
+    const interning_guard guard;
     std::lock_guard lock(intern_mutex);
     std::string key(name);
     key += '\x1f';
@@ -126,10 +148,13 @@ const site* intern_site_n(const char* name, std::size_t length, category cat) no
 }
 
 void push_frame(const site* where, std::uint64_t begin, counter_marks counters) noexcept {
+  // The depth first, then the frame: a signal handler's push and pop in
+  // between use the next frame and leave this one alone.
   c_stack& st = c_scopes;
-  if (st.depth < max_c_depth) st.frames[st.depth] = {where, begin, counters};
+  const std::size_t at = st.depth++;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (at < max_c_depth) st.frames[at] = {where, begin, counters};
   else if (recording()) too_deep_pushes.fetch_add(1, std::memory_order_relaxed);
-  ++st.depth;
 }
 
 void end_thread_step() noexcept {
@@ -328,9 +353,15 @@ void proftrace_pop(void) {
     pd::unmatched_pops.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  --st.depth;
-  if (st.depth >= pd::max_c_depth) return;
-  pd::c_frame f = st.frames[st.depth];
+  // The frame first, then the depth (push_frame's order, reversed).
+  const std::size_t at = st.depth - 1;
+  if (at >= pd::max_c_depth) {
+    st.depth = at;
+    return;
+  }
+  pd::c_frame f = st.frames[at];
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  st.depth = at;
   f.counters.close(f.where != nullptr ? f.begin : pd::no_begin);
   // After a dropped begin too: its end is counted, unpaired, as the lost scope's second event.
   if (f.where != nullptr) pd::record_end(f.where, f.begin);

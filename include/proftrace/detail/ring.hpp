@@ -71,24 +71,15 @@ class ring {
   // Returns the record's index (what an end names its begin by), or no_begin
   // when the record was dropped. A plain scope's begin and end take one
   // 16-byte slot each, other records two (takes_one_slot in event.hpp).
+  // A push from a signal handler that interrupted this thread's own push
+  // is dropped and counted (reentered()), never written over the
+  // interrupted record nor left waiting for it.
   PROFTRACE_ALWAYS_INLINE std::uint64_t push(std::uint64_t ticks, std::uint64_t where, std::uint64_t payload,
                                              event_kind kind) noexcept {
-    const std::uint64_t h = head_.load(std::memory_order_relaxed);
-    // takes_one_slot, with an end's test as one compare: its begin lies in
-    // [base_, h), which has this ring's uid (and the stale indices of
-    // not_yet_written fail it).
-    if (kind == event_kind::begin ? payload == 0 && where <= slot_low_bits
-                                  : kind == event_kind::end && payload - base_ < h - base_) {
-      if (PROFTRACE_UNLIKELY(h >= limit_)) return push_record(ticks, where, payload, kind, nullptr, 0);
-      store_short(h, ticks, where, payload, kind);
-      head_.store(h + 1, std::memory_order_release);
-      return h;
-    }
-    if (PROFTRACE_UNLIKELY(not_yet_written(kind, payload, h))) payload = no_begin;
-    if (PROFTRACE_UNLIKELY(h + 1 >= limit_)) return push_record(ticks, where, payload, kind, nullptr, 0);
-    store_full(h, ticks, where, payload, static_cast<std::uint64_t>(kind));
-    head_.store(h + 2, std::memory_order_release);
-    return h;
+    if (PROFTRACE_UNLIKELY(!enter_push())) return no_begin;
+    const std::uint64_t at = push_unguarded(ticks, where, payload, kind);
+    leave_push();
+    return at;
   }
 
   // A record with n_ext extension events: the head, then `ext_words`
@@ -97,9 +88,16 @@ class ring {
   std::uint64_t push_record(std::uint64_t ticks, std::uint64_t where, std::uint64_t payload, event_kind kind,
                             const std::uint64_t* ext_words, std::uint32_t n_ext) noexcept;
 
+  // An event a signal handler recorded while this thread was inside the
+  // recorder (a push, a name's interning), dropped: counted in dropped().
+  void count_reentered() noexcept { reentered_.fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t reentered() const noexcept { return reentered_.load(std::memory_order_relaxed); }
+
   // Events this producer discarded (drop policy, or block without a flusher,
   // or block on the flusher's own thread).
-  std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
+  std::uint64_t dropped() const noexcept {
+    return dropped_.load(std::memory_order_relaxed) + reentered_.load(std::memory_order_relaxed);
+  }
 
   // ---- consumer side (the flusher lock holder only) ----
 
@@ -127,6 +125,44 @@ class ring {
   bool producer_asleep() const noexcept { return producer_sleeps_.load(std::memory_order_seq_cst) != 0; }
 
  private:
+  // The reentrancy guard around a push: only this thread and its signal
+  // handlers touch pushing_, so relaxed accesses and signal fences order it.
+  PROFTRACE_ALWAYS_INLINE bool enter_push() noexcept {
+    if (PROFTRACE_UNLIKELY(pushing_.load(std::memory_order_relaxed))) {
+      count_reentered();
+      return false;
+    }
+    pushing_.store(true, std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    return true;
+  }
+  PROFTRACE_ALWAYS_INLINE void leave_push() noexcept {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    pushing_.store(false, std::memory_order_relaxed);
+  }
+
+  PROFTRACE_ALWAYS_INLINE std::uint64_t push_unguarded(std::uint64_t ticks, std::uint64_t where,
+                                                       std::uint64_t payload, event_kind kind) noexcept {
+    const std::uint64_t h = head_.load(std::memory_order_relaxed);
+    // takes_one_slot, with an end's test as one compare: its begin lies in
+    // [base_, h), which has this ring's uid (and the stale indices of
+    // not_yet_written fail it).
+    if (kind == event_kind::begin ? payload == 0 && where <= slot_low_bits
+                                  : kind == event_kind::end && payload - base_ < h - base_) {
+      if (PROFTRACE_UNLIKELY(h >= limit_)) return push_record_unguarded(ticks, where, payload, kind, nullptr, 0);
+      store_short(h, ticks, where, payload, kind);
+      head_.store(h + 1, std::memory_order_release);
+      return h;
+    }
+    if (PROFTRACE_UNLIKELY(not_yet_written(kind, payload, h))) payload = no_begin;
+    if (PROFTRACE_UNLIKELY(h + 1 >= limit_)) return push_record_unguarded(ticks, where, payload, kind, nullptr, 0);
+    store_full(h, ticks, where, payload, static_cast<std::uint64_t>(kind));
+    head_.store(h + 2, std::memory_order_release);
+    return h;
+  }
+  std::uint64_t push_record_unguarded(std::uint64_t ticks, std::uint64_t where, std::uint64_t payload,
+                                      event_kind kind, const std::uint64_t* ext_words, std::uint32_t n_ext) noexcept;
+
   PROFTRACE_ALWAYS_INLINE void store_words(std::uint64_t slot, std::uint64_t w0, std::uint64_t w1) noexcept {
     std::uint64_t* s = words_ + (slot & mask_) * words_per_slot;
     std::atomic_ref<std::uint64_t>(s[0]).store(w0, std::memory_order_relaxed);
@@ -204,6 +240,8 @@ class ring {
   std::atomic<std::uint64_t> dropped_{0};
   std::atomic<std::uint64_t> overwritten_{0};  // records, counted by the producer that overwrote them
   std::uint64_t wait_end_ = 0;  // the end of a wait whose record make_room wrote; the push reads and clears it
+  std::atomic<bool> pushing_{false};           // this thread is inside a push (enter_push)
+  std::atomic<std::uint64_t> reentered_{0};    // pushes dropped by enter_push
 
   // Consumer cache line.
   alignas(64) std::atomic<std::uint64_t> tail_{0};
