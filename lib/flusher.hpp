@@ -58,6 +58,7 @@ struct finished_trace {
   std::uint64_t invalid_flop_estimates = 0;   // negative dimensions or counts, impossible shapes, overflow: counted, not added (a zero estimate is valid)
   std::uint64_t unscoped_flop_estimates = 0;  // recorded with no scope open on the thread
   std::uint64_t unknown_frees = 0;            // frees of addresses never seen allocated (no event was lost)
+  std::uint64_t invalid_memory_devices = 0;   // memory events naming a device outside -1..253: not written
   std::uint64_t unfreed_reallocations = 0;    // allocations at an address still live (no event was lost)
   std::uint64_t truncated_scopes = 0;         // scopes whose end was lost: written up to the loss, marked
   std::uint64_t moved_scopes = 0;             // scopes that ended on another thread: written as async ranges

@@ -122,6 +122,7 @@ finished_trace trace_window::counters() const {
   f.invalid_flop_estimates = counts.invalid_flop_estimates;
   f.unscoped_flop_estimates = counts.unscoped_flop_estimates;
   f.unknown_frees = counts.unknown_frees;
+  f.invalid_memory_devices = counts.invalid_memory_devices;
   f.unfreed_reallocations = counts.unfreed_reallocations;
   f.truncated_scopes = counts.truncated_scopes;
   f.moved_scopes = counts.moved_scopes;
@@ -203,6 +204,7 @@ std::vector<std::pair<const char*, std::uint64_t>> finished_trace::counter_list(
           {"invalid_flop_estimates", invalid_flop_estimates},
           {"unscoped_flop_estimates", unscoped_flop_estimates},
           {"unknown_frees", unknown_frees},
+          {"invalid_memory_devices", invalid_memory_devices},
           {"unfreed_reallocations", unfreed_reallocations},
           {"truncated_scopes", truncated_scopes},
           {"scopes_ended_on_another_thread", moved_scopes},

@@ -6,6 +6,9 @@
 
 #include <boost/json.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <string>
 #include <thread>
@@ -30,6 +33,35 @@ TEST_CASE("proftrace_start: a bad config names the key and starts nothing") {
   CHECK(std::string(proftrace_last_error()).find("'format'") != std::string::npos);
   CHECK(proftrace_recording() == 0);
   proftrace_stop();  // none running: nothing
+}
+
+TEST_CASE("proftrace_start: a schedule without active, or whose cycle overflows, says so; blanks around '=' are trimmed") {
+  const auto refused = [](const char* config) {
+    const int rc = proftrace_start(config);
+    if (rc == 0) proftrace_stop();  // accepted: stop it so that the next case starts clean
+    return rc != 0 ? std::string(proftrace_last_error()) : std::string("(accepted)");
+  };
+  CHECK(refused("wait=1") ==
+        "proftrace_start: a schedule needs active=N with N >= 1 (skip_first, wait, warmup or repeat was given without it)");
+  CHECK(refused("active=0") == "proftrace_start: bad value '0' for key 'active' (expected a whole number >= 1)");
+  CHECK(refused("wait=9223372036854775806,warmup=1,active=1") ==
+        "proftrace_start: Invalid profiler schedule arguments: the cycle wait + warmup + active "
+        "(9223372036854775806 + 1 + 1) overflows a 64-bit step count");
+  CHECK(refused("active=9223372036854775807,warmup=1") != "(accepted)");
+  CHECK(proftrace_recording() == 0);
+
+  temp_dir out("c-api-blanks");
+  const std::string config = " out = " + out.path.string() + " , wait= 1 ,warmup =1, active = 2 , repeat\t=\t1 ";
+  REQUIRE_MESSAGE(proftrace_start(config.c_str()) == 0, proftrace_last_error());
+  for (int step = 0; step < 5; ++step) {
+    proftrace_step();
+    proftrace_push_literal("blank work");
+    proftrace_pop();
+  }
+  proftrace_stop();
+  const auto files = files_in(out.path);
+  REQUIRE(files.size() == 1);
+  CHECK(events_named(read_trace(files[0]), "blank work").size() == 2);  // active = 2, once
 }
 
 TEST_CASE("the C API: scopes, runtime names, literals, args, steps and a mismatched pop") {
@@ -173,4 +205,89 @@ TEST_CASE("the C API: proftrace_step drives a schedule; C++ macros land in the s
   CHECK(events_named(trace, "ProfilerStep#1").empty());
   CHECK(events_named(trace, "work").size() == 2);
   CHECK(events_named(trace, "c++ scope").size() == 2);
+}
+
+TEST_CASE("the C API: a forked child starts a session of its own while its parent's runs") {
+  temp_dir parent_out("c-api-fork-parent"), child_out("c-api-fork-child");
+  const std::string parent_config = "out=" + parent_out.path.string() + ",format=json";
+  REQUIRE(proftrace_start(parent_config.c_str()) == 0);
+  proftrace_push("parent scope");
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    const std::string config = "out=" + child_out.path.string() + ",format=json";
+    if (proftrace_start(config.c_str()) != 0) {
+      std::fprintf(stderr, "child: %s\n", proftrace_last_error());
+      ::_exit(1);
+    }
+    proftrace_push("child scope");
+    proftrace_pop();
+    proftrace_stop();
+    ::_exit(files_in(child_out.path).size() == 1 ? 0 : 2);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);  // 1: "already running", the parent's session named as the child's
+  proftrace_pop();
+  proftrace_stop();
+  const auto child_files = files_in(child_out.path);
+  REQUIRE(child_files.size() == 1);
+  const auto child_trace = read_trace(child_files[0]);
+  CHECK(events_named(child_trace, "child scope").size() == 1);
+  CHECK(events_named(child_trace, "parent scope").empty());
+  const auto parent_files = files_in(parent_out.path);
+  REQUIRE(parent_files.size() == 1);
+  CHECK(events_named(read_trace(parent_files[0]), "parent scope").size() == 1);
+  CHECK(events_named(read_trace(parent_files[0]), "child scope").empty());
+}
+
+TEST_CASE("the C API: a _n name is cut at its first NUL, in the trace as in the table, for every kind of name") {
+  temp_dir out("c-api-nul");
+  const std::string config = "out=" + out.path.string() + ",format=json";
+  REQUIRE(proftrace_start(config.c_str()) == 0);
+  proftrace_push_n("scope\0tail", 10);
+  proftrace_arg_string_n("key\0tail", 8, "value\0tail", 10);
+  proftrace_arg_int_n("number\0tail", 11, 7);
+  proftrace_instant_n("mark\0tail", 9);
+  proftrace_counter_n("level\0tail", 10, 2.0);
+  proftrace_pop();
+  proftrace_stop();
+  const auto files = files_in(out.path);
+  REQUIRE(files.size() == 1);
+  const auto trace = read_trace(files[0]);
+  const auto scopes = events_named(trace, "scope");
+  REQUIRE(scopes.size() == 1);
+  const auto& args = scopes[0].at("args").as_object();
+  CHECK(args.at("key").as_string() == "value");
+  CHECK(args.at("number").as_int64() == 7);
+  CHECK(events_named(trace, "mark").size() == 1);
+  CHECK(events_named(trace, "level").size() == 1);
+  const std::string text = boost::json::serialize(trace);
+  CHECK(text.find("tail") == std::string::npos);
+  CHECK(text.find("\\u0000") == std::string::npos);
+}
+
+TEST_CASE("memory events on a device outside -1..253 are refused and counted, from C and from PROF_ALLOC") {
+  temp_dir out("c-api-devices");
+  const std::string config = "out=" + out.path.string() + ",format=json,memory";
+  REQUIRE(proftrace_start(config.c_str()) == 0);
+  int a = 0, b = 0, c = 0, d = 0;
+  proftrace_push("allocating");
+  proftrace_alloc(&a, 64, -5);  // once "Device Id": 159 (wrapped to 8 bits)
+  proftrace_alloc(&b, 64, 300);
+  proftrace_alloc(&c, 64, 0);
+  PROF_ALLOC(&d, 32, -7);
+  proftrace_free(&a, -5);
+  proftrace_free(&c, 0);
+  proftrace_pop();
+  proftrace_stop();
+  const auto files = files_in(out.path);
+  REQUIRE(files.size() == 1);
+  const auto trace = read_trace(files[0]);
+  const auto memory = events_named(trace, "[memory]");
+  REQUIRE(memory.size() == 2);  // c's allocation and free
+  for (const auto& m : memory) CHECK(m.at("args").as_object().at("Device Id").as_int64() == 0);
+  CHECK(trace.at("proftrace").as_object().at("invalid_memory_devices").as_int64() == 4);
+  CHECK(trace.at("proftrace").as_object().at("unknown_frees").as_int64() == 0);
 }

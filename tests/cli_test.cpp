@@ -2068,7 +2068,7 @@ TEST_CASE("merge holds one bounded event: an event over 16 MiB (a 128 MiB gzip b
   CHECK(event_lines(merged).size() == 4);  // two events, two process metadata events
 }
 
-TEST_CASE("crafted .pftrace files: far interned ids on many sequences read in little memory; a 2^63 ns slice converts to valid JSON") {
+TEST_CASE("crafted .pftrace files: far interned ids on many sequences read in little memory") {
   temp_dir dir("cli-pftrace-crafted");
   namespace proto = proftrace::detail::proto;
   // 1000 packets, each on a sequence of its own, interning id 16383 in
@@ -2138,23 +2138,75 @@ TEST_CASE("crafted .pftrace files: far interned ids on many sequences read in li
   const auto deep_convert = run_cli({"convert", deep_path.string(), (dir.path / "deep.json").string()});
   CHECK(deep_convert.rc == 0);
   CHECK((deep_convert.out + deep_convert.err).find("2 slices begun while 100000 were open") != std::string::npos);
+}
 
-  // A slice from 0 to 2^63 ns: its duration wraps to INT64_MIN, written exactly.
+namespace {
+
+// The line a command gave about `path`, from "PATH: " on (validate's
+// first line, or the error line of the others).
+std::string message_about(const cli_result& r, const std::string& path) {
+  const std::string text = r.out + r.err;
+  const std::size_t at = text.find(path + ": ");
+  if (at == std::string::npos) return "(nothing about " + path + ": " + text + ")";
+  return text.substr(at, text.find('\n', at) - at);
+}
+
+// A slice on one thread from `begin_ns` to `end_ns`, as a .pftrace.
+std::string one_slice(std::int64_t begin_ns, std::int64_t end_ns) {
   std::string slice;
-  {
-    proftrace::detail::perfetto_builder b(slice, 1);
-    const std::uint64_t thread = b.thread_track(100, 101, "main");
-    b.slice_begin(thread, 0, "whole", "cpu_op");
-    b.slice_end(thread, INT64_MIN);
-    b.out();
+  proftrace::detail::perfetto_builder b(slice, 1);
+  const std::uint64_t thread = b.thread_track(100, 101, "main");
+  b.slice_begin(thread, begin_ns, "whole", "cpu_op");
+  b.slice_end(thread, end_ns);
+  b.out();
+  return slice;
+}
+
+}  // namespace
+
+TEST_CASE("one reader contract: what one command refuses every command refuses, exit 1, with the same message") {
+  temp_dir dir("cli-contract");
+  const std::string head = R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, )";
+  const struct {
+    const char* file;
+    std::string text;
+    const char* message;
+  } inputs[] = {
+      {"nan.json", head + R"("ts": NaN, "dur": 1}]})", "invalid JSON at byte 85: syntax error"},
+      {"commas.json", head + R"("ts": 1, "dur": 1,,,}]})", "invalid JSON at byte 97: syntax error"},
+      {"inf.json", head + R"("ts": 1e400, "dur": 1}]})", "event 0: \"ts\" is beyond the range of a double at byte 90"},
+      {"backwards.pftrace", one_slice(2'000, 1'000), "a slice that ends before it begins ('whole' from 2000 to 1000 ns)"},
+      // 0 to 2^63 ns: a duration past int64 (it once wrapped to a negative "dur" in the converted JSON).
+      {"wrap.pftrace", one_slice(0, INT64_MIN), "a slice that ends before it begins ('whole' from 0 to -9223372036854775808"},
+      {"one.pftrace", std::string(1, '\x0a'), "nothing before the cut: the input ends inside packet 0's length at byte 0"},
+  };
+  for (const auto& in : inputs) {
+    const std::string path = (dir.path / in.file).string();
+    write_file(path, in.text);
+    const std::string other = path.ends_with(".json") ? "out.pftrace" : "out.json";
+    const std::vector<std::vector<std::string>> commands = {
+        {"summary", path}, {"csv", path}, {"stacks", path}, {"validate", path}, {"diff", path, path},
+        {"convert", path, (dir.path / other).string()}, {"merge", path, "-o", (dir.path / "merged.json").string()}};
+    const std::string expected = message_about(run_cli({"summary", path}), path);
+    CHECK_MESSAGE(expected.find(in.message) != std::string::npos, std::string(in.file) << ": " << expected);
+    for (const auto& c : commands) {
+      const cli_result r = run_cli(c);
+      CHECK_MESSAGE(r.rc == 1, std::string(in.file) << ": " << c[0] << " exits " << r.rc << ": " << r.out << r.err);
+      CHECK_MESSAGE(message_about(r, path) == expected, std::string(in.file) << ": " << c[0]);
+    }
+    CHECK(!std::filesystem::exists(dir.path / other));
+    CHECK(!std::filesystem::exists(dir.path / "merged.json"));
   }
-  const auto in = dir.path / "wrap.pftrace", out = dir.path / "wrap.json";
-  write_file(in, slice);
-  REQUIRE(run_cli({"convert", in.string(), out.string()}).rc == 0);
-  boost::system::error_code ec;
-  (void)boost::json::parse(slurp(out), ec);
-  CHECK_MESSAGE(!ec, "the converted trace is not JSON: " << ec.message());
-  CHECK(slurp(out).find("\"dur\": -9223372036854775.808") != std::string::npos);  // validate then names it
+  // validate --repair keeps no event the reader would refuse: a cut trace
+  // whose kept events hold 1e400 is refused, not "repaired" into a file
+  // that no command reads.
+  const auto cut = dir.path / "cut-inf.json";
+  write_file(cut, head + R"("ts": 1e400, "dur": 1}, {"ph": "X", "na)");
+  const cli_result r = run_cli({"validate", "--repair", cut.string()});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("cut-inf.json: nothing to repair: event 0: \"ts\" is beyond the range of a double") !=
+        std::string::npos);
+  CHECK(!std::filesystem::exists(dir.path / "cut-inf.repaired.json"));
 }
 
 TEST_CASE("merge writes only valid JSON, refuses what every other command refuses, and never truncates MERGED on failure") {

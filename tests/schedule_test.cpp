@@ -104,6 +104,24 @@ TEST_CASE("schedule warns without warmup and rejects invalid arguments") {
   CHECK_THROWS_AS(proftrace::schedule({.skip_first = -1, .wait = 1, .warmup = 1, .active = 1}), std::invalid_argument);
 }
 
+TEST_CASE("schedule refuses a cycle whose length overflows 64 bits, and a cycle that just fits runs defined") {
+  constexpr std::int64_t max = INT64_MAX;
+  CHECK_THROWS_WITH_AS(proftrace::schedule({.wait = max - 1, .warmup = 1, .active = 1}),
+                       "Invalid profiler schedule arguments: the cycle wait + warmup + active "
+                       "(9223372036854775806 + 1 + 1) overflows a 64-bit step count",
+                       std::invalid_argument);
+  CHECK_THROWS_AS(proftrace::schedule({.wait = 1, .warmup = max, .active = 1}), std::invalid_argument);
+  CHECK_THROWS_AS(proftrace::schedule({.wait = 0, .warmup = 1, .active = max}), std::invalid_argument);
+  // wait + warmup + active == INT64_MAX: valid. With skip_first_wait the
+  // step plus the wait passes INT64_MAX from step 3 on (UBSan watches it).
+  const auto s = proftrace::schedule({.skip_first_wait = true, .wait = max - 2, .warmup = 1, .active = 1});
+  CHECK(s(0) == profiler_action::warmup);
+  CHECK(s(1) == profiler_action::record_and_save);
+  CHECK(s(2) == profiler_action::none);
+  CHECK(s(3) == profiler_action::none);
+  CHECK(s(max) == profiler_action::warmup);  // (max + max - 2) % max == wait
+}
+
 TEST_CASE("transition table is torch's action_map") {
   using A = profiler_action;
   using T = proftrace::transition_op;

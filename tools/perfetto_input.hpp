@@ -32,4 +32,9 @@ proftrace::detail::perfetto_read_result read_perfetto_file(const std::filesystem
                                                            bool* compressed_damage = nullptr,
                                                            proftrace::detail::decoded_json_writer* json = nullptr);
 
+// A read that found no whole packet (an empty file, or one cut inside its
+// first packet) is no trace: throws trace_error saying which, as every
+// command says it.
+void refuse_packetless(const std::filesystem::path& path, const proftrace::detail::perfetto_read_result& r);
+
 }  // namespace proftrace::tools

@@ -37,15 +37,15 @@ conversion_report convert_trace(const std::filesystem::path& input, const std::f
     throw trace_error(input.string() + ": cannot tell its format (" + std::string(trace_suffixes) + ")");
   if (!named_perfetto_trace(output) && !named_json(output))
     throw trace_error(output.string() + ": unknown output format (" + std::string(trace_suffixes) + ")");
+  // What any other command refuses, convert refuses with the same words.
+  read_readable_trace(input);
   conversion_report report;
   try {
     if (in_perfetto && named_json(output)) {
       pd::compressed_output out(output);
       pd::decoded_json_writer w(out.stream());
       const pd::perfetto_read_result r = read_perfetto_file(input, {}, nullptr, &w);
-      if (r.packets == 0)  // nothing to convert: no file written
-        throw trace_error(input.string() + ": " + (r.truncated ? "nothing before the cut: " + r.truncation
-                                                                 : std::string("empty: no Perfetto packet")));
+      refuse_packetless(input, r);  // nothing to convert: no file written
       w.finish();
       out.commit();
       report.summary = std::to_string(r.events) + " events from " + std::to_string(r.packets) + " packets";

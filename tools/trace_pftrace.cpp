@@ -277,13 +277,19 @@ pd::perfetto_read_result read_perfetto_file(const std::filesystem::path& path, c
   return r;
 }
 
+void refuse_packetless(const std::filesystem::path& path, const pd::perfetto_read_result& r) {
+  if (r.packets != 0 || r.stopped) return;
+  throw trace_error(path.string() + ": " + (r.truncated ? "nothing before the cut: " + r.truncation
+                                                        : std::string("empty: no Perfetto packet")));
+}
+
 namespace {
 
 void check_whole(const std::filesystem::path& path, const pd::perfetto_read_result& r, bool compressed_damage) {
   if (compressed_damage)
     throw trace_error(path.string() + ": " + r.truncation +
                       " ('proftrace validate --repair' keeps its complete packets)");
-  if (r.packets == 0 && !r.truncated && !r.stopped) throw trace_error(path.string() + ": empty: no Perfetto packet");
+  refuse_packetless(path, r);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <boost/json/basic_parser_impl.hpp>
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -92,6 +93,7 @@ struct sax {
   int dims_from = 0;       // >0: capturing Input Dims, opened at this depth
   std::vector<bool> dims_first;
   bool stopped = false;
+  std::string refusal;  // why a value that parses was refused (the parse stops there)
 
   std::string top_key, meta_key, key_buf, str_buf;
   // The keys this reader acts on, recognised once per key instead of by a
@@ -380,7 +382,19 @@ struct sax {
     return scalar(json_type::number, number_needs_text() ? std::to_string(u) : std::string(), static_cast<double>(u), ec);
   }
   bool on_double(double d, string_view, error_code& ec) {
+    if (!std::isfinite(d)) return refuse_infinity(ec);
     return scalar(json_type::number, number_needs_text() ? number_text(d) : std::string(), d, ec);
+  }
+  // JSON has no infinity: a number past a double's range (1e400) parses as
+  // one. Every command refuses it (merge could not write it back, a
+  // conversion would have to invent a value).
+  bool refuse_infinity(error_code& ec) {
+    const key_id k = depth == 3 && in_event ? field_id : depth == 4 && in_args ? arg_id : key_id::other;
+    refusal = (in_event ? "event " + std::to_string(ev.index) + ": " : std::string()) +
+              (k == key_id::ts ? "\"ts\" is" : k == key_id::dur ? "\"dur\" is" : "a number") +
+              " beyond the range of a double";
+    ec = json::error::syntax;
+    return false;
   }
   bool on_bool(bool b, error_code& ec) { return scalar(json_type::boolean, b ? "true" : "false", 0, ec); }
   bool on_null(error_code& ec) { return scalar(json_type::null, "null", 0, ec); }
@@ -468,6 +482,8 @@ read_result read_trace(const std::filesystem::path& path, const read_options& op
     std::string why = offset == 0 ? " (empty file)" : "";
     fail("unexpected end of input at byte " + std::to_string(offset) + why);
   }
+  if (!h.refusal.empty())
+    throw refused_value_error(file_name + ": " + h.refusal + " at byte " + std::to_string(offset), offset);
   if (ec) fail("invalid JSON at byte " + std::to_string(offset) + ": " + ec.message());
   return result;
 }

@@ -108,6 +108,14 @@ class trace_error : public std::runtime_error {
   }
 };
 
+// A value JSON's grammar allows and no command accepts (a number beyond a
+// double, such as 1e400: read as infinity), ending at uncompressed byte `byte`.
+class refused_value_error : public trace_error {
+ public:
+  refused_value_error(const std::string& message, std::uint64_t at) : trace_error(message), byte(at) {}
+  std::uint64_t byte;
+};
+
 struct read_options {
   // Called per element of traceEvents; return false to stop reading (then
   // read_trace returns what it had, with `stopped` set in the result).
@@ -122,8 +130,22 @@ struct read_options {
 
 // Reads `path` once. Throws trace_error for a missing or unreadable file,
 // corrupt compressed data, malformed JSON, or input that ends before
-// traceEvents (a cut inside traceEvents is reported as `truncated` instead).
+// traceEvents (a cut inside traceEvents is reported as `truncated` instead);
+// refused_value_error for a number beyond a double.
 read_result read_trace(const std::filesystem::path& path, const read_options& options);
+
+// ---- the reader contract: what every command refuses (tools/trace_summary.cpp) ----
+
+// Why an event no command can use (not an object, no string "ph"; an "X"
+// without a string "name" or a numeric "ts" and "dur"): "event 3 has no
+// \"ph\"". Empty when it is usable.
+std::string event_problem(const trace_event& e);
+// Throws trace_error when the top level is not an object whose "traceEvents" is an array.
+void require_trace_layout(const std::filesystem::path& path, const read_result& r);
+// Reads `path` once and throws the trace_error every command throws for it
+// (read_trace's, event_problem's, require_trace_layout's); a trace cut
+// inside traceEvents is returned `truncated`, as read_trace does.
+read_result read_readable_trace(const std::filesystem::path& path);
 
 // ---- Perfetto traces (.pftrace, .pftrace.gz; tools/trace_pftrace.cpp) ----
 

@@ -455,8 +455,9 @@ std::optional<repair_plan> plan_perfetto_repair(const std::filesystem::path& pat
   return plan;
 }
 
-repair_plan plan_repair(const std::filesystem::path& path) {
-  if (auto perfetto = plan_perfetto_repair(path)) return *perfetto;
+namespace {
+
+repair_plan plan_json_repair(const std::filesystem::path& path) {
   const std::string file_name = path.string();
   trace_input in(path);
   json_prefix_scanner scanner;
@@ -532,6 +533,27 @@ repair_plan plan_repair(const std::filesystem::path& path) {
     case phase::after_events: plan.closing = "}"; break;
   }
   plan.cut = reason + " " + where_text(scanner) + byte_at;
+  return plan;
+}
+
+// The byte scanner cannot tell a number beyond a double (1e400), which every
+// command refuses: the reader reads the input to see whether the kept prefix
+// holds one. Its other errors are the cut the plan already handles.
+void refuse_unreadable_values(const std::filesystem::path& path, const repair_plan& plan) {
+  try {
+    (void)read_trace(path, {});
+  } catch (const refused_value_error& e) {
+    if (e.byte <= plan.keep_bytes) throw trace_error(path.string() + ": nothing to repair: " + e.reason(path));
+  } catch (const trace_error&) {
+  }
+}
+
+}  // namespace
+
+repair_plan plan_repair(const std::filesystem::path& path) {
+  if (auto perfetto = plan_perfetto_repair(path)) return *perfetto;
+  repair_plan plan = plan_json_repair(path);
+  refuse_unreadable_values(path, plan);
   return plan;
 }
 

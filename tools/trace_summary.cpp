@@ -191,12 +191,43 @@ void aggregator::finalize(const interval& x, bool has_parent) {
   add_saturating(r.self_cuda_memory_usage, x.mem_self[1]);
 }
 
-std::string aggregator::add(const trace_event& e) {
+std::string event_problem(const trace_event& e) {
   // Made only for a problem: this runs for every event.
   const auto where = [&] { return "event " + std::to_string(e.index); };
   if (e.type != json_type::object) return where() + " is " + to_string(e.type) + ", not an object";
   if (e.ph_type == json_type::absent) return where() + " has no \"ph\"";
   if (e.ph_type != json_type::string) return where() + ": " + type_problem("ph", e.ph_type, "a string");
+  if (e.ph != "X") return {};
+  if (e.name_type != json_type::string)
+    return where() + (e.name_type == json_type::absent ? " has no \"name\"" : ": " + type_problem("name", e.name_type, "a string"));
+  if (e.ts_type != json_type::number)
+    return where() + (e.ts_type == json_type::absent ? " has no \"ts\"" : ": " + type_problem("ts", e.ts_type, "a number"));
+  if (e.dur_type != json_type::number)
+    return where() + (e.dur_type == json_type::absent ? " has no \"dur\"" : ": " + type_problem("dur", e.dur_type, "a number"));
+  return {};
+}
+
+void require_trace_layout(const std::filesystem::path& path, const read_result& r) {
+  if (!r.top_level_object) throw trace_error(path.string() + ": the top-level value is not an object");
+  if (!r.has_trace_events) throw trace_error(path.string() + ": no \"traceEvents\" key");
+  if (!r.trace_events_is_array) throw trace_error(path.string() + ": \"traceEvents\" is not an array");
+}
+
+read_result read_readable_trace(const std::filesystem::path& path) {
+  std::string error;
+  read_options opts;
+  opts.on_event = [&](const trace_event& e) {
+    error = event_problem(e);
+    return error.empty();
+  };
+  const read_result r = read_trace(path, opts);
+  if (!error.empty()) throw trace_error(path.string() + ": " + error);
+  require_trace_layout(path, r);
+  return r;
+}
+
+std::string aggregator::add(const trace_event& e) {
+  if (std::string problem = event_problem(e); !problem.empty()) return problem;
   using namespace std::string_view_literals;
   if (e.ph != "M"sv && e.ts_type == json_type::number) first_ts_ns_ = std::min(first_ts_ns_, to_ns(e.ts));
   if (e.ph == "i"sv && e.has_bytes && e.name == "[memory]"sv) {
@@ -214,12 +245,6 @@ std::string aggregator::add(const trace_event& e) {
     return {};
   }
   if (e.ph != "X"sv) return {};
-  if (e.name_type != json_type::string)
-    return where() + (e.name_type == json_type::absent ? " has no \"name\"" : ": " + type_problem("name", e.name_type, "a string"));
-  if (e.ts_type != json_type::number)
-    return where() + (e.ts_type == json_type::absent ? " has no \"ts\"" : ": " + type_problem("ts", e.ts_type, "a number"));
-  if (e.dur_type != json_type::number)
-    return where() + (e.dur_type == json_type::absent ? " has no \"dur\"" : ": " + type_problem("dur", e.dur_type, "a number"));
   // torch nests host events inside the Python frames recorded with
   // with_stack (cat python_function), though it shows no rows for them.
   const bool python = e.cat == "python_function"sv && !e.has_stream;
@@ -575,9 +600,7 @@ read_result aggregate(const std::filesystem::path& path, aggregator& agg, std::v
   };
   const read_result r = read_trace(path, opts);
   if (!error.empty()) throw trace_error(path.string() + ": " + error);
-  if (!r.top_level_object) throw trace_error(path.string() + ": the top-level value is not an object");
-  if (!r.has_trace_events) throw trace_error(path.string() + ": no \"traceEvents\" key");
-  if (!r.trace_events_is_array) throw trace_error(path.string() + ": \"traceEvents\" is not an array");
+  require_trace_layout(path, r);
   if (r.truncated)
     warnings.push_back(path.string() + ": " + where_cut(r, "trace") +
                        " (cut off, or still being written); summarised the " + std::to_string(r.events) +

@@ -47,12 +47,17 @@ extern "C" {
  * as the PROFTRACE_CONFIG environment variable (NULL or "": the defaults).
  * 0 on success; nonzero when the string is invalid or a session cannot start,
  * with the reason in proftrace_last_error(). A session started from
- * PROFTRACE_CONFIG is stopped first (its trace kept): this one takes over. */
+ * PROFTRACE_CONFIG is stopped first (its trace kept): this one takes over.
+ * In a child made by fork() the parent's session is not the child's: the
+ * child starts its own (unless in_forked_child=fresh_session restarted the
+ * parent's there: then that one runs, until proftrace_stop). */
 int proftrace_start(const char* config);
 /* The reason the last failed call on this thread failed ("" if none). */
 const char* proftrace_last_error(void);
 /* Stops the session proftrace_start started (writes its traces, prints the
- * table if the config asked for one). Nothing when none runs. */
+ * table if the config asked for one). Nothing when none runs. A session
+ * PROFTRACE_CONFIG started is not this one: it runs on until the exit (or
+ * until proftrace_start takes over). */
 void proftrace_stop(void);
 /* The calling thread's next step begins; its previous one ends. */
 void proftrace_step(void);
@@ -60,7 +65,8 @@ void proftrace_step(void);
 /* A scope named by a runtime string, copied at the call (at most 256 bytes;
  * longer names are cut on a UTF-8 boundary and counted). */
 void proftrace_push(const char* name);
-/* The same with an explicit length (no NUL needed: Fortran strings). */
+/* The same with an explicit length (no NUL needed: Fortran strings; a NUL
+ * within `length` ends the name, as for every _n form below). */
 void proftrace_push_n(const char* name, size_t length);
 /* A scope named by a string that lives as long as the program (a literal):
  * interned on its first use on each thread, then only a pointer is recorded.
@@ -82,7 +88,8 @@ void proftrace_arg_double(const char* key, double value);
 void proftrace_arg_string(const char* key, const char* value);
 
 /* Memory of the program's own allocators (recorded with the "memory" key);
- * device -1 is host memory. */
+ * device -1 is host memory, 0 to 253 a device. Another device number is not
+ * recorded: it is counted ("invalid_memory_devices" in the trace). */
 void proftrace_alloc(const void* address, int64_t bytes, int device);
 void proftrace_free(const void* address, int device);
 /* FLOP estimates for the innermost open scope (recorded with "flops"):
@@ -93,7 +100,9 @@ void proftrace_matmul(int64_t m, int64_t n, int64_t k);
 /* Forms with an explicit length (no NUL needed), for Fortran and other
  * languages whose strings carry their length. Names are looked up by text
  * under a lock on each call: for names known at compile time, prefer the
- * functions above from C. */
+ * functions above from C. Every _n form (proftrace_push_n too) takes its
+ * text up to `length` bytes or up to the first NUL among them, whichever
+ * comes first: "a\0b" with length 3 is "a" in the trace and the table. */
 int proftrace_start_n(const char* config, size_t length);
 void proftrace_instant_n(const char* name, size_t length);
 void proftrace_counter_n(const char* name, size_t length, double value);

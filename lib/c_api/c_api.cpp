@@ -37,6 +37,7 @@ struct c_session {
   std::unique_ptr<profile> p;
   bool table = false;
   bool from_environment = false;
+  pid_t owner = ::getpid();  // a forked child inherits the slot, not the session
 };
 // Recursive: session::start() calls yield_environment_session on the thread
 // that may hold it (proftrace_start).
@@ -136,11 +137,21 @@ const site* intern_site(const char* name, category cat) noexcept {
   }
 }
 
+// A string given with its length, as far as its first NUL: the one rule for
+// every _n form (a scope's, an instant's, a key's or a value's text), so
+// that a name reads the same in the trace, the table and the C string the
+// interning keeps. NULL is "".
+std::string_view text_n(const char* text, std::size_t length) noexcept {
+  if (text == nullptr) return {};
+  const void* nul = std::memchr(text, '\0', length);
+  return {text, nul ? static_cast<std::size_t>(static_cast<const char*>(nul) - text) : length};
+}
+
 // By text alone (a string with its length): a lookup under the lock.
 const site* intern_site_n(const char* name, std::size_t length, category cat) noexcept {
   try {
     const in_profiler_guard own_allocations;
-    const std::string text(name ? name : "", name ? length : 0);
+    const std::string text(text_n(name, length));
     return intern_site(text.c_str(), cat);  // a cache hit is checked against the text, so a reused address is safe
   } catch (...) {
     return nullptr;
@@ -202,6 +213,17 @@ void finish(c_session* s) {
   delete s;
 }
 
+// A child made by fork() inherits its parent's slot (under c_session_mutex).
+// By default the parent's session does not run in the child: it is the
+// child's to forget, so that the child can start a session of its own and
+// a proftrace_stop there writes nothing of the parent's. One restarted by
+// in_forked_child=fresh_session runs here: the child's own.
+void forget_parents_session() {
+  if (!current || current->owner == ::getpid() || current->p->running()) return;
+  delete current;  // not running: its destructor stops nothing
+  current = nullptr;
+}
+
 // A session still running at exit (PROFTRACE_CONFIG's, or a
 // proftrace_start never stopped) stops as proftrace_stop would: its table
 // printed when asked, unmatched pops reported.
@@ -222,9 +244,14 @@ int start_session(const char* config, bool from_environment) {
     return 1;
   }
   std::lock_guard lock(c_session_mutex);
+  forget_parents_session();
   if (current) {
     if (!current->from_environment) {
-      last_error = "proftrace_start: a session started by proftrace_start is already running; call proftrace_stop first";
+      last_error = current->owner == ::getpid()
+                       ? "proftrace_start: a session started by proftrace_start is already running; call "
+                         "proftrace_stop first"
+                       : "proftrace_start: the parent's session runs in this forked child "
+                         "(in_forked_child=fresh_session); call proftrace_stop first";
       return 2;
     }
     warn("proftrace_start takes over from the session PROFTRACE_CONFIG started; that session stops "
@@ -300,7 +327,10 @@ const char* proftrace_last_error(void) { return pd::last_error.c_str(); }
 
 void proftrace_stop(void) {
   std::lock_guard lock(pd::c_session_mutex);
-  if (!pd::current) return;
+  pd::forget_parents_session();
+  // PROFTRACE_CONFIG's session is the environment's: it runs to the exit
+  // (or until the program starts its own), whatever the program's code stops.
+  if (!pd::current || pd::current->from_environment) return;
   pd::finish(pd::current);
   pd::current = nullptr;
 }
@@ -327,7 +357,7 @@ void proftrace_push_n(const char* name, size_t length) {
   if (pd::recording() && pd::c_scopes.depth < pd::max_c_depth) {
     where = &pd::c_push_site;
     counters.open(pd::session_state.load(std::memory_order_relaxed));
-    begin = pd::record_dynamic_begin(where, std::string_view(name ? name : "", name ? length : 0));
+    begin = pd::record_dynamic_begin(where, pd::text_n(name, length));
   }
   pd::push_frame(where, begin, counters);
 }
@@ -415,7 +445,7 @@ extern "C" {
 
 int proftrace_start_n(const char* config, size_t length) {
   try {
-    const std::string text(config ? config : "", config ? length : 0);
+    const std::string text(pd::text_n(config, length));
     return proftrace_start(text.c_str());
   } catch (...) {
     return 4;
@@ -441,7 +471,7 @@ void proftrace_arg_double_n(const char* key, size_t length, double value) {
 void proftrace_arg_string_n(const char* key, size_t key_length, const char* value, size_t value_length) {
   if (!pd::recording()) return;
   if (const pd::site* s = pd::intern_site_n(key, key_length, pd::category::user_annotation))
-    pd::record_arg_string(s, std::string_view(value ? value : "", value ? value_length : 0));
+    pd::record_arg_string(s, pd::text_n(value, value_length));
 }
 
 }  // extern "C"

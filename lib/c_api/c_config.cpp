@@ -4,6 +4,7 @@
 // same options with the same names as C++ (tests/c_api_test.cpp holds the
 // table against profile_options).
 #include <charconv>
+#include <stdexcept>
 #include <string>
 
 #include "c_config.hpp"
@@ -49,6 +50,12 @@ template <std::int64_t schedule_args::*member>
 bool set_schedule(config_state& s, std::string_view v, bool) {
   s.has_schedule = true;
   return parse_count(v, s.sched.*member);
+}
+
+// active=0 is refused here, so an active of 0 when the schedule is
+// finished means the key was never given.
+bool set_active(config_state& s, std::string_view v, bool has_value) {
+  return set_schedule<&schedule_args::active>(s, v, has_value) && s.sched.active >= 1;
 }
 
 bool set_out(config_state& s, std::string_view v, bool) {
@@ -139,7 +146,7 @@ constexpr config_key table[] = {
     {"skip_first", "schedule", count, set_schedule<&schedule_args::skip_first>},
     {"wait", "schedule", count, set_schedule<&schedule_args::wait>},
     {"warmup", "schedule", count, set_schedule<&schedule_args::warmup>},
-    {"active", "schedule", count, set_schedule<&schedule_args::active>},
+    {"active", "schedule", "a whole number >= 1", set_active},
     {"repeat", "schedule", count, set_schedule<&schedule_args::repeat>},
     {"cuda", "activities", flag, set_cuda},
     {"shapes", "record_shapes", flag, set_flag<&profile_options::record_shapes>},
@@ -166,12 +173,19 @@ std::string known_keys() {
   return known;
 }
 
-// One "key[=value]" item into `s`; false with `error` set otherwise.
+std::string_view trimmed(std::string_view v) {
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  return v;
+}
+
+// One "key[=value]" item into `s`, blanks around the key and the value
+// ignored; false with `error` set otherwise.
 bool apply_item(config_state& s, std::string_view item, std::string& error) {
   const std::size_t eq = item.find('=');
-  const std::string_view key = item.substr(0, eq);
+  const std::string_view key = trimmed(item.substr(0, eq));
   const bool has_value = eq != std::string_view::npos;
-  const std::string_view value = has_value ? item.substr(eq + 1) : std::string_view();
+  const std::string_view value = has_value ? trimmed(item.substr(eq + 1)) : std::string_view();
   for (const config_key& k : table) {
     if (k.name != key) continue;
     if (k.apply(s, value, has_value)) return true;
@@ -186,10 +200,15 @@ bool apply_item(config_state& s, std::string_view item, std::string& error) {
 bool finish_config(config_state& s, std::string& error) {
   if (s.has_schedule) {
     if (s.sched.active == 0) {
-      error = "bad value '0' for key 'active' (a schedule needs active=N with N >= 1)";
+      error = "a schedule needs active=N with N >= 1 (skip_first, wait, warmup or repeat was given without it)";
       return false;
     }
-    s.out.opts.schedule = schedule(s.sched);
+    try {
+      s.out.opts.schedule = schedule(s.sched);
+    } catch (const std::invalid_argument& e) {  // a cycle too long for 64 bits: the schedule's own message
+      error = e.what();
+      return false;
+    }
   }
   tensorboard_handler h{s.out.out_dir, {}, s.format.ends_with(".gz"),
                         s.format.starts_with("pftrace") ? trace_format::pftrace : trace_format::json};
@@ -208,10 +227,8 @@ bool parse_config(std::string_view text, c_config& out, std::string& error) {
   config_state state{out};
   while (!text.empty()) {
     const std::size_t comma = text.find(',');
-    std::string_view item = text.substr(0, comma);
+    const std::string_view item = trimmed(text.substr(0, comma));
     text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
-    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
     if (!item.empty() && !apply_item(state, item, error)) return false;
   }
   return finish_config(state, error);

@@ -35,6 +35,7 @@ void memory_resolver::resolve_noted(bool split, std::uint64_t split_ticks) {
 void memory_resolver::resolve(const event& e, resolved_memory& m) {
   const auto kind = static_cast<event_kind>(e.kind);
   const int device = payload_device(e.payload);
+  if (device == invalid_memory_device) return;  // refused (and counted) by pairing: no device's totals
   device_totals& dev = totals_[device];
   m.step = current_step_;
   if (kind == event_kind::reserved) {

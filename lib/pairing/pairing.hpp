@@ -465,6 +465,10 @@ class pairing {
       ++w->losses.late;
       return;
     }
+    if (payload_device(e.payload) == invalid_memory_device) {
+      ++w->counts.invalid_memory_devices;
+      return;
+    }
     const auto kind = static_cast<event_kind>(e.kind);
     if (kind == event_kind::free && !m.known) {
       // After a loss, its allocation was most likely lost (and counted):

@@ -42,6 +42,25 @@ with tempfile.TemporaryDirectory() as d:
     assert names(files[0]).count("c scope") == 1
     assert "c scope" in r.stderr and "Self CPU" in r.stderr, r.stderr
 
+# proftrace_stop() stops the session proftrace_start started, never the
+# environment's: that one records on until the exit.
+with tempfile.TemporaryDirectory() as d:
+    run(f"out={d}", "c-stop")
+    files = glob.glob(os.path.join(d, "*.pt.trace.json"))
+    assert len(files) == 1, os.listdir(d)
+    assert names(files[0]).count("env work") == 9, names(files[0]).count("env work")
+
+# Blanks around '=' are trimmed; a schedule without active, or whose cycle
+# overflows 64 bits, is refused with a message that says so.
+with tempfile.TemporaryDirectory() as d:
+    run(f" out = {d} , table = 1 ")
+    assert len(glob.glob(os.path.join(d, "*.pt.trace.json"))) == 1, os.listdir(d)
+    for bad, says in (("wait=1", "a schedule needs active=N with N >= 1"),
+                      ("wait=9223372036854775806,warmup=1,active=1", "overflows a 64-bit step count")):
+        r = run(f"out={d}/bad,{bad}")
+        assert says in r.stderr and "runs unprofiled" in r.stderr, r.stderr
+        assert not os.path.exists(f"{d}/bad"), os.listdir(d)
+
 # A C API step still open at exit ends at the stop, as recorded: no event is
 # reported lost (its end was once counted as unattached).
 with tempfile.TemporaryDirectory() as d:

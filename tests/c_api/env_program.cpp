@@ -1,7 +1,8 @@
 // Instrumented with macros only, no session code: PROFTRACE_CONFIG alone
 // profiles it (tests/c_api/check_env.py). With "own" as its argument it
 // also starts a session of its own, which takes over from the environment's;
-// with "c-step" it returns with a C API step open; with "c-start DIR" it
+// with "c-step" it returns with a C API step open; with "c-stop" it calls
+// proftrace_stop() and works on; with "c-start DIR" it
 // starts a C API session writing to DIR with its table and never stops it.
 #include <proftrace/macros.hpp>
 #include <proftrace/profile.hpp>
@@ -37,6 +38,10 @@ int main(int argc, char** argv) {
     if (proftrace_start(config.c_str()) != 0) return 2;
     proftrace_push("c scope");
     proftrace_pop();
+  }
+  if (argc > 1 && std::strcmp(argv[1], "c-stop") == 0) {
+    proftrace_stop();  // stops only a proftrace_start session: the environment's records on
+    sum += work(3) - 3;
   }
   if (argc > 1 && std::strcmp(argv[1], "c-step") == 0) {
     proftrace_step();

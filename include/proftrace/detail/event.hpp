@@ -64,8 +64,14 @@ inline constexpr int device_shift = 56;
 inline constexpr int category_shift = 48;
 inline constexpr std::uint64_t bytes_mask = (std::uint64_t{1} << category_shift) - 1;
 
+// A device the top byte holds is -1 (host) to max_memory_device; any other
+// (proftrace_alloc(p, n, -5)) is written as invalid_memory_device, which the
+// flusher refuses and counts ("invalid_memory_devices") instead of wrapping.
+inline constexpr int max_memory_device = 253;
+inline constexpr int invalid_memory_device = max_memory_device + 1;
 constexpr std::uint64_t memory_payload(std::int64_t bytes, int device, std::uint8_t category = 0) noexcept {
   const std::uint64_t b = bytes <= 0 ? 0 : static_cast<std::uint64_t>(bytes) > bytes_mask ? bytes_mask : static_cast<std::uint64_t>(bytes);
+  if (device < -1 || device > max_memory_device) device = invalid_memory_device;
   return b | (std::uint64_t{category} << category_shift) | (static_cast<std::uint64_t>(device + 1) << device_shift);
 }
 constexpr int payload_device(std::uint64_t payload) noexcept { return static_cast<int>(payload >> device_shift) - 1; }

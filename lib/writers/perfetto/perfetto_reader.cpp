@@ -513,9 +513,16 @@ void decoder::slice_end(track_state& t, decoded_event& end) {
   // its slice is not delivered; it may lie under slices still open.
   if (PROFTRACE_UNLIKELY(!end.args.empty()))
     if (const auto w = withdrawn_slice(end)) return withdraw(t, w->begin_ns);
+  decoded_event& begin = *t.open[t.depth - 1];
+  // A duration below 0 or past int64 (it wraps negative) is no slice any
+  // reader can use: every command refuses the trace with this message.
+  const std::int64_t dur = ns_after(end.start_ns, begin.start_ns);
+  if (end.start_ns < begin.start_ns || dur < 0)
+    throw perfetto_error("a slice that ends before it begins ('" + begin.name + "' from " +
+                         std::to_string(begin.start_ns) + " to " + std::to_string(end.start_ns) + " ns)");
   --open_total_;
-  decoded_event& begin = *t.open[--t.depth];
-  begin.dur_ns = ns_after(end.start_ns, begin.start_ns);
+  --t.depth;
+  begin.dur_ns = dur;
   for (auto& a : end.args) begin.args.push_back(std::move(a));
   for (auto id : end.terminating_flow_ids) begin.terminating_flow_ids.push_back(id);
   deliver(begin);
