@@ -35,6 +35,7 @@
 #include "tensorboard_handler.hpp"
 #include "writers/perfetto/kineto_to_perfetto.hpp"
 #include "writers/perfetto/perfetto_to_kineto.hpp"
+#include "export_temporary.hpp"
 #include "trace_file.hpp"
 #include "warn.hpp"
 #include "mpi/bridge.hpp"
@@ -786,25 +787,25 @@ void session::export_chrome_trace(const std::filesystem::path& path) const {
     last->spool->export_to(last->tail(path.string()), path);
     return;
   }
-  // The other format: the spool's own as it would export, converted.
-  const std::filesystem::path own = detail::temporary_beside(path, last->format == trace_format::pftrace ? ".pftrace" : ".json");
+  // The other format: the spool's own as it would export, converted. That
+  // copy is a temporary of `path` (export_temporary.hpp): a kill leaves it
+  // for the next export to `path` to remove.
+  const bool from_pftrace = last->format == trace_format::pftrace;
+  std::optional<detail::export_temporary> own;
   try {
-    last->spool->export_to(last->tail(path.string()), own);
-    if (last->format == trace_format::pftrace) detail::perfetto_to_kineto(own, path);
-    else detail::kineto_to_perfetto(own, path);
+    own.emplace(path, detail::export_temporary_options{.suffix = from_pftrace ? ".pftrace" : ".json", .or_temp_dir = true});
+  } catch (const std::system_error& e) {
+    throw std::runtime_error("proftrace: cannot write trace '" + path.string() + "': " + e.code().message());
+  }
+  try {
+    last->spool->export_to(last->tail(path.string()), own->path(), &*own);
+    if (from_pftrace) detail::perfetto_to_kineto(own->path(), path);
+    else detail::kineto_to_perfetto(own->path(), path);
   } catch (const std::runtime_error& e) {
-    std::error_code ec;
-    std::filesystem::remove(own, ec);
     // The converters' messages name the file; the library's all start with "proftrace: ".
     if (std::string_view(e.what()).starts_with("proftrace: ")) throw;
     throw std::runtime_error(std::string("proftrace: ") + e.what());
-  } catch (...) {
-    std::error_code ec;
-    std::filesystem::remove(own, ec);
-    throw;
   }
-  std::error_code ec;
-  std::filesystem::remove(own, ec);
 }
 
 void session::export_memory_timeline(const std::filesystem::path& path, std::string_view device) const {

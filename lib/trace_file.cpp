@@ -1,5 +1,7 @@
 #include "trace_file.hpp"
 
+#include "export_temporary.hpp"
+
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -13,6 +15,7 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -88,14 +91,22 @@ void push_compressor(boost::iostreams::filtering_ostream& out, const std::filesy
   }
 }
 
-// Where an export goes: a temporary file beside `dest`, renamed over it only
+// Where an export goes: a temporary file beside `dest` (export_temporary.hpp:
+// a killed export's is removed by the next one), renamed over it only
 // once every byte and the close succeeded, so a full disk or a size limit
 // never leaves a truncated file under the final name (nor truncates what was
 // there, the spool itself included). A `dest` that exists and is not a
-// regular file (/dev/full, a FIFO, /dev/stdout) is written in place.
+// regular file (/dev/full, a FIFO, /dev/stdout) is written in place, and so
+// is a caller's own temporary (`into`).
 class output_file {
  public:
-  output_file(const std::filesystem::path& dest, const char* what) : dest_(dest), what_(what) {
+  output_file(const std::filesystem::path& dest, const char* what, const export_temporary* into = nullptr)
+      : dest_(dest), what_(what) {
+    if (into) {
+      fd_ = into->fd();
+      borrowed_ = true;
+      return;
+    }
     std::error_code ec;
     const auto st = std::filesystem::status(dest_, ec);
     if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
@@ -105,15 +116,15 @@ class output_file {
     }
     const std::filesystem::path target = std::filesystem::weakly_canonical(dest_, ec);
     final_ = ec ? dest_ : target;
-    std::string pattern = (final_.parent_path() / ("." + final_.filename().string() + ".XXXXXX")).string();
-    fd_ = ::mkostemp(pattern.data(), O_CLOEXEC);
-    if (fd_ < 0) fail(errno);
-    temp_ = pattern;
-    ::fchmod(fd_, 0644);
+    try {
+      temp_.emplace(final_);
+    } catch (const std::system_error& e) {
+      fail(e.code().value());
+    }
+    fd_ = temp_->fd();
   }
   ~output_file() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!temp_.empty()) ::unlink(temp_.c_str());
+    if (fd_ >= 0 && !temp_ && !borrowed_) ::close(fd_);
   }
   output_file(const output_file&) = delete;
   output_file& operator=(const output_file&) = delete;
@@ -135,17 +146,20 @@ class output_file {
   // Closes, checking the close, and puts the file under its final name.
   void commit() {
     const int fd = std::exchange(fd_, -1);
+    if (borrowed_) return;
+    if (temp_) {
+      if (!temp_->close_and_rename(final_)) fail(errno);
+      return;
+    }
     if (::close(fd) != 0) fail(errno);
-    if (temp_.empty()) return;
-    if (::rename(temp_.c_str(), final_.c_str()) != 0) fail(errno);
-    temp_.clear();
   }
 
  private:
   std::filesystem::path dest_;
   const char* what_;
   std::filesystem::path final_;
-  std::string temp_;
+  std::optional<export_temporary> temp_;
+  bool borrowed_ = false;  // the caller's temporary: written, never closed here
   int fd_ = -1;
 };
 
@@ -362,13 +376,13 @@ trace_file::fingerprint trace_file::fingerprint_now() const noexcept {
   return f;
 }
 
-void trace_file::export_to(std::string_view tail, const std::filesystem::path& dest) const {
+void trace_file::export_to(std::string_view tail, const std::filesystem::path& dest, const export_temporary* into) const {
   if (fd_ < 0) throw std::runtime_error(describe(path_, "read trace", EBADF));
   if (handed_over_ && fingerprint_now() != *handed_over_)
     throw std::runtime_error("proftrace: cannot export the trace again: '" + path_.string() +
                              "', which an earlier export took as the trace itself, was changed since");
   const file_size_signal_shield shield;
-  output_file out(dest, "write trace");
+  output_file out(dest, "write trace", into);
   const auto copy_events = [&](const std::function<void(const char*, std::size_t)>& sink) {
     std::vector<char> buf(1 << 20);
     std::uint64_t offset = 0;
@@ -412,20 +426,6 @@ bool trace_file::move_to(std::string_view tail, const std::filesystem::path& des
   path_ = dest;
   handed_over_ = fingerprint_now();
   return true;
-}
-
-std::filesystem::path temporary_beside(const std::filesystem::path& dest, const std::string& suffix) {
-  int err = 0;
-  for (const std::filesystem::path& dir : {dest.parent_path(), std::filesystem::temp_directory_path()}) {
-    std::string pattern = ((dir.empty() ? std::filesystem::path(".") : dir) / ("." + dest.filename().string() + ".XXXXXX" + suffix)).string();
-    const int fd = ::mkostemps(pattern.data(), static_cast<int>(suffix.size()), O_CLOEXEC);
-    if (fd >= 0) {
-      ::close(fd);
-      return pattern;
-    }
-    err = errno;
-  }
-  throw std::runtime_error(describe(dest, "write trace", err));
 }
 
 void write_compressed(const std::filesystem::path& dest, std::string_view text) {

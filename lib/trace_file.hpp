@@ -23,6 +23,8 @@ namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
 
+class export_temporary;
+
 class trace_file {
  public:
   // Creates `path`, which must not exist yet, and writes `head` followed by
@@ -42,8 +44,9 @@ class trace_file {
   // according to dest's suffix: ".gz" gzip, ".zst" zstd, anything else
   // plain. Whole or not at all: written beside `dest` and renamed over it.
   // Throws std::runtime_error naming dest and the reason (a full disk fails
-  // at once, never retried).
-  void export_to(std::string_view tail, const std::filesystem::path& dest) const;
+  // at once, never retried). `into`: written there instead (a temporary of
+  // the caller's, named `dest`), as it is.
+  void export_to(std::string_view tail, const std::filesystem::path& dest, const export_temporary* into = nullptr) const;
 
   // The cheap export: when `dest` is plain (no compression suffix) and on
   // the same file system, the finished spool itself, its closing part
@@ -91,10 +94,6 @@ class trace_file {
   static constexpr std::uint64_t reserve_step = std::uint64_t{16} << 20;
 };
 
-// A new, empty file named like `dest` (hidden, random part, ending in
-// `suffix`) in dest's directory, or the system's temporary directory where
-// that one takes no file. Throws std::runtime_error when neither does.
-std::filesystem::path temporary_beside(const std::filesystem::path& dest, const std::string& suffix);
 
 // Writes `text` to `dest`, compressed by suffix, whole or not at all, as
 // export_to does. Throws std::runtime_error naming dest and the reason.

@@ -251,7 +251,7 @@ class aggregator {
   // Threads whose events were not in start order in the file (sorted before
   // nesting), and the sorted runs spilled to temporary files: after finish().
   std::size_t threads_out_of_order() const noexcept { return threads_out_of_order_; }
-  std::size_t spilled_runs() const noexcept { return spilled_runs_; }
+  std::size_t spilled_runs() const noexcept;
   // Whether the trace had "python_function" events (with_stack) and
   // "[memory]" events (profile_memory).
   bool saw_python() const noexcept { return saw_python_; }
@@ -300,7 +300,6 @@ class aggregator {
   };
   static bool before(const record& a, const record& b) noexcept;
   void buffer(record r, const trace_event& e);
-  void spill();
   void replay(const record& r);
   std::uint32_t process_id(const std::string& pid);
   void count_memory(const record& r, interval& E);
@@ -327,10 +326,9 @@ class aggregator {
   std::unordered_map<std::string, std::int64_t> stack_self_ns_;  // '\x1f'-joined names, outermost first
   std::vector<std::string> stack_order_;
 
-  // Buffered events (see the constructor) and their threads.
-  std::size_t max_buffered_;
-  std::vector<record> buffered_;
-  std::vector<std::FILE*> runs_;
+  // Buffered events (see the constructor; lib/sorted_runs.hpp) and their threads.
+  struct event_runs;
+  std::unique_ptr<event_runs> runs_;
   std::vector<std::string> thread_names_;
   std::unordered_map<std::string, std::uint32_t> thread_ids_;
   struct thread_seen {
@@ -352,7 +350,7 @@ class aggregator {
   std::vector<std::int32_t> memory_cover_;
   void add_uncovered_memory_row();
   std::vector<std::int64_t> row_first_start_, row_first_end_;  // each key's earliest event
-  std::size_t threads_out_of_order_ = 0, spilled_runs_ = 0;
+  std::size_t threads_out_of_order_ = 0;
   bool saw_python_ = false, saw_memory_ = false;
   std::uint32_t replay_thread_ = UINT32_MAX;
   thread_state* replay_state_ = nullptr;

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <limits>
 
+#include "sorted_runs.hpp"
 #include "trace_reader.hpp"
 #include "writers/perfetto/perfetto_reader.hpp"
 
@@ -60,14 +61,25 @@ bool is_host_op(const trace_event& e) noexcept {
          cat == "proftrace"sv || cat == "openmp"sv;
 }
 
+struct aggregator::event_runs {
+  using less = bool (*)(const record&, const record&) noexcept;
+  proftrace::detail::sorted_runs<record, less> runs;
+};
+
 aggregator::aggregator(bool group_by_input_shape, std::size_t max_pending_per_thread, std::size_t max_buffered_events)
     : by_shape_(group_by_input_shape),
       max_pending_(std::max<std::size_t>(max_pending_per_thread, 2)),
-      max_buffered_(std::max<std::size_t>(max_buffered_events, 1)) {}
-
-aggregator::~aggregator() {
-  for (auto* f : runs_) std::fclose(f);
+      runs_(std::make_unique<event_runs>(event_runs{{before, {.max_items = std::max<std::size_t>(max_buffered_events, 1)}}})) {
+  // A thread listed in end order: among identical intervals the one listed
+  // last encloses (see buffer()), decided from what was seen by then.
+  runs_->runs.before_sort([this](record& r) {
+    if (seen_[r.thread].evidence == order::by_end && r.tie >= 0) r.tie = -r.tie - 1;
+  });
 }
+
+aggregator::~aggregator() = default;
+
+std::size_t aggregator::spilled_runs() const noexcept { return runs_->runs.spilled_runs(); }
 
 std::size_t aggregator::row_for(const trace_event& e) {
   const bool step = e.name.rfind("ProfilerStep#", 0) == 0;
@@ -300,25 +312,7 @@ void aggregator::buffer(record r, const trace_event& e) {
   S.start = r.start;
   S.end = r.end;
   r.tie = static_cast<std::int64_t>(seq_++);
-  buffered_.push_back(r);
-  if (buffered_.size() >= max_buffered_) spill();
-}
-
-// Sorts the buffered events and writes them to a temporary file as one run.
-void aggregator::spill() {
-  for (auto& r : buffered_)
-    if (seen_[r.thread].evidence == order::by_end && r.tie >= 0) r.tie = -r.tie - 1;
-  std::sort(buffered_.begin(), buffered_.end(), before);
-  std::FILE* f = std::tmpfile();
-  if (!f || std::fwrite(buffered_.data(), sizeof(record), buffered_.size(), f) != buffered_.size() ||
-      std::fflush(f) != 0 || std::fseek(f, 0, SEEK_SET) != 0) {
-    if (f) std::fclose(f);
-    throw trace_error("cannot write a temporary file to sort the trace's events (" + std::to_string(buffered_.size()) +
-                      " events; is the temporary directory full or unwritable?)");
-  }
-  runs_.push_back(f);
-  ++spilled_runs_;
-  buffered_.clear();
+  runs_->runs.add(r);
 }
 
 void aggregator::replay(const record& r) {
@@ -504,53 +498,7 @@ proftrace::event_averages aggregator::finish() {
   sum_memory_by_process();
   for (const auto& S : seen_) threads_out_of_order_ += S.out_of_order ? 1 : 0;
   // The buffered events, sorted, merged with the spilled runs.
-  for (auto& r : buffered_)
-    if (seen_[r.thread].evidence == order::by_end && r.tie >= 0) r.tie = -r.tie - 1;
-  std::sort(buffered_.begin(), buffered_.end(), before);
-  if (runs_.empty()) {
-    for (const auto& r : buffered_) replay(r);
-  } else {
-    struct source {
-      std::FILE* file = nullptr;  // null: the in-memory events
-      std::vector<record> chunk;
-      std::size_t at = 0;
-      bool next(const std::vector<record>& memory, std::size_t& memory_at) {
-        if (!file) return memory_at < memory.size();
-        if (at < chunk.size()) return true;
-        chunk.resize(4096);
-        chunk.resize(std::fread(chunk.data(), sizeof(record), chunk.size(), file));
-        at = 0;
-        return !chunk.empty();
-      }
-    };
-    std::vector<source> sources(runs_.size() + 1);
-    for (std::size_t i = 0; i < runs_.size(); ++i) sources[i].file = runs_[i];
-    std::size_t memory_at = 0;
-    const auto head = [&](std::size_t i) -> const record& {
-      return sources[i].file ? sources[i].chunk[sources[i].at] : buffered_[memory_at];
-    };
-    const auto later = [&](std::size_t a, std::size_t b) { return before(head(b), head(a)); };
-    std::vector<std::size_t> heap;
-    for (std::size_t i = 0; i < sources.size(); ++i)
-      if (sources[i].next(buffered_, memory_at)) heap.push_back(i);
-    std::make_heap(heap.begin(), heap.end(), later);
-    while (!heap.empty()) {
-      std::pop_heap(heap.begin(), heap.end(), later);
-      const std::size_t i = heap.back();
-      heap.pop_back();
-      replay(head(i));
-      if (sources[i].file) ++sources[i].at;
-      else ++memory_at;
-      if (sources[i].next(buffered_, memory_at)) {
-        heap.push_back(i);
-        std::push_heap(heap.begin(), heap.end(), later);
-      }
-    }
-    for (auto* f : runs_) std::fclose(f);
-    runs_.clear();
-  }
-  buffered_.clear();
-  buffered_.shrink_to_fit();
+  runs_->runs.merge([this](const record& r, std::string_view) { replay(r); });
   replay_state_ = nullptr;
   for (auto& [key, T] : threads_) {
     // A nested interval's parent is the one right below it: it was the top

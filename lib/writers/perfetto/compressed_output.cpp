@@ -6,6 +6,8 @@
 #endif
 #include "writers/perfetto/compressed_output.hpp"
 
+#include "export_temporary.hpp"
+
 #include <boost/iostreams/device/file.hpp>
 #include <boost/iostreams/filter/gzip.hpp>
 #include <boost/iostreams/filter/zstd.hpp>
@@ -21,18 +23,25 @@ inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
 
 struct compressed_output::impl {
-  std::filesystem::path dest, temp;
+  explicit impl(std::filesystem::path d) : dest(std::move(d)), temp(make_temporary(dest)) {}
+  static export_temporary make_temporary(const std::filesystem::path& dest);
+  std::filesystem::path dest;
+  export_temporary temp;  // a killed conversion's is removed by the next one to dest
   std::ofstream file;
   boost::iostreams::filtering_ostream stream;
-  bool committed = false;
 };
 
-compressed_output::compressed_output(std::filesystem::path dest) : impl_(std::make_unique<impl>()) {
+export_temporary compressed_output::impl::make_temporary(const std::filesystem::path& dest) {
+  try {
+    return export_temporary(dest);
+  } catch (const std::system_error& e) {
+    throw std::runtime_error("cannot write trace '" + dest.string() + "': " + e.code().message());
+  }
+}
+
+compressed_output::compressed_output(std::filesystem::path dest) : impl_(std::make_unique<impl>(std::move(dest))) {
   namespace io = boost::iostreams;
-  impl_->dest = std::move(dest);
-  impl_->temp = impl_->dest;
-  impl_->temp += ".partial";
-  impl_->file.open(impl_->temp, std::ios::binary | std::ios::trunc);
+  impl_->file.open(impl_->temp.path(), std::ios::binary | std::ios::trunc);
   if (!impl_->file)
     throw std::runtime_error("cannot write trace '" + impl_->dest.string() + "': " + std::strerror(errno ? errno : EIO));
   const std::string name = impl_->dest.filename().string();
@@ -42,11 +51,8 @@ compressed_output::compressed_output(std::filesystem::path dest) : impl_(std::ma
 }
 
 compressed_output::~compressed_output() {
-  if (impl_->committed) return;
   impl_->stream.reset();
-  impl_->file.close();
-  std::error_code ec;
-  std::filesystem::remove(impl_->temp, ec);
+  impl_->file.close();  // the temporary removes itself unless renamed
 }
 
 std::ostream& compressed_output::stream() { return impl_->stream; }
@@ -56,10 +62,9 @@ void compressed_output::commit() {
   impl_->stream.reset();  // writes the compressor's last block
   impl_->file.close();
   if (!impl_->file) throw std::runtime_error("cannot write trace '" + impl_->dest.string() + "': write failed (disk full?)");
-  std::error_code ec;
-  std::filesystem::rename(impl_->temp, impl_->dest, ec);
-  if (ec) throw std::runtime_error("cannot write trace '" + impl_->dest.string() + "': cannot rename the finished file: " + ec.message());
-  impl_->committed = true;
+  if (!impl_->temp.close_and_rename(impl_->dest))
+    throw std::runtime_error("cannot write trace '" + impl_->dest.string() +
+                             "': cannot rename the finished file: " + std::strerror(errno));
 }
 
 }  // namespace detail

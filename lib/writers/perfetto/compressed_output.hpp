@@ -1,6 +1,6 @@
 // Internal: a file written as a stream, compressed by its name's suffix
 // (".gz" gzip, ".zst" zstd, else plain), whole or not at all: written to a
-// temporary beside it and renamed by commit(). (trace_file.cpp has the same
+// temporary beside it (export_temporary.hpp) and renamed by commit(). (trace_file.cpp has the same
 // suffix rule for whole texts; its helpers are private to that file.)
 //
 //   compressed_output out("t.json.gz");

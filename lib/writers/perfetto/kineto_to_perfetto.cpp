@@ -8,14 +8,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <fstream>
-#include <map>
 #include <memory>
 #include <stdexcept>
 #include <unordered_map>
 #include <vector>
 
+#include "sorted_runs.hpp"
 #include "writers/perfetto/compressed_output.hpp"
 #include "writers/perfetto/json_events_scanner.hpp"
 #include "writers/perfetto/perfetto_builder.hpp"
@@ -75,18 +76,54 @@ bool read_ns(const json::object& o, std::string_view key, std::int64_t& ns, std:
   return true;
 }
 
-enum class step : std::uint8_t { x_begin, x_end, instant, counter, async_begin, async_end };
+// What an event becomes; flows first: they sort before the "X" events they bind to.
+enum class step : std::uint8_t { flow_start, flow_end, x, instant, counter, async_begin, async_end };
 
-struct record {
-  json::object event;
-  std::uint32_t thread = 0;  // index into converter::threads_
-  std::int64_t ts = 0, end = 0;
+// One event as the sort sees it; its JSON text (a flow: its id) is the payload.
+struct step_key {
+  std::int64_t ts = 0, end = 0;  // end: an "X"'s ts + dur
+  std::uint64_t seq = 0;         // its place in the file
+  std::uint32_t thread = 0;      // index into converter::threads_
+  step what = step::x;
 };
 
-struct emission {
-  std::int64_t ts;
-  std::uint32_t record;
-  step what;
+int rank_at_one_time(step s) { return s <= step::flow_end ? 0 : s == step::x ? 1 : 2; }
+
+// The order events are written in: by time; at one time a thread's flows,
+// then its "X" events (the longer first: an enclosing slice begins before
+// what it holds, and the innermost comes last), then instants, counters
+// and async steps in file order. Each thread's and track's own order is
+// what Perfetto reads; threads interleave by time.
+struct step_order {
+  bool operator()(const step_key& a, const step_key& b) const noexcept {
+    if (a.ts != b.ts) return a.ts < b.ts;
+    const int ra = rank_at_one_time(a.what), rb = rank_at_one_time(b.what);
+    if (ra != rb) return ra < rb;
+    if (ra != 2 && a.thread != b.thread) return a.thread < b.thread;
+    if (ra == 1 && a.end != b.end) return a.end > b.end;
+    return a.seq < b.seq;
+  }
+};
+
+// What the sort holds in memory before it spills a run (lib/sorted_runs.hpp).
+constexpr sorted_runs<step_key, step_order>::limits sort_limits{
+    .max_items = std::size_t{1} << 20, .max_bytes = std::size_t{32} << 20, .max_runs = 64};
+
+// Parses one event at a time into a reused block: no allocation per event
+// of ordinary size. A value lives until the next parse().
+class event_parser {
+ public:
+  // Null when the text is not JSON.
+  json::value parse(std::string_view text) {
+    resource_.release();
+    boost::system::error_code ec;
+    json::value v = json::parse(text, ec, json::storage_ptr(&resource_));
+    return ec ? json::value() : v;
+  }
+
+ private:
+  unsigned char block_[std::size_t{64} << 10];
+  json::monotonic_resource resource_{block_, sizeof block_};
 };
 
 using annotation_value = decltype(annotation::value);
@@ -122,6 +159,9 @@ class args_view {
   std::vector<std::string> texts_;
 };
 
+// Reads the events (add, member), sorting them to disk beyond a bound, then
+// writes them (write): memory is that bound, the metadata, and each
+// thread's open slices.
 class converter {
  public:
   // `stage`: where every sequence's builder appends (it outlives the converter).
@@ -135,40 +175,54 @@ class converter {
   struct thread_key {
     id_value pid, tid;
   };
+  // A flow event at the time being written: it binds to the innermost "X"
+  // of its thread starting then (as Perfetto binds a flow to the deepest
+  // slice open at its time).
   struct flow {
-    std::uint64_t id;
+    std::uint32_t thread;
     bool start;
+    std::uint64_t id;
   };
-  // The flow events at one (thread, ts), and the one slice they bind to:
-  // the innermost "X" starting there (as Perfetto binds a flow to the
-  // deepest slice open at its time).
-  struct flows_at {
-    std::vector<flow> flows;
-    std::uint32_t slice = UINT32_MAX;
+  struct open_slice {
+    std::int64_t end;
+    std::vector<std::uint64_t> ending_flows;
   };
   std::uint32_t thread_of(const json::object& e);
   void add_metadata(const json::object& e);
-  void add_flow(const json::object& e, std::uint32_t thread, std::int64_t ts, bool start);
-  std::vector<emission> plan();
-  void plan_thread(std::vector<std::uint32_t>& xs, std::vector<emission>& out);
+  void add_flow(const json::object& e, step_key k, bool start);
+  void take(perfetto_builder& b, const step_key& k, std::string_view payload);
+  void begin_pending(perfetto_builder& b, bool innermost);
+  void take_flows(std::uint32_t thread, std::vector<std::uint64_t>& ending);
+  void end_slices(perfetto_builder& b, std::uint32_t thread, std::int64_t until);
   std::uint64_t thread_track(perfetto_builder& b, std::uint32_t thread);
   perfetto_builder& events_of(perfetto_builder& b, std::uint32_t thread);
   std::uint64_t process_track(perfetto_builder& b, const id_value& pid);
-  void emit(perfetto_builder& b, const emission& e);
-  void emit_counters(perfetto_builder& b, const record& r, std::int64_t ts);
-  std::vector<std::uint64_t>& flows_of(std::uint32_t slice, bool start);
+  std::int64_t unix_ns(std::int64_t ts) const;
+  void emit_single(perfetto_builder& b, const step_key& k, std::string_view payload);
+  void emit_instant(perfetto_builder& b, const step_key& k, const json::object& e);
+  void emit_counters(perfetto_builder& b, const step_key& k, const json::object& e);
 
   kineto_conversion& stats_;
   std::int64_t base_ns_ = 0;
   std::vector<std::pair<std::string, std::string>> top_level_;  // key, JSON text
-  std::vector<record> records_;
-  std::vector<emission> singles_;  // instants, counters, async ends: placed by time alone
   std::vector<thread_key> threads_;
   std::unordered_map<std::string, std::uint32_t> thread_index_;  // "pid\x1ftid"
   std::unordered_map<std::string, std::string> thread_names_, process_names_;
   // process_labels, process_sort_index, thread_sort_index: by pid, by "pid\x1ftid"
   std::unordered_map<std::string, track_order> process_order_, thread_order_;
-  std::map<std::pair<std::uint32_t, std::int64_t>, flows_at> flows_;
+  sorted_runs<step_key, step_order> runs_{step_order{}, sort_limits};
+  std::uint64_t seq_ = 0;
+  event_parser parser_;
+
+  // While writing: the "X" event read last, begun once the next event says
+  // whether it is the innermost at its (thread, ts).
+  bool pending_ = false;
+  step_key pending_key_;
+  std::string pending_payload_;
+  std::vector<flow> flows_here_;  // at flows_ts_, by thread
+  std::int64_t flows_ts_ = 0;
+  std::size_t flows_cursor_ = 0;  // the "X" events at one time come by thread too
+  std::vector<std::vector<open_slice>> open_;  // by thread, innermost last
   std::vector<std::uint64_t> thread_uuids_;  // 0: not declared yet
   // A numeric thread's own packet sequence (its track and clock by default,
   // timestamps as deltas): its slices and instants; made at its first.
@@ -203,36 +257,35 @@ void converter::add_metadata(const json::object& e) {
   }
 }
 
-void converter::add_flow(const json::object& e, std::uint32_t thread, std::int64_t ts, bool start) {
+void converter::add_flow(const json::object& e, step_key k, bool start) {
   const json::value* id = e.if_contains("id");
   if (!id || !(id->is_int64() || id->is_uint64())) return void(++stats_.skipped);
-  flows_[{thread, ts}].flows.push_back({id->is_int64() ? static_cast<std::uint64_t>(id->get_int64()) : id->get_uint64(), start});
+  const std::uint64_t value = id->is_int64() ? static_cast<std::uint64_t>(id->get_int64()) : id->get_uint64();
+  k.what = start ? step::flow_start : step::flow_end;
+  runs_.add(k, std::string_view(reinterpret_cast<const char*>(&value), sizeof value));
 }
 
 void converter::add(std::string_view text) {
   ++stats_.events;
-  boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
-  if (ec || !v.is_object()) return void(++stats_.skipped);
-  json::object& e = v.get_object();
+  const json::value v = parser_.parse(text);
+  if (!v.is_object()) return void(++stats_.skipped);
+  const json::object& e = v.get_object();
   const std::string_view ph = string_of(e, "ph");
   if (ph == "M") return add_metadata(e);
   std::int64_t ts = 0, dur = 0;
   if (!read_ns(e, "ts", ts, stats_.clamped) || ph.size() != 1) return void(++stats_.skipped);
-  const std::uint32_t thread = thread_of(e);
-  if (ph == "s" || ph == "f") return add_flow(e, thread, ts, ph == "s");
-  step what;
+  step_key k{.ts = ts, .end = ts, .seq = seq_++, .thread = thread_of(e)};
+  if (ph == "s" || ph == "f") return add_flow(e, k, ph == "s");
   switch (ph[0]) {
-    case 'X': what = step::x_begin, read_ns(e, "dur", dur, stats_.clamped), ++stats_.slices; break;
-    case 'i': case 'I': what = step::instant, ++stats_.instants; break;
-    case 'C': what = step::counter, ++stats_.counters; break;
-    case 'b': what = step::async_begin, ++stats_.async_slices; break;
-    case 'e': what = step::async_end; break;
+    case 'X': k.what = step::x, read_ns(e, "dur", dur, stats_.clamped), ++stats_.slices; break;
+    case 'i': case 'I': k.what = step::instant, ++stats_.instants; break;
+    case 'C': k.what = step::counter, ++stats_.counters; break;
+    case 'b': k.what = step::async_begin, ++stats_.async_slices; break;
+    case 'e': k.what = step::async_end; break;
     default: return void(++stats_.skipped);
   }
-  const auto index = static_cast<std::uint32_t>(records_.size());
-  records_.push_back({std::move(e), thread, ts, ts + std::max<std::int64_t>(dur, 0)});
-  if (what != step::x_begin) singles_.push_back({ts, index, what});
+  k.end = ts + std::max<std::int64_t>(dur, 0);
+  runs_.add(k, text);
 }
 
 // Every top-level key but the events is kept as trace-wide metadata
@@ -244,42 +297,6 @@ void converter::member(std::string_view key, std::string_view value) {
   boost::system::error_code ec;
   const json::value v = json::parse(value, ec);
   if (!ec && v.is_number()) base_ns_ = v.to_number<std::int64_t>(ec);
-}
-
-// One thread's "X" events as BEGIN/END steps: by start, the longer first,
-// so that an enclosing slice begins before what it holds; a child that
-// outlives its parent is cut at the parent's end.
-void converter::plan_thread(std::vector<std::uint32_t>& xs, std::vector<emission>& out) {
-  std::stable_sort(xs.begin(), xs.end(), [&](std::uint32_t a, std::uint32_t b) {
-    const record &ra = records_[a], &rb = records_[b];
-    return ra.ts != rb.ts ? ra.ts < rb.ts : ra.end > rb.end;
-  });
-  std::vector<std::uint32_t> open;
-  for (const std::uint32_t x : xs) {
-    record& r = records_[x];
-    if (const auto f = flows_.find({r.thread, r.ts}); f != flows_.end()) f->second.slice = x;  // the last: innermost
-    while (!open.empty() && records_[open.back()].end <= r.ts) {
-      out.push_back({records_[open.back()].end, open.back(), step::x_end});
-      open.pop_back();
-    }
-    if (!open.empty()) r.end = std::min(r.end, records_[open.back()].end);
-    out.push_back({r.ts, x, step::x_begin});
-    open.push_back(x);
-  }
-  for (auto it = open.rbegin(); it != open.rend(); ++it) out.push_back({records_[*it].end, *it, step::x_end});
-}
-
-std::vector<emission> converter::plan() {
-  std::vector<std::vector<std::uint32_t>> per_thread(threads_.size());
-  for (std::uint32_t i = 0; i < records_.size(); ++i)
-    if (string_of(records_[i].event, "ph") == "X") per_thread[records_[i].thread].push_back(i);
-  std::vector<emission> steps;
-  for (auto& xs : per_thread) plan_thread(xs, steps);
-  steps.insert(steps.end(), singles_.begin(), singles_.end());
-  // Each thread's steps are in time order already: a stable sort by time
-  // interleaves the threads without breaking any thread's nesting.
-  std::stable_sort(steps.begin(), steps.end(), [](const emission& a, const emission& b) { return a.ts < b.ts; });
-  return steps;
 }
 
 std::uint64_t converter::process_track(perfetto_builder& b, const id_value& pid) {
@@ -315,71 +332,124 @@ perfetto_builder& converter::events_of(perfetto_builder& b, std::uint32_t thread
   return *thread_events_[thread];
 }
 
-std::vector<std::uint64_t>& converter::flows_of(std::uint32_t slice, bool start) {
-  scratch_ids_.clear();
-  const auto it = flows_.find({records_[slice].thread, records_[slice].ts});
-  if (it != flows_.end() && it->second.slice == slice)
-    for (const flow& f : it->second.flows)
-      if (f.start == start) scratch_ids_.push_back(f.id), ++stats_.flows;
-  return scratch_ids_;
-}
-
-void converter::emit_counters(perfetto_builder& b, const record& r, std::int64_t ts) {
-  const json::value* args = r.event.if_contains("args");
-  if (!args || !args->is_object()) return;
-  const std::string_view name = string_of(r.event, "name");
-  const std::uint64_t parent = process_track(b, threads_[r.thread].pid);
-  for (const auto& kv : args->get_object()) {
-    if (!kv.value().is_number()) continue;
-    const std::string track = kv.key() == name ? std::string(name) : std::string(name) + "." + std::string(kv.key());
-    b.counter(b.counter_track(track, parent), ts, kv.value().to_number<double>());
-  }
-}
-
-void converter::emit(perfetto_builder& b, const emission& e) {
-  const record& r = records_[e.record];
-  // Wraps for a crafted base, as the readers' ns_after wraps back.
-  const auto ts = static_cast<std::int64_t>(static_cast<std::uint64_t>(base_ns_) + static_cast<std::uint64_t>(e.ts));
-  const std::string_view name = string_of(r.event, "name"), cat = string_of(r.event, "cat");
-  const auto async_track = [&] {
-    const json::value* id = r.event.if_contains("id");
-    const std::string key = id ? json::serialize(*id) : std::string();
-    const std::uint64_t parent = process_track(b, threads_[r.thread].pid);
-    return b.named_track(name, parent, std::hash<std::string>{}(key));
-  };
-  if (e.what == step::x_begin || e.what == step::x_end || e.what == step::instant) {
-    perfetto_builder& t = events_of(b, r.thread);
-    const std::uint64_t track = thread_track(b, r.thread);
-    if (e.what == step::x_begin) {
-      const std::vector<std::uint64_t>& flows = flows_of(e.record, true);
-      if (name.starts_with("ProfilerStep#") && flows.empty())  // one name per step: not interned
-        t.slice_begin(track, ts, perfetto_builder::one_off_name{name}, cat, args_.of(r.event));
-      else
-        t.slice_begin(track, ts, name, cat, args_.of(r.event), flows);
-    } else if (e.what == step::x_end)
-      t.slice_end(track, ts, {}, flows_of(e.record, false));
-    else if (const std::string_view scope = string_of(r.event, "s"); scope == "p")  // the process's, as "s" says
-      b.instant(process_track(b, threads_[r.thread].pid), ts, name, cat, args_.of(r.event));
-    else if (scope == "g")  // the whole trace's: a track under no process
-      b.instant(b.named_track("global instants", 0, 0), ts, name, cat, args_.of(r.event));
-    else
-      t.instant(track, ts, name, cat, args_.of(r.event));
-    return;
-  }
-  if (e.what == step::counter) emit_counters(b, r, ts);
-  else if (e.what == step::async_begin) b.slice_begin(async_track(), ts, name, cat, args_.of(r.event));
-  else b.slice_end(async_track(), ts);
+// Wraps for a crafted base, as the readers' ns_after wraps back.
+std::int64_t converter::unix_ns(std::int64_t ts) const {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(base_ns_) + static_cast<std::uint64_t>(ts));
 }
 
 void converter::write(perfetto_builder& b, const std::function<void()>& flush) {
   thread_uuids_.assign(threads_.size(), 0);
   thread_events_.resize(threads_.size());
+  open_.resize(threads_.size());
   b.trace_metadata(top_level_);
-  for (const emission& e : plan()) {
-    emit(b, e);
+  runs_.merge([&](const step_key& k, std::string_view payload) {
+    take(b, k, payload);
     if (b.out().size() >= output_flush_bytes) flush();
-  }
+  });
+  begin_pending(b, true);
+  for (std::uint32_t thread = 0; thread < open_.size(); ++thread) end_slices(b, thread, INT64_MAX);
   flush();
+}
+
+void converter::take(perfetto_builder& b, const step_key& k, std::string_view payload) {
+  if (pending_) begin_pending(b, !(k.what == step::x && k.ts == pending_key_.ts && k.thread == pending_key_.thread));
+  if (k.ts != flows_ts_ && !flows_here_.empty()) flows_here_.clear(), flows_cursor_ = 0;
+  flows_ts_ = k.ts;
+  if (k.what == step::flow_start || k.what == step::flow_end) {
+    std::uint64_t id = 0;
+    std::memcpy(&id, payload.data(), std::min(payload.size(), sizeof id));
+    flows_here_.push_back({k.thread, k.what == step::flow_start, id});
+  } else if (k.what == step::x) {
+    pending_ = true;
+    pending_key_ = k;
+    pending_payload_.assign(payload);
+  } else {
+    emit_single(b, k, payload);
+  }
+}
+
+// The flows of `thread` at the current time: starts into scratch_ids_,
+// ends into `ending` (written at the slice's END).
+void converter::take_flows(std::uint32_t thread, std::vector<std::uint64_t>& ending) {
+  while (flows_cursor_ < flows_here_.size() && flows_here_[flows_cursor_].thread < thread) ++flows_cursor_;
+  for (; flows_cursor_ < flows_here_.size() && flows_here_[flows_cursor_].thread == thread; ++flows_cursor_) {
+    const flow& f = flows_here_[flows_cursor_];
+    (f.start ? scratch_ids_ : ending).push_back(f.id);
+  }
+  stats_.flows += scratch_ids_.size() + ending.size();
+}
+
+// The pending "X" event's BEGIN, after the ENDs of what ended on its thread
+// by then; cut at its parent's end when it outlives it.
+void converter::begin_pending(perfetto_builder& b, bool innermost) {
+  if (!pending_) return;
+  pending_ = false;
+  const step_key& k = pending_key_;
+  end_slices(b, k.thread, k.ts);
+  std::vector<open_slice>& open = open_[k.thread];
+  open_slice slice{.end = open.empty() ? k.end : std::min(k.end, open.back().end), .ending_flows = {}};
+  scratch_ids_.clear();
+  if (innermost) take_flows(k.thread, slice.ending_flows);
+  const json::value v = parser_.parse(pending_payload_);
+  if (!v.is_object()) return;  // parsed as an object once already
+  const json::object& e = v.get_object();
+  const std::string_view name = string_of(e, "name"), cat = string_of(e, "cat");
+  perfetto_builder& t = events_of(b, k.thread);
+  const std::uint64_t track = thread_track(b, k.thread);
+  if (name.starts_with("ProfilerStep#") && scratch_ids_.empty())  // one name per step: not interned
+    t.slice_begin(track, unix_ns(k.ts), perfetto_builder::one_off_name{name}, cat, args_.of(e));
+  else
+    t.slice_begin(track, unix_ns(k.ts), name, cat, args_.of(e), scratch_ids_);
+  open.push_back(std::move(slice));
+}
+
+// ENDs of the thread's open slices that end by `until`, innermost first.
+void converter::end_slices(perfetto_builder& b, std::uint32_t thread, std::int64_t until) {
+  std::vector<open_slice>& open = open_[thread];
+  while (!open.empty() && open.back().end <= until) {
+    events_of(b, thread).slice_end(thread_track(b, thread), unix_ns(open.back().end), {}, open.back().ending_flows);
+    open.pop_back();
+  }
+}
+
+void converter::emit_counters(perfetto_builder& b, const step_key& k, const json::object& e) {
+  const json::value* args = e.if_contains("args");
+  if (!args || !args->is_object()) return;
+  const std::string_view name = string_of(e, "name");
+  const std::uint64_t parent = process_track(b, threads_[k.thread].pid);
+  for (const auto& kv : args->get_object()) {
+    if (!kv.value().is_number()) continue;
+    const std::string track = kv.key() == name ? std::string(name) : std::string(name) + "." + std::string(kv.key());
+    b.counter(b.counter_track(track, parent), unix_ns(k.ts), kv.value().to_number<double>());
+  }
+}
+
+// An instant on its thread (after the ENDs there by its time), its process
+// or the whole trace, as its "s" says.
+void converter::emit_instant(perfetto_builder& b, const step_key& k, const json::object& e) {
+  const std::string_view name = string_of(e, "name"), cat = string_of(e, "cat");
+  if (const std::string_view scope = string_of(e, "s"); scope == "p") {
+    b.instant(process_track(b, threads_[k.thread].pid), unix_ns(k.ts), name, cat, args_.of(e));
+  } else if (scope == "g") {  // a track under no process
+    b.instant(b.named_track("global instants", 0, 0), unix_ns(k.ts), name, cat, args_.of(e));
+  } else {
+    end_slices(b, k.thread, k.ts);
+    events_of(b, k.thread).instant(thread_track(b, k.thread), unix_ns(k.ts), name, cat, args_.of(e));
+  }
+}
+
+void converter::emit_single(perfetto_builder& b, const step_key& k, std::string_view payload) {
+  const json::value v = parser_.parse(payload);
+  if (!v.is_object()) return;  // parsed as an object once already
+  const json::object& e = v.get_object();
+  if (k.what == step::instant) return emit_instant(b, k, e);
+  if (k.what == step::counter) return emit_counters(b, k, e);
+  const std::string_view name = string_of(e, "name"), cat = string_of(e, "cat");
+  const json::value* id = e.if_contains("id");
+  const std::uint64_t parent = process_track(b, threads_[k.thread].pid);
+  const std::uint64_t track = b.named_track(name, parent, std::hash<std::string>{}(id ? json::serialize(*id) : std::string()));
+  if (k.what == step::async_begin) b.slice_begin(track, unix_ns(k.ts), name, cat, args_.of(e));
+  else b.slice_end(track, unix_ns(k.ts));
 }
 
 void feed_input(const std::filesystem::path& input, json_events_scanner& scanner) {
