@@ -195,9 +195,37 @@ struct session::impl {
     std::error_code ec;
     // A spool that could not be written completely is kept (its warning
     // named it): `proftrace validate --repair` recovers what it holds.
-    if (last_owner == ::getpid() && last->write_error.empty() && !last->spool_is_export)
+    if (last_owner == ::getpid() && last->write_error.empty() && !last->spool_is_export && !keep_last)
       std::filesystem::remove(last->path, ec);
     last.reset();
+    keep_last = false;
+  }
+  bool keep_last = false;  // on_trace_ready failed: the spool is the trace, kept and named
+
+  // The trace on_trace_ready could not take: its spool, complete, renamed
+  // from .part, is kept. Returns where.
+  std::filesystem::path keep_last_spool() {
+    if (!last || last_owner != ::getpid()) return {};
+    std::filesystem::path kept = last->path;
+    if (kept.extension() == ".part") kept.replace_extension();
+    std::error_code ec;
+    if (kept != last->path) std::filesystem::rename(last->path, kept, ec);
+    if (!ec) last->path = kept;
+    keep_last = true;
+    return last->path;
+  }
+
+  // A tensorboard_trace_handler's directory is made at start(): one that
+  // cannot be says so then, not after the whole run.
+  void check_handler_destination() const {
+    const auto* handler = opts.on_trace_ready.target<detail::tensorboard_handler>();
+    if (!handler) return;
+    std::error_code ec;
+    if (!std::filesystem::is_directory(handler->dir, ec)) std::filesystem::create_directories(handler->dir, ec);
+    if (!ec && ::access(handler->dir.c_str(), W_OK) == 0) return;
+    detail::warn("the trace handler's directory '" + handler->dir.string() + "' cannot be written (" +
+                 (ec ? ec.message() : std::string(std::strerror(errno))) +
+                 "): recording goes on, and each trace is kept in the spool directory instead, named in a warning");
   }
 
   // on_trace_ready, run by step() or stop() (or a PROF_STEP): a failure is
@@ -208,12 +236,20 @@ struct session::impl {
     try {
       opts.on_trace_ready(self);
     } catch (const std::exception& e) {
-      if (!std::exchange(warned_handler, true))
-        detail::warn(std::string("on_trace_ready failed: ") + e.what() + " (later failures of this session are not reported)");
+      handler_failed(e.what());
     } catch (...) {
-      if (!std::exchange(warned_handler, true)) detail::warn("on_trace_ready failed with an exception that is not a std::exception");
+      handler_failed("an exception that is not a std::exception");
     }
     running_handler = false;
+  }
+  // One warning per session; every trace the handler could not take is kept.
+  void handler_failed(const std::string& why) {
+    const std::filesystem::path kept = keep_last_spool();
+    if (std::exchange(warned_handler, true)) return;
+    detail::warn("on_trace_ready failed: " + why +
+                 (kept.empty() ? std::string(" (later failures of this session are not reported)")
+                               : "; the trace is kept at '" + kept.string() +
+                                     "' (later failures are not reported; their traces are kept beside it)"));
   }
   bool running_handler = false;  // exit() from inside the handler must not run it again
   bool warned_handler = false;
@@ -581,6 +617,7 @@ void session::start() {
     throw std::logic_error("proftrace: the profiler is not reentrant: this profiler is already running");
   if (active_session) throw std::logic_error("proftrace: another profiler is already running; stop it before starting a new one");
   impl& s = *impl_;
+  s.check_handler_destination();
   detail::calibrate_clock();  // chooses the time source before anything is recorded
   detail::set_overflow_policy(s.opts.overflow.value_or(static_cast<overflow_policy>(PROFTRACE_OVERFLOW_POLICY)));
   detail::registry::instance().set_ring_events(s.opts.ring_events);

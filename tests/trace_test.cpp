@@ -332,6 +332,29 @@ TEST_CASE("unwritable paths give clear errors and never crash") {
   }
 }
 
+TEST_CASE("a trace handler's directory that cannot be made: said at start, and every trace kept and named") {
+  warning_capture warnings;
+  temp_dir spool("handler-dir-spool");
+  proftrace::profile p({.schedule = proftrace::schedule({.wait = 0, .warmup = 1, .active = 1, .repeat = 2}),
+                        .on_trace_ready = proftrace::tensorboard_trace_handler("/proc/nope"),
+                        .spool_dir = spool.path});
+  p.start();
+  CHECK(warnings.contains("the trace handler's directory '/proc/nope' cannot be written"));
+  for (int i = 0; i < 4; ++i) {
+    nested_work();
+    p.step();
+  }
+  p.stop();
+  const auto kept = test_support::files_in(spool.path);
+  REQUIRE(kept.size() == 2);  // both traces, complete: no .part left
+  for (const auto& f : kept) {
+    CAPTURE(f);
+    CHECK(f.extension() == ".json");
+    CHECK(warnings.contains(f.filename().string()) == (f == *std::min_element(kept.begin(), kept.end())));
+    CHECK(!test_support::events_named(test_support::read_trace(f), "nested_work").empty());
+  }
+}
+
 TEST_CASE("tensorboard_trace_handler names files the way TensorBoard expects") {
   temp_dir out("tb");
   proftrace::profile p({.schedule = proftrace::schedule({.wait = 0, .warmup = 1, .active = 1, .repeat = 2}),
