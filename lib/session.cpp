@@ -907,12 +907,24 @@ void session::preset_metadata_json(std::string_view key, std::string_view json_v
 
 namespace detail {
 
+namespace {
+std::atomic<bool> exit_hook_ran{false};
+void finish_at_exit() {
+  exit_hook_ran.store(true);
+  session_access::finish_running("the program exited");
+}
+}  // namespace
+
 void session_access::install_process_hooks() {
   static std::once_flag once;
   std::call_once(once, [] {
-    std::atexit([] { finish_running("the program exited"); });
+    std::atexit(finish_at_exit);
     ::pthread_atfork(prepare_fork, parent_after_fork, child_after_fork);
   });
+  // A session started by an atexit handler that runs after ours (registered
+  // before it): the C library runs what exit processing registers, so it is
+  // finished by one more call.
+  if (exit_hook_ran.exchange(false)) std::atexit(finish_at_exit);
 }
 
 void session_access::finish_running(std::string_view why) noexcept {

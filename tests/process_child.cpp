@@ -140,6 +140,20 @@ int static_session_without_handler() {
   return 0;
 }
 
+// A session started by an atexit handler that runs after proftrace's own
+// (registered before it), and never stopped.
+int start_in_late_atexit() {
+  std::atexit([] {
+    auto* late = new proftrace::profile();  // leaked: nothing would stop it
+    late->start();
+    record_work(work_scopes);
+  });
+  proftrace::profile first;  // its start() registers proftrace's exit hook, after the one above
+  first.start();
+  first.stop();
+  return 0;
+}
+
 int on_signal(const std::filesystem::path& out, bool with_program_handler) {
   if (with_program_handler) {
     // The program's own handler, installed first: it must still run.
@@ -271,6 +285,7 @@ int main(int argc, char** argv) {
   if (mode == "exit-with-scope-open") exit_with_scope_open(out);
   if (mode == "fork-latency") return fork_latency();
   if (mode == "static-session") return static_session_without_handler();
+  if (mode == "start-in-late-atexit") return start_in_late_atexit();
   if (mode == "signal") return on_signal(out, false);
   if (mode == "signal-with-program-handler") return on_signal(out, true);
   if (mode == "until-killed") return until_killed(proftrace::trace_format::json);

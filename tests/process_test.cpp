@@ -187,6 +187,16 @@ TEST_CASE("a static session with no on_trace_ready: at exit its trace is kept, n
   for (auto& f : files_in(child.spool)) CHECK_FALSE(f.string().ends_with(".part"));
 }
 
+TEST_CASE("a session started by an atexit handler that runs after proftrace's own is finished and kept too") {
+  child_process child("start-in-late-atexit");
+  REQUIRE(exited_cleanly(child.wait()));
+  const auto kept = traces_in(child.spool);
+  REQUIRE_MESSAGE(kept.size() == 1, child.stderr_text());
+  check_complete(read_trace(kept[0]), 1000);
+  CHECK(child.stderr_text().find("its trace was stopped and kept at '" + kept[0].string() + "'") != std::string::npos);
+  for (auto& f : files_in(child.spool)) CHECK_FALSE(f.string().ends_with(".part"));
+}
+
 TEST_CASE("SIGTERM and SIGINT with finish_trace_on_signals: trace finished, then the signal ends the program") {
   for (const int sig : {SIGTERM, SIGINT}) {
     CAPTURE(sig);
