@@ -11,6 +11,8 @@
 // it ends.
 #include "proftrace/detail/recorder.hpp"
 
+#include "level_stack.hpp"
+
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
@@ -25,25 +27,32 @@ struct marked_scope {
   gpu_marks gpu;
   counter_marks counters;
 };
-// Deeper marked scopes on one thread are recorded without marks.
-constexpr std::uint32_t max_marked_depth = 64;  // as the counters keep (thread_counters.cpp)
 struct marked_stack {
-  marked_scope at[max_marked_depth];
+  level_stack<marked_scope, 64> at;
   std::uint32_t depth;
 };
 constinit thread_local marked_stack this_thread_marked{};
+struct marked_stack_release {
+  ~marked_stack_release() { this_thread_marked.at.release(); }
+};
+thread_local marked_stack_release this_thread_marked_release;
 
 // Opens the marks `state` asks for, then `begin(correlation)`; the token
 // names the begin, marked when the marks were kept.
 template <class PushRange, class Begin>
 scope_token open_marked(std::uint32_t state, const PushRange& push_range, const Begin& begin) noexcept {
   marked_stack& m = this_thread_marked;
-  if (!(state & marks_mask) || m.depth == max_marked_depth) return token_of(begin(0));
-  marked_scope& e = m.at[m.depth++];
-  e.gpu.open(state, push_range);
-  e.counters.open(state);
-  e.begin = begin(e.gpu.correlation);
-  return token_of(e.begin) | token_marked;
+  marked_scope* e = (state & marks_mask) ? m.at.slot(m.depth) : nullptr;
+  if (!e) return token_of(begin(0));  // no marks asked for, or no memory for them
+  (void)&this_thread_marked_release;  // constructed with the first marked scope, to free the levels at thread exit
+  // The entry is found afresh after each call: a signal handler's marked
+  // scope in between may have grown, and so moved, the levels.
+  const std::uint32_t level = m.depth++;
+  e->gpu.open(state, push_range);
+  m.at.slot(level)->counters.open(state);
+  const std::uint64_t at = begin(m.at.slot(level)->gpu.correlation);
+  m.at.slot(level)->begin = at;
+  return token_of(at) | token_marked;
 }
 
 // The marks of the scope that ends here: their entry, after closing those
@@ -51,13 +60,13 @@ scope_token open_marked(std::uint32_t state, const PushRange& push_range, const 
 marked_scope* take_marked(std::uint64_t begin) noexcept {
   marked_stack& m = this_thread_marked;
   for (std::uint32_t i = m.depth; i-- > 0;) {
-    if (m.at[i].begin != begin) continue;
+    if (m.at.slot(i)->begin != begin) continue;
     for (std::uint32_t above = m.depth; --above > i;) {
-      m.at[above].counters.close(no_begin);
-      m.at[above].gpu.close();
+      m.at.slot(above)->counters.close(no_begin);
+      m.at.slot(above)->gpu.close();
     }
     m.depth = i;
-    return &m.at[i];
+    return m.at.slot(i);
   }
   return nullptr;
 }

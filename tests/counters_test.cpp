@@ -265,6 +265,38 @@ TEST_CASE("counters as args in both trace formats, on every thread, in both stre
   }
 }
 
+void nested_levels(int depth) {
+  PROF_SCOPE("level");
+  spin_for(std::chrono::milliseconds(1));
+  if (depth > 1) nested_levels(depth - 1);
+}
+
+TEST_CASE("counters are read at every nesting depth: 150 levels, each with its own deltas") {
+  if (!software_counters()) {
+    MESSAGE("this machine exposes no software perf counter: skipped");
+    return;
+  }
+  temp_dir out("counters-deep");
+  proftrace::profile p({.counters = {"task-clock"}});
+  p.start();
+  nested_levels(150);
+  p.stop();
+  p.export_chrome_trace(out.path / "t.json");
+  const auto spans = scopes_named(read_trace(out.path / "t.json"), "level");
+  REQUIRE(spans.size() == 150);
+  int counted = 0;
+  for (const auto& s : spans) counted += s.args.count("task-clock") == 1 && s.args.at("task-clock") > 0;
+  CHECK(counted == 150);
+  const auto rows = p.key_averages();
+  const auto* level = row_named(rows, "level");
+  REQUIRE(level);
+  const auto* clock = level->counter("task-clock");
+  REQUIRE(clock);
+  // Self is each level's own 1 ms: task-clock (ns) agrees with self CPU time.
+  CHECK(clock->self < clock->total);
+  CHECK(clock->self <= 2 * level->self_cpu_time_total_ns + 5'000'000);
+}
+
 // A counted scope whose end runs on another thread (a coroutine resumed
 // elsewhere), as its guard would: the recording halves of PROF_SCOPE.
 TEST_CASE("a counted scope that ends on another thread closes its counters on its own thread only") {

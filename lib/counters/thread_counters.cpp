@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "level_stack.hpp"
 #include "proftrace/detail/recorder.hpp"
 
 namespace proftrace {
@@ -23,8 +24,9 @@ std::atomic<std::uint64_t> generation{1};
 std::atomic<std::uint32_t> session_count{0};
 std::atomic<std::uint8_t> session_kinds[max_session_counters];
 
-// Nesting deeper than this is not counted (the scopes are still recorded).
-constexpr std::uint32_t max_levels = 64;
+// Levels kept in place; deeper ones are grown on demand (level_stack).
+constexpr std::uint32_t levels_in_place = 64;
+using counter_values = std::uint64_t[max_session_counters];
 
 struct thread_counters {
   std::uint64_t generation = 0;
@@ -35,7 +37,8 @@ struct thread_counters {
   int fd[max_session_counters];
   // The counter's user page where it is a PMU counter rdpmc may read; null otherwise.
   const perf_event_mmap_page* page[max_session_counters];
-  std::uint64_t at[max_levels][max_session_counters];
+  // The counters' values at each open counted scope's begin, by level.
+  level_stack<counter_values, levels_in_place> at;
 };
 // Trivially destructible, so that a scope in another thread_local's
 // destructor still finds it; `closer` closes the files at thread exit.
@@ -53,6 +56,7 @@ void close_all(thread_counters& t) noexcept {
 struct closer {
   ~closer() {
     close_all(this_thread_counters);
+    this_thread_counters.at.release();
     this_thread_counters.exiting = true;
   }
 };
@@ -199,8 +203,10 @@ std::uint32_t counters_enter() noexcept {
   thread_counters& t = this_thread_counters;
   const std::uint64_t g = generation.load(std::memory_order_acquire);
   if (PROFTRACE_UNLIKELY(t.generation != g)) reopen(t, g);
-  if (t.n == 0 || t.depth >= max_levels) return no_counters;
-  read_all(t, t.at[t.depth]);
+  if (t.n == 0) return no_counters;
+  counter_values* at = t.at.slot(t.depth);
+  if (!at) return no_counters;  // out of memory: this scope and its children count into their parent
+  read_all(t, *at);
   return t.depth++;
 }
 
@@ -214,7 +220,7 @@ void counters_leave(std::uint32_t level, bool recorded) noexcept {
   std::uint64_t now[max_session_counters];
   read_all(t, now);
   for (std::uint32_t i = 0; i < t.n; ++i)
-    record_arg_integer(counter_key_site(t.kind[i]), static_cast<std::int64_t>(now[i] - t.at[level][i]));
+    record_arg_integer(counter_key_site(t.kind[i]), static_cast<std::int64_t>(now[i] - (*t.at.slot(level))[i]));
   t.depth = level;
 }
 
