@@ -309,12 +309,16 @@ TEST_CASE("a counted scope that ends on another thread closes its counters on it
   temp_dir out("counters-moved");
   proftrace::profile p({.counters = {"task-clock"}});
   p.start();
-  std::thread owner([] {
+  std::thread owner([&p] {
     {
       PROF_SCOPE("outer");
       const pd::scope_token token = pd::start_scope(&moved, pd::session_state.load());
       CHECK((token & pd::token_marked) != 0);
       std::thread([token] { pd::finish_scope(&moved, token); }).join();
+      // Until the flusher has seen the moved scope's end, what this thread
+      // records outside scopes of its own is that scope's (README: "Scopes
+      // that end on another thread"): outer's counter args must come after.
+      p.flush();
       spin_for(std::chrono::milliseconds(2));
     }  // closes the moved scope's counters here, on their thread, then outer's
     PROF_SCOPE("after");

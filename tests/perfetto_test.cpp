@@ -587,3 +587,27 @@ TEST_CASE("an instant's scope survives JSON -> .pftrace -> JSON: thread, process
   CHECK(scope["on process"] == "p");
   CHECK(scope["global"] == "g");
 }
+
+TEST_CASE("a counter's non-finite samples (null in JSON) survive JSON -> .pftrace -> JSON as null") {
+  test_support::temp_dir dir("perfetto-nan-counter");
+  const auto in = dir.path / "t.json", mid = dir.path / "t.pftrace", back = dir.path / "back.json";
+  std::ofstream(in) << R"({"traceEvents": [
+    {"ph": "C", "name": "residual", "pid": 7, "tid": 8, "ts": 10, "args": {"residual": 0.5}},
+    {"ph": "C", "name": "residual", "pid": 7, "tid": 8, "ts": 11, "args": {"residual": null}},
+    {"ph": "C", "name": "residual", "pid": 7, "tid": 8, "ts": 12, "args": {"residual": 0.25}}
+  ], "baseTimeNanoseconds": 0})";
+  const kineto_conversion r = kineto_to_perfetto(in, mid);
+  CHECK(r.counters == 3);
+  perfetto_to_kineto(mid, back);
+  std::ifstream text(back);
+  std::stringstream all;
+  all << text.rdbuf();
+  std::vector<boost::json::value> samples;
+  const boost::json::value trace = boost::json::parse(all.str());
+  for (const auto& e : trace.at("traceEvents").as_array())
+    if (e.at("ph").as_string() == "C") samples.push_back(e.at("args").at("residual"));
+  REQUIRE(samples.size() == 3);
+  CHECK(samples[0].to_number<double>() == 0.5);
+  CHECK(samples[1].is_null());
+  CHECK(samples[2].to_number<double>() == 0.25);
+}

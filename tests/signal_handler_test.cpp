@@ -6,6 +6,7 @@
 #include <sys/time.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +30,7 @@ const char* const handler_names[] = {"handler 0", "handler 1", "handler 2", "han
 // Instants and counters by name (the C API interns them: a lock behind a
 // per-thread cache), and a push/pop pair, in turn.
 void on_sigprof(int) {
+  const int saved_errno = errno;
   const int step = handler_step.fetch_add(1, std::memory_order_relaxed);
   switch (step % 3) {
     case 0:
@@ -44,6 +46,7 @@ void on_sigprof(int) {
       proftrace_pop();
       handler_events.fetch_add(2, std::memory_order_relaxed);
   }
+  errno = saved_errno;
 }
 
 void set_timer(long usec) {
@@ -88,8 +91,12 @@ TEST_CASE("a SIGPROF handler records while its thread records: no hang, written 
   // `block`: no event is lost to a full ring, so the losses are the handler's.
   proftrace::profile p({.overflow = proftrace::overflow_policy::block, .stream_format = proftrace::trace_format::json});
   p.start();
+  // The handler's names are interned here first: interning a new name
+  // allocates, which a signal handler must not (README "Signal handlers").
+  for (const char* n : handler_names) proftrace_instant(n);
+  proftrace_counter("handler counter", 0);
   set_timer(50);  // 20 kHz of CPU time: many land inside the thread's own recording calls
-  std::int64_t main_events = 0;
+  std::int64_t main_events = 5;  // the interning calls above
   char name[32];
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
   for (int i = 0; std::chrono::steady_clock::now() < until; ++i) {

@@ -81,8 +81,14 @@ struct interned {
   std::unique_ptr<site> s;
 };
 std::mutex intern_mutex;
-std::unordered_map<std::string, interned>& intern_table() {
-  static auto* t = new std::unordered_map<std::string, interned>;  // never destroyed: used at exit
+// Looked up by a string_view: a name interned before is found without allocating.
+struct text_hash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view text) const noexcept { return std::hash<std::string_view>{}(text); }
+};
+using intern_map = std::unordered_map<std::string, interned, text_hash, std::equal_to<>>;
+intern_map& intern_table() {
+  static auto* t = new intern_map;  // never destroyed: used at exit
   return *t;
 }
 constexpr std::size_t intern_cache_size = 64;
@@ -122,10 +128,17 @@ const site* intern_site(const char* name, category cat) noexcept {
     const in_profiler_guard own_allocations;
     const interning_guard guard;
     std::lock_guard lock(intern_mutex);
-    std::string key(name);
-    key += '\x1f';
-    key += static_cast<char>('0' + static_cast<int>(cat));
-    auto [it, fresh] = intern_table().try_emplace(std::move(key));
+    const std::size_t length = std::strlen(name);
+    char short_key[256];
+    std::string long_key;
+    char* key = length + 2 <= sizeof short_key ? short_key : (long_key.resize(length + 2), long_key.data());
+    std::memcpy(key, name, length);
+    key[length] = '\x1f';
+    key[length + 1] = static_cast<char>('0' + static_cast<int>(cat));
+    const std::string_view text(key, length + 2);
+    auto it = intern_table().find(text);
+    const bool fresh = it == intern_table().end();
+    if (fresh) it = intern_table().try_emplace(std::string(text)).first;
     if (fresh) {
       it->second.name = name;
       it->second.s.reset(new site{it->second.name.c_str(), "", "proftrace.h", 0, cat});

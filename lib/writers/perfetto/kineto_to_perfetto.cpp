@@ -11,6 +11,7 @@
 #include <cstring>
 #include <cstdint>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <unordered_map>
@@ -418,9 +419,11 @@ void converter::emit_counters(perfetto_builder& b, const step_key& k, const json
   const std::string_view name = string_of(e, "name");
   const std::uint64_t parent = process_track(b, threads_[k.thread].pid);
   for (const auto& kv : args->get_object()) {
-    if (!kv.value().is_number()) continue;
+    // null is how JSON writes a NaN or infinite sample (json_text.hpp): NaN here, null again on the way back.
+    if (!kv.value().is_number() && !kv.value().is_null()) continue;
+    const double value = kv.value().is_null() ? std::numeric_limits<double>::quiet_NaN() : kv.value().to_number<double>();
     const std::string track = kv.key() == name ? std::string(name) : std::string(name) + "." + std::string(kv.key());
-    b.counter(b.counter_track(track, parent), unix_ns(k.ts), kv.value().to_number<double>());
+    b.counter(b.counter_track(track, parent), unix_ns(k.ts), value);
   }
 }
 
