@@ -71,8 +71,9 @@ marked_scope* take_marked(std::uint64_t begin) noexcept {
   return nullptr;
 }
 
-// The marked halves apart, so that a plain scope's begin and end stay leaf
-// code that saves no register.
+// The marked halves apart: with them inline, a plain scope's end saved six
+// registers for paths it never takes (callgrind: 54 instructions per end,
+// 47 without).
 PROFTRACE_NOINLINE scope_token start_marked_scope(ring* r, const site* s, std::uint32_t state) noexcept {
   return open_marked(
       state, [s] { push_nvtx_range(s); },
