@@ -215,14 +215,22 @@ struct session::impl {
     return last->path;
   }
 
-  // A tensorboard_trace_handler's directory is made at start(): one that
-  // cannot be says so then, not after the whole run.
+  // A tensorboard_trace_handler's directory that cannot be made or written
+  // says so at start(), not after the whole run. A directory made only to
+  // find out is removed again: the handler makes it with its first trace.
   void check_handler_destination() const {
     const auto* handler = opts.on_trace_ready.target<detail::tensorboard_handler>();
     if (!handler) return;
     std::error_code ec;
-    if (!std::filesystem::is_directory(handler->dir, ec)) std::filesystem::create_directories(handler->dir, ec);
-    if (!ec && ::access(handler->dir.c_str(), W_OK) == 0) return;
+    std::filesystem::path first_made;  // the outermost directory the probe creates
+    for (std::filesystem::path p = handler->dir; !p.empty() && !std::filesystem::exists(p, ec); p = p.parent_path()) {
+      first_made = p;
+      if (p == p.parent_path()) break;
+    }
+    if (!first_made.empty()) std::filesystem::create_directories(handler->dir, ec);
+    const bool writable = !ec && ::access(handler->dir.c_str(), W_OK) == 0;
+    if (!first_made.empty() && !ec) std::filesystem::remove_all(first_made, ec);
+    if (writable) return;
     detail::warn("the trace handler's directory '" + handler->dir.string() + "' cannot be written (" +
                  (ec ? ec.message() : std::string(std::strerror(errno))) +
                  "): recording goes on, and each trace is kept in the spool directory instead, named in a warning");
