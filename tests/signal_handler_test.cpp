@@ -57,9 +57,16 @@ void set_timer(long usec) {
 }
 
 // A hang is this test's failure: it ends the process, not the CI job.
+// The watchdog blocks SIGPROF: a process-directed signal landing on a thread
+// that never recorded would attach that thread's ring, which allocates
+// (README "Signal handlers"), and the test is about threads that record.
 struct watchdog {
   std::atomic<bool> done{false};
   std::thread t{[this] {
+    sigset_t prof;
+    sigemptyset(&prof);
+    sigaddset(&prof, SIGPROF);
+    pthread_sigmask(SIG_BLOCK, &prof, nullptr);
     for (int i = 0; i < 600 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (!done.load()) {
       std::fputs("signal_handler_test: hung for 60 s (a recording call deadlocked in a signal handler)\n", stderr);
