@@ -48,6 +48,9 @@ struct flusher::impl {
   std::thread thread;
   std::unique_ptr<trace_window> current;
   std::unordered_map<thread_record*, thread_state> threads;
+  // Exited threads whose open scopes may still end on another thread; the
+  // rest end at the thread's exit when the window closes. Keys are stale.
+  std::vector<std::unordered_map<thread_record*, thread_state>::node_type> gone_threads;
   std::vector<event> chunk = std::vector<event>(consume_chunk);
   std::uint64_t unattached_seen = 0;
   std::uint64_t windows_made = 0;
@@ -142,9 +145,12 @@ struct flusher::impl {
       // began, resumed elsewhere), or lost its end.
       pairs.freeze_if_unmarked_drops(ts, rec->events->dropped());
       ts.last_ticks = std::max(ts.last_ticks, rec->exit_ticks);  // what is open ran until the thread ended
-      pairs.give_up_all(ts, current.get());
-      if (current) current->thread_done(ts.tid);
-      threads.erase(rec);
+      if (pairs.thread_gone(ts, current.get())) {
+        gone_threads.push_back(threads.extract(rec));  // the node keeps ts where pairing points to it
+      } else {
+        if (current) current->thread_done(ts.tid);
+        threads.erase(rec);
+      }
       registry::instance().reap(rec);
     }
   }
@@ -210,6 +216,11 @@ struct flusher::impl {
     trace_window* old = current.get();
     const std::int64_t old_at = old ? old->to_ns(at_ticks) : 0;
     const std::int64_t next_at = next ? next->to_ns(at_ticks) : 0;
+    for (auto& gone : gone_threads) {
+      pairs.close_at_thread_exit(gone.mapped(), old);
+      if (old) old->thread_done(gone.mapped().tid);
+    }
+    gone_threads.clear();
     for (auto& [rec, ts] : threads) {
       pairs.freeze_if_unmarked_drops(ts, rec->events->dropped());
       pairs.clip_and_carry(ts, old, old_at, next, next_at);
@@ -393,6 +404,7 @@ void flusher::child_after_fork() noexcept {
   s.quit = false;
   s.current.reset();  // the parent goes on writing it; this only closes our descriptor
   s.threads.clear();
+  s.gone_threads.clear();
   s.pairs.forget();
   s.memory.forget();
   s.next_profile_memory = false;

@@ -62,6 +62,8 @@ struct finished_trace {
   std::uint64_t unfreed_reallocations = 0;    // allocations at an address still live (no event was lost)
   std::uint64_t truncated_scopes = 0;         // scopes whose end was lost: written up to the loss, marked
   std::uint64_t moved_scopes = 0;             // scopes that ended on another thread: written as async ranges
+  std::uint64_t closed_at_thread_exit = 0;    // scopes open when their thread exited: written ending there
+  std::uint64_t ended_after_their_session = 0;  // ends of scopes written closed at an earlier trace's end
   std::uint64_t truncated_names = 0;          // runtime names and string args cut at the maximum length
   std::uint64_t dropped_args = 0;             // PROF_ARG with no scope open, or too many on one scope
   gpu_loss_counts gpu_losses;

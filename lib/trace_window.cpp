@@ -126,6 +126,8 @@ finished_trace trace_window::counters() const {
   f.unfreed_reallocations = counts.unfreed_reallocations;
   f.truncated_scopes = counts.truncated_scopes;
   f.moved_scopes = counts.moved_scopes;
+  f.closed_at_thread_exit = counts.closed_at_thread_exit;
+  f.ended_after_their_session = counts.ended_after_their_session;
   f.truncated_names = counts.truncated_names;
   f.dropped_args = counts.dropped_args;
   f.gpu_losses = gpu_losses_;
@@ -208,6 +210,8 @@ std::vector<std::pair<const char*, std::uint64_t>> finished_trace::counter_list(
           {"unfreed_reallocations", unfreed_reallocations},
           {"truncated_scopes", truncated_scopes},
           {"scopes_ended_on_another_thread", moved_scopes},
+          {"scopes_closed_at_thread_exit", closed_at_thread_exit},
+          {"scopes_ended_after_their_session", ended_after_their_session},
           {"instant_events", instant_events},
           {"counter_events", counter_events},
           {"truncated_names", truncated_names},

@@ -119,28 +119,37 @@ TEST_CASE("the C API: scopes, runtime names, literals, args, steps and a mismatc
   CHECK(events_named(trace, "mark").size() == 3);
 }
 
-TEST_CASE("the C API: a push its thread never popped ends when the thread ended, by its name, counted truncated") {
+TEST_CASE("the C API: a push and a step still open when their thread exits end there, in their own rows, counted") {
   temp_dir out("c-api-unpopped");
   const std::string config = "out=" + out.path.string() + ",format=json";
   REQUIRE(proftrace_start(config.c_str()) == 0);
   std::thread([] {
+    proftrace_step();
+    proftrace_step();
     proftrace_push("solver iteration");
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }).join();  // returned without its pop
+  }).join();  // returned without its pop, inside its second step
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   proftrace_stop();
   const auto files = files_in(out.path);
   REQUIRE(files.size() == 1);
   const auto trace = read_trace(files[0]);
-  const auto range = events_named(trace, "solver iteration");
-  REQUIRE(range.size() == 2);  // an async pair: it may have ended on another thread, none did
-  CHECK(range[0].at("ph").as_string() == "b");
-  CHECK(range[1].at("ph").as_string() == "e");
-  const double ms = (range[1].at("ts").as_double() - range[0].at("ts").as_double()) / 1e3;
+  const auto scope = events_named(trace, "solver iteration");
+  REQUIRE(scope.size() == 1);
+  CHECK(scope[0].at("ph").as_string() == "X");
+  CHECK_FALSE(scope[0].at("args").as_object().contains("truncated"));
+  const double ms = scope[0].at("dur").as_double() / 1e3;
   CHECK(ms >= 20);
   CHECK(ms < 200);  // at its thread's end, not at the stop
+  const auto step = events_named(trace, "ProfilerStep#1");  // keeps its number
+  REQUIRE(step.size() == 1);
+  CHECK(step[0].at("ph").as_string() == "X");
+  const double step_end = step[0].at("ts").as_double() + step[0].at("dur").as_double();
+  CHECK(step_end >= scope[0].at("ts").as_double() + scope[0].at("dur").as_double());
   const auto& counts = trace.at("proftrace").as_object();
-  CHECK(counts.at("truncated_scopes").as_int64() == 1);
+  CHECK(counts.at("scopes_closed_at_thread_exit").as_int64() == 2);
+  CHECK(counts.at("truncated_scopes").as_int64() == 0);
+  CHECK(counts.at("lost_events_total").as_int64() == 0);
   CHECK(counts.at("scopes_ended_on_another_thread").as_int64() == 0);
 }
 

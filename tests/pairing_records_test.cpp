@@ -233,6 +233,31 @@ TEST_CASE("pairing: a scope moved to another thread whose end may have been lost
   }
 }
 
+TEST_CASE("pairing: a gone thread's open scopes end at its exit when the window closes, unless another thread ends them") {
+  for (const bool ended_elsewhere : {false, true}) {
+    CAPTURE(ended_elsewhere);
+    two_threads f;
+    f.feed(f.t1, {begin(10, site_a), begin(20, site_b)});
+    f.t1.last_ticks = 50;  // the thread's exit
+    REQUIRE(f.pairs.thread_gone(f.t1, &f.sink));  // kept: b or a may still end elsewhere
+    CHECK(f.sink.scopes.empty());
+    if (ended_elsewhere) f.feed(f.t2, {end(70, site_b, index_of(1, 1))});
+    f.pairs.close_at_thread_exit(f.t1, &f.sink);
+    CHECK(f.sink.counts.truncated_scopes == 0);
+    CHECK(f.sink.losses.unpaired == 0);
+    CHECK(f.sink.counts.moved_scopes == (ended_elsewhere ? 1 : 0));
+    CHECK(f.sink.counts.closed_at_thread_exit == (ended_elsewhere ? 1 : 2));
+    REQUIRE(f.sink.scopes.size() == (ended_elsewhere ? 1u : 2u));
+    CHECK(f.sink.scopes.back().name == "a");
+    CHECK(f.sink.scopes.back().end == 50);
+    CHECK_FALSE(f.sink.scopes.back().truncated);
+    // An end that comes after the window closed is counted as such, not lost.
+    f.feed(f.t2, {end(90, site_a, index_of(1, 0))});
+    CHECK(f.sink.losses.unpaired == 0);
+    CHECK(f.sink.counts.ended_after_their_session == 1);
+  }
+}
+
 TEST_CASE("pairing: what ran inside a scope that ended on another thread is its parent's child time, in either drain order") {
   // spawn { moved { before[20, 1020] } ... } on thread 1; moved ends on thread 2.
   const pt::site spawn{"spawn", "", "f.cpp", 7, pt::category::user_annotation};
@@ -461,7 +486,7 @@ TEST_CASE("pairing: an allocation after a loss is the frozen scope's only if its
     auto ts = thread_of(7, 1);
     f.pairs.attach(ts);
     f.feed(ts, {begin(10, site_a), begin(20, site_b), gap, alloc});
-    f.pairs.give_up_all(ts, &f.sink);
+    CHECK_FALSE(f.pairs.thread_gone(ts, &f.sink));  // all frozen: closed truncated at once
     REQUIRE(f.sink.closed.size() == 2);
     CHECK(f.sink.closed[0].mem_self[0] == 0);
     CHECK(f.sink.closed[1].mem_self[0] == 0);

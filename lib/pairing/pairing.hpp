@@ -35,6 +35,7 @@
 #include <optional>
 #include <span>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -185,10 +186,32 @@ class pairing {
     if (ring_dropped > ts.marked_drops) freeze(ts);
   }
 
-  // The thread is gone: what is still open will not end on it (a coroutine
-  // it began, resumed elsewhere), or lost its end.
-  void give_up_all(thread_state& ts, Sink* w) {
-    while (!ts.stack.empty()) give_up_top(ts, w, true);
+  // The thread is gone. What lost its end (a gap froze it) closes
+  // truncated now. Anything else open may still end on another thread (a
+  // coroutine resumed elsewhere, a fiber moved): then this returns true and
+  // the caller keeps `ts` (its address too) until the window closes, when
+  // close_at_thread_exit ends what no other thread did.
+  bool thread_gone(thread_state& ts, Sink* w) {
+    if (w != nullptr && std::any_of(ts.stack.begin(), ts.stack.end(), [](const open_scope& s) { return !s.frozen; }))
+      return true;
+    while (!ts.stack.empty()) give_up_top(ts, w);
+    detach(ts);
+    return false;
+  }
+
+  // A gone thread's scopes that no other thread ended: they end at its
+  // exit, in their own rows, counted as closed there (not as losses).
+  void close_at_thread_exit(thread_state& ts, Sink* w) {
+    while (!ts.stack.empty()) {
+      const open_scope& top = ts.stack.back();
+      if (top.frozen || w == nullptr) {
+        close_truncated_top(ts, w);
+        continue;
+      }
+      if (top.where != &api_step_site || !discard_api_steps) ++w->counts.closed_at_thread_exit;
+      remember_closed(top.index);
+      close_top(ts, w, std::max(w->to_ns(ts.last_ticks), top.begin_ns), false);
+    }
     detach(ts);
   }
 
@@ -200,8 +223,12 @@ class pairing {
     std::vector<open_scope> carried(ts.stack.begin(), ts.stack.end());
     if (old) {
       while (!ts.stack.empty()) {
-        if (ts.stack.back().frozen) close_truncated_top(ts, old);
-        else close_top(ts, old, old_at, false);
+        if (ts.stack.back().frozen) {
+          close_truncated_top(ts, old);
+          continue;
+        }
+        if (!next) remember_closed(ts.stack.back().index);
+        close_top(ts, old, old_at, false);
       }
     }
     ts.stack.clear();
@@ -222,24 +249,18 @@ class pairing {
   }
 
   // Async ranges still open are clipped and carried like scopes, but for
-  // scopes whose thread ended with them open: no other thread ended them,
-  // so they end where their thread did, counted truncated, and are not
-  // carried (an end that comes later finds no begin: unpaired). An end
+  // those that lost events after they began (their end may be among them):
+  // they end where they were last known open, counted truncated, and are
+  // not carried (an end that comes later finds no begin: unpaired). An end
   // whose begin never came lost it.
   void clip_and_carry_asyncs(Sink* old, std::int64_t old_at, Sink* next, std::int64_t next_at) {
     std::vector<std::uint64_t> ended;
     for (auto it = open_asyncs_.begin(); it != open_asyncs_.end();) {
       auto& [id, a] = *it;
-      // Its thread ended with it open, or events were lost after it began
-      // (its end may be among them): it ends where it was last known open.
-      const std::optional<std::int64_t> lost_at = old ? first_loss_after(*old, a.begin_ns) : std::nullopt;
-      if (a.thread_gone || lost_at) {
-        if (old) {
-          ++old->counts.truncated_scopes;
-          a.truncated = true;
-          const std::int64_t last_open = a.thread_gone ? a.thread_gone_ns : *lost_at;
-          old->async(a, id, std::clamp(last_open, a.begin_ns, std::max(old_at, a.begin_ns)), a.tid);
-        }
+      if (const std::optional<std::int64_t> lost_at = old ? first_loss_after(*old, a.begin_ns) : std::nullopt) {
+        ++old->counts.truncated_scopes;
+        a.truncated = true;
+        old->async(a, id, std::clamp(*lost_at, a.begin_ns, std::max(old_at, a.begin_ns)), a.tid);
         ended.push_back(id);
         it = open_asyncs_.erase(it);
         continue;
@@ -256,6 +277,7 @@ class pairing {
       std::erase_if(moved_async_ids_, [&](const auto& m) { return std::binary_search(ended.begin(), ended.end(), m.second); });
     }
     if (!next) {
+      if (old) remember_ranges_closed_at_end();
       open_asyncs_.clear();
       moved_async_ids_.clear();
     }
@@ -269,6 +291,8 @@ class pairing {
     by_uid_.clear();
     moved_async_ids_.clear();
     early_moved_ends_.clear();
+    closed_before_end_.clear();
+    asyncs_closed_before_end_.clear();
   }
 
  private:
@@ -391,7 +415,8 @@ class pairing {
   void async_end(thread_state& ts, const event& e, std::int64_t ns, Sink* w) {
     const auto found = open_asyncs_.find(e.payload);
     if (found == open_asyncs_.end()) {
-      early_async_ends_[e.payload] = {ns, ts.tid};
+      if (asyncs_closed_before_end_.erase(e.payload) != 0) ++w->counts.ended_after_their_session;
+      else early_async_ends_[e.payload] = {ns, ts.tid};
       return;
     }
     w->async(found->second, e.payload, ns, ts.tid);
@@ -544,7 +569,7 @@ class pairing {
     // Whatever began after it and is still open ended unseen.
     std::vector<open_scope> kept = unwind_to(ts, k, w);
     if (found) close_top(ts, w, ns, false);
-    else ++w->losses.unpaired;  // its begin was lost (and counted), or preceded this trace
+    else if (!ended_after_close(begin, w)) ++w->losses.unpaired;  // its begin was lost (and counted)
     for (auto it = kept.rbegin(); it != kept.rend(); ++it) ts.stack.push_back(std::move(*it));
   }
 
@@ -592,7 +617,7 @@ class pairing {
   // The top entry's end will not come on this thread. After a gap it was
   // lost: written truncated. Without one, it ended (or will end) on another
   // thread: an async range from here to that end.
-  void give_up_top(thread_state& ts, Sink* w, bool thread_gone = false) {
+  void give_up_top(thread_state& ts, Sink* w) {
     open_scope& top = ts.stack.back();
     if (top.frozen || w == nullptr) {
       close_truncated_top(ts, w);
@@ -604,7 +629,7 @@ class pairing {
     // counts as its parent's children, as in the written trace.
     if (!ts.stack.empty()) ts.stack.back().child_ns += s.child_ns;
     if (s.announced) w->withdrawn(ts, s, std::max(w->to_ns(ts.last_ticks), s.begin_ns));
-    const open_async a = moved_range(s, ts.tid, w->to_ns(ts.last_ticks), thread_gone);
+    const open_async a = moved_range(s, ts.tid);
     if (const auto early = early_moved_ends_.find(s.index); early != early_moved_ends_.end()) {
       write_moved(*w, a, early->second.end_ns, early->second.tid);
       early_moved_ends_.erase(early);
@@ -655,13 +680,11 @@ class pairing {
 
   // The async range a scope that ended on another thread becomes, with what
   // was recorded in it on its first thread (args, FLOPs, shapes).
-  static open_async moved_range(const open_scope& s, std::int64_t tid, std::int64_t thread_gone_ns, bool thread_gone) {
+  static open_async moved_range(const open_scope& s, std::int64_t tid) {
     return {.where = s.where,
             .begin_ns = s.begin_ns,
             .tid = tid,
             .external_id = s.external_id,
-            .thread_gone_ns = thread_gone_ns,
-            .thread_gone = thread_gone,
             .dynamic_name = s.dynamic_name,
             .shapes = s.shapes,
             .flops = s.flops,
@@ -686,6 +709,7 @@ class pairing {
     }
     if (const auto owner = by_uid_.find(ring_uid_of(begin)); owner != by_uid_.end() && take_moved(*owner->second, begin, ns, ts.tid, w))
       return;
+    if (ended_after_close(begin, w)) return;
     early_moved_ends_[begin] = {ns, ts.tid};  // its begin is still to come (or was lost)
   }
 
@@ -695,7 +719,7 @@ class pairing {
     const auto it = std::lower_bound(o.stack.begin(), o.stack.end(), begin,
                                      [](const open_scope& s, std::uint64_t i) { return s.index < i; });
     if (it == o.stack.end() || it->index != begin) return false;
-    const open_async a = moved_range(*it, o.tid, 0, false);
+    const open_async a = moved_range(*it, o.tid);
     if (it->announced) w->withdrawn(o, *it, std::max(ns, it->begin_ns));
     const auto at = static_cast<std::size_t>(it - o.stack.begin());
     if (at > 0) o.stack[at - 1].child_ns += it->child_ns;  // as give_up_top: its children become its parent's
@@ -709,8 +733,38 @@ class pairing {
   bool begin_of_moved_scope(thread_state& ts, const open_scope& s, Sink* w) {
     const auto early = early_moved_ends_.find(s.index);
     if (early == early_moved_ends_.end()) return false;
-    write_moved(*w, moved_range(s, ts.tid, 0, false), early->second.end_ns, early->second.tid);
+    write_moved(*w, moved_range(s, ts.tid), early->second.end_ns, early->second.tid);
     early_moved_ends_.erase(early);
+    return true;
+  }
+
+  // Scopes written closed at the end of their trace window (its session's
+  // stop, or their gone thread's exit) by begin index: their end may still
+  // come in a later one (a scope across a stop and a start, a C push popped
+  // in the next session), counted as such, not as a loss.
+  static constexpr std::size_t max_closed_before_end = std::size_t{1} << 16;
+  void remember_closed(std::uint64_t begin) {
+    if (closed_before_end_.size() < max_closed_before_end) closed_before_end_.insert(begin);
+  }
+  void remember_closed_async(std::uint64_t id) {
+    if (asyncs_closed_before_end_.size() < max_closed_before_end) asyncs_closed_before_end_.insert(id);
+  }
+  // The ranges a session's end closed (async ranges, and scopes given up on
+  // their thread): their ends may come in the next session.
+  void remember_ranges_closed_at_end() {
+    std::unordered_set<std::uint64_t> given_up;
+    for (const auto& [begin, id] : moved_async_ids_) {
+      remember_closed(begin);
+      given_up.insert(id);
+    }
+    for (const auto& [id, a] : open_asyncs_)
+      if (!given_up.contains(id)) remember_closed_async(id);
+  }
+  // Whether an end with no open begin belongs to a scope written closed
+  // before it came (then counted as such).
+  bool ended_after_close(std::uint64_t begin, Sink* w) {
+    if (closed_before_end_.erase(begin) == 0) return false;
+    ++w->counts.ended_after_their_session;
     return true;
   }
 
@@ -752,6 +806,8 @@ class pairing {
   // open_asyncs_, under the id given here), and ends seen before their begin.
   std::unordered_map<std::uint64_t, std::uint64_t> moved_async_ids_;
   std::unordered_map<std::uint64_t, early_async_end> early_moved_ends_;
+  std::unordered_set<std::uint64_t> closed_before_end_;
+  std::unordered_set<std::uint64_t> asyncs_closed_before_end_;
   // The window's losses (note_loss): [from, to] in ticks.
   static constexpr std::size_t max_losses = 1024;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> losses_;

@@ -187,10 +187,6 @@ struct open_async {
   std::int64_t begin_ns = 0;
   std::int64_t tid = 0;  // the thread that began it
   std::uint64_t external_id = 0;
-  // A scope still open when its thread ended: when that was. If no other
-  // thread ends it before the trace closes, it ends there (truncated).
-  std::int64_t thread_gone_ns = 0;
-  bool thread_gone = false;
   std::string dynamic_name{};  // a scope's runtime name (PROF_SCOPE_DYNAMIC, proftrace_push)
   bool truncated = false;  // written where it was last known open: its end was most likely lost
   // A scope that ended on another thread: what was recorded in it while it
@@ -256,6 +252,10 @@ struct pairing_counts {
   std::uint64_t unfreed_reallocations = 0;    // allocations at an address still live (no event was lost)
   std::uint64_t truncated_scopes = 0;         // scopes whose end was lost: written up to the loss, marked
   std::uint64_t moved_scopes = 0;             // scopes that ended on another thread: written as async ranges
+  std::uint64_t closed_at_thread_exit = 0;  // open when their thread exited, ended by no other: written ending there
+  // Ends of scopes and async ranges that an earlier trace window wrote
+  // closed at its end (a session's stop): not losses.
+  std::uint64_t ended_after_their_session = 0;
   std::uint64_t instant_events = 0;
   std::uint64_t counter_events = 0;
   std::uint64_t truncated_names = 0;  // runtime names and string args cut at the maximum length
