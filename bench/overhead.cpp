@@ -21,7 +21,7 @@
 #include "peers.hpp"
 
 #if PROFTRACE_WITH_CUDA
-#include "cuda/cupti_collector.hpp"
+#include "collect/cuda/cupti_collector.hpp"
 #endif
 
 #if PROFTRACE_BENCH_NVTX3

@@ -32,9 +32,9 @@
 #include "diff_statistics.hpp"
 #include "sample_reservoir.hpp"
 #include "trace_reader.hpp"
-#include "writers/perfetto/perfetto_builder.hpp"
-#include "writers/perfetto/perfetto_reader.hpp"
-#include "writers/perfetto/proto_encoder.hpp"
+#include "formats/perfetto/perfetto_builder.hpp"
+#include "formats/perfetto/perfetto_reader.hpp"
+#include "formats/perfetto/proto_encoder.hpp"
 
 namespace pt = proftrace::tools;
 using test_support::temp_dir;
@@ -2102,7 +2102,7 @@ void write_nested_trace(const std::filesystem::path& p, int steps) {
 TEST_CASE("convert JSON -> .pftrace in bounded memory: 4x the events, the same peak; the output reads back whole") {
   // Before, the converter held the parsed trace: these two traces peaked at
   // 199 and 780 MiB. Now the events are sorted through spilled runs
-  // (lib/sorted_runs.hpp) and the peak stays near the sort's 32 MiB
+  // (lib/spool/sorted_runs.hpp) and the peak stays near the sort's 32 MiB
   // budget: measured 48 and 56 MiB.
   temp_dir dir("cli-convert-bounded");
   const auto small = dir.path / "small.json", large = dir.path / "large.json";

@@ -23,7 +23,7 @@
 #include <proftrace/proftrace.hpp>
 
 #include "test_support.hpp"
-#include "writers/perfetto/perfetto_reader.hpp"
+#include "formats/perfetto/perfetto_reader.hpp"
 
 using test_support::events_named;
 using test_support::read_trace;

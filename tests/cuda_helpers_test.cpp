@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string>
 
-#include "cuda/cuda_runtime.hpp"
+#include "collect/cuda/cuda_runtime.hpp"
 #include "test_support.hpp"
 
 namespace {

@@ -1,4 +1,4 @@
-// The loader of libcupti and libcudart (lib/cuda/cuda_library.cpp): where it
+// The loader of libcupti and libcudart (lib/collect/cuda/cuda_library.cpp): where it
 // looks (PROFTRACE_CUDA_LIBRARY_DIRS, the sonames, the build's toolkit), the
 // reason it gives for a missing library or symbol, and the tables it yields
 // where a library is missing: every call fails and says why, nothing
@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "cuda/cuda_library.hpp"
-#include "cuda/cuda_runtime.hpp"
-#include "cuda/cupti_collector.hpp"
+#include "collect/cuda/cuda_library.hpp"
+#include "collect/cuda/cuda_runtime.hpp"
+#include "collect/cuda/cupti_collector.hpp"
 #include "test_support.hpp"
 
 using namespace proftrace::detail;

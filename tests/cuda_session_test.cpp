@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "cuda/cupti_collector.hpp"
+#include "collect/cuda/cupti_collector.hpp"
 #include "test_support.hpp"
 
 namespace {

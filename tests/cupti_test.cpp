@@ -12,7 +12,7 @@
 #include <map>
 #include <vector>
 
-#include "cuda/cupti_collector.hpp"
+#include "collect/cuda/cupti_collector.hpp"
 
 namespace {
 

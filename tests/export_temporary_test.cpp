@@ -1,6 +1,6 @@
 // A killed export leaves its temporary beside the destination; the next
 // export to that path removes it, and only it: never a live export's, nor
-// another destination's (lib/export_temporary.hpp).
+// another destination's (lib/spool/export_temporary.hpp).
 #include <doctest/doctest.h>
 
 #include <signal.h>
@@ -14,7 +14,7 @@
 
 #include <proftrace/proftrace.hpp>
 
-#include "export_temporary.hpp"
+#include "spool/export_temporary.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;

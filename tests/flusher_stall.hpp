@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "registry.hpp"
+#include "recording/registry.hpp"
 
 namespace test_support {
 

@@ -6,7 +6,7 @@
 
 #include <boost/json.hpp>
 
-#include "cuda/gpu_trace_writer.hpp"
+#include "collect/cuda/gpu_trace_writer.hpp"
 
 namespace {
 

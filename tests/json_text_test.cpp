@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string>
 
-#include "json_text.hpp"
+#include "formats/json_text.hpp"
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <thread>
 
-#include "memory_timeline.hpp"
+#include "reports/memory_timeline.hpp"
 #include "test_support.hpp"
 
 namespace {

@@ -24,8 +24,8 @@
 #include <regex>
 #include <vector>
 
-#include "mpi/clock_offset.hpp"
-#include "process_hooks.hpp"
+#include "collect/mpi/clock_offset.hpp"
+#include "session/process_hooks.hpp"
 #include "test_support.hpp"
 
 namespace {

@@ -21,7 +21,7 @@
 
 #include <proftrace/proftrace.hpp>
 
-#include "openmp/code_location.hpp"
+#include "collect/openmp/code_location.hpp"
 #include "test_support.hpp"
 
 using test_support::read_trace;

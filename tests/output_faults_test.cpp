@@ -20,7 +20,7 @@
 #include <string>
 
 #include "test_support.hpp"
-#include "trace_file.hpp"
+#include "spool/trace_file.hpp"
 
 namespace {
 

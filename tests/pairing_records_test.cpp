@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "pairing/pairing.hpp"
-#include "record_layout.hpp"
-#include "registry.hpp"
+#include "recording/record_layout.hpp"
+#include "recording/registry.hpp"
 #include "proftrace/detail/recorder.hpp"
 
 namespace pt = proftrace::detail;

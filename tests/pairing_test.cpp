@@ -30,7 +30,7 @@
 #include <proftrace/proftrace.hpp>
 
 #include "test_support.hpp"
-#include "writers/perfetto/perfetto_reader.hpp"
+#include "formats/perfetto/perfetto_reader.hpp"
 
 #if defined(__SANITIZE_THREAD__)
 #include <sanitizer/tsan_interface.h>

@@ -14,12 +14,12 @@
 
 #include "protobuf_wire.hpp"
 #include "test_support.hpp"
-#include "writers/perfetto/json_events_scanner.hpp"
-#include "writers/perfetto/kineto_to_perfetto.hpp"
-#include "writers/perfetto/perfetto_builder.hpp"
-#include "writers/perfetto/perfetto_reader.hpp"
-#include "writers/perfetto/proto_encoder.hpp"
-#include "writers/perfetto/perfetto_to_kineto.hpp"
+#include "formats/kineto_json/json_events_scanner.hpp"
+#include "formats/perfetto/kineto_to_perfetto.hpp"
+#include "formats/perfetto/perfetto_builder.hpp"
+#include "formats/perfetto/perfetto_reader.hpp"
+#include "formats/perfetto/proto_encoder.hpp"
+#include "formats/perfetto/perfetto_to_kineto.hpp"
 
 using namespace proftrace::detail;
 using namespace std::string_view_literals;

@@ -18,7 +18,7 @@
 
 #include "protobuf_wire.hpp"
 #include "test_support.hpp"
-#include "writers/perfetto/perfetto_reader.hpp"
+#include "formats/perfetto/perfetto_reader.hpp"
 
 namespace fs = std::filesystem;
 

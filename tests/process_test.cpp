@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "test_support.hpp"
-#include "writers/perfetto/perfetto_reader.hpp"
+#include "formats/perfetto/perfetto_reader.hpp"
 
 extern char** environ;
 

@@ -15,7 +15,7 @@
 #include <proftrace/proftrace.hpp>
 
 #include "flusher_stall.hpp"
-#include "registry.hpp"
+#include "recording/registry.hpp"
 #include "test_support.hpp"
 
 namespace pd = proftrace::detail;

@@ -9,8 +9,8 @@
 #include <thread>
 #include <tuple>
 
-#include "flusher.hpp"
-#include "registry.hpp"
+#include "drain/flusher.hpp"
+#include "recording/registry.hpp"
 #include "flusher_stall.hpp"
 #include "test_support.hpp"
 

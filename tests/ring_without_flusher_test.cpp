@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "registry.hpp"
+#include "recording/registry.hpp"
 
 namespace pd = proftrace::detail;
 

@@ -1,4 +1,4 @@
-// The spool file (lib/trace_file.cpp): its bytes after each commit, and the
+// The spool file (lib/spool/trace_file.cpp): its bytes after each commit, and the
 // space it reserves past its end on ext4, which never shows in its size or
 // content and goes back once the trace is finished.
 #include <doctest/doctest.h>
@@ -16,7 +16,7 @@
 #include <string>
 
 #include "test_support.hpp"
-#include "trace_file.hpp"
+#include "spool/trace_file.hpp"
 
 using test_support::read_text;
 using test_support::temp_dir;

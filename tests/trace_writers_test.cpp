@@ -17,13 +17,13 @@
 #include <string>
 #include <vector>
 
-#include "json_text.hpp"
+#include "formats/json_text.hpp"
 #include "pairing/pairing.hpp"
 #include "protobuf_wire.hpp"
-#include "record_layout.hpp"
-#include "writers/json/kineto_json_writer.hpp"
-#include "writers/perfetto/perfetto_reader.hpp"
-#include "writers/perfetto/perfetto_writer.hpp"
+#include "recording/record_layout.hpp"
+#include "formats/kineto_json/kineto_json_writer.hpp"
+#include "formats/perfetto/perfetto_reader.hpp"
+#include "formats/perfetto/perfetto_writer.hpp"
 
 namespace pt = proftrace::detail;
 using namespace test_wire;

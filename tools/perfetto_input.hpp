@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "writers/perfetto/perfetto_reader.hpp"
+#include "formats/perfetto/perfetto_reader.hpp"
 
 namespace proftrace::detail {
 class decoded_json_writer;

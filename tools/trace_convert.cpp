@@ -3,9 +3,9 @@
 #include "perfetto_input.hpp"
 #include "trace_input.hpp"
 #include "trace_reader.hpp"
-#include "writers/perfetto/compressed_output.hpp"
-#include "writers/perfetto/kineto_to_perfetto.hpp"
-#include "writers/perfetto/perfetto_to_kineto.hpp"
+#include "spool/compressed_output.hpp"
+#include "formats/perfetto/kineto_to_perfetto.hpp"
+#include "formats/perfetto/perfetto_to_kineto.hpp"
 
 namespace proftrace::tools {
 

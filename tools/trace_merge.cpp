@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "trace_reader.hpp"
-#include "writers/perfetto/json_events_scanner.hpp"
+#include "formats/kineto_json/json_events_scanner.hpp"
 
 namespace proftrace::tools {
 

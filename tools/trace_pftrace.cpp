@@ -13,9 +13,9 @@
 #include "perfetto_input.hpp"
 #include "trace_input.hpp"
 #include "trace_reader.hpp"
-#include "tensorboard_handler.hpp"
-#include "writers/perfetto/perfetto_reader.hpp"
-#include "writers/perfetto/perfetto_to_kineto.hpp"
+#include "session/tensorboard_handler.hpp"
+#include "formats/perfetto/perfetto_reader.hpp"
+#include "formats/perfetto/perfetto_to_kineto.hpp"
 
 namespace proftrace::tools {
 

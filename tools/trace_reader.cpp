@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "trace_input.hpp"
-#include "writers/perfetto/perfetto_reader.hpp"
+#include "formats/perfetto/perfetto_reader.hpp"
 
 namespace proftrace::tools {
 

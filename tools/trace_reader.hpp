@@ -326,7 +326,7 @@ class aggregator {
   std::unordered_map<std::string, std::int64_t> stack_self_ns_;  // '\x1f'-joined names, outermost first
   std::vector<std::string> stack_order_;
 
-  // Buffered events (see the constructor; lib/sorted_runs.hpp) and their threads.
+  // Buffered events (see the constructor; lib/spool/sorted_runs.hpp) and their threads.
   struct event_runs;
   std::unique_ptr<event_runs> runs_;
   std::vector<std::string> thread_names_;

@@ -24,7 +24,7 @@
 #include "perfetto_input.hpp"
 #include "trace_input.hpp"
 #include "trace_reader.hpp"
-#include "writers/perfetto/perfetto_reader.hpp"
+#include "formats/perfetto/perfetto_reader.hpp"
 
 namespace proftrace::tools {
 
@@ -390,7 +390,7 @@ class json_prefix_scanner {
   std::uint64_t trailer_value_ = 0;
 };
 
-// proftrace's spool (lib/trace_file.cpp) ends every closing part with 67
+// proftrace's spool (lib/spool/trace_file.cpp) ends every closing part with 67
 // bytes of white space naming the offset where that closing part begins:
 // '\t', the offset's 64 bits least significant first (' ' 0, '\t' 1),
 // "\t\n". Sets `at` to that offset and returns true when the plain file

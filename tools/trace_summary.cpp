@@ -12,9 +12,9 @@
 #include <string_view>
 #include <limits>
 
-#include "sorted_runs.hpp"
+#include "spool/sorted_runs.hpp"
 #include "trace_reader.hpp"
-#include "writers/perfetto/perfetto_reader.hpp"
+#include "formats/perfetto/perfetto_reader.hpp"
 
 namespace proftrace::tools {
 

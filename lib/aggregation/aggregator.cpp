@@ -1,12 +1,12 @@
-#include "aggregation/aggregator.hpp"
+#include "aggregator.hpp"
 
 #include <algorithm>
 #include <map>
 #include <tuple>
 
-#include "json_text.hpp"
+#include "formats/json_text.hpp"
 #if PROFTRACE_WITH_COUNTERS
-#include "counters/counter_kinds.hpp"
+#include "collect/counters/counter_kinds.hpp"
 #endif
 #include "proftrace/detail/recorder.hpp"
 

@@ -12,8 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cuda/cuda_collection.hpp"
-#include "memory_timeline.hpp"
+#include "collect/cuda/cuda_collection.hpp"
+#include "reports/memory_timeline.hpp"
 #include "pairing/memory_resolver.hpp"
 #include "pairing/scope_stack.hpp"
 #include "proftrace/key_averages.hpp"

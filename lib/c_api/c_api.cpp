@@ -17,14 +17,14 @@
 #include <unordered_map>
 
 #include "c_config.hpp"
-#include "registry.hpp"
+#include "recording/registry.hpp"
 #include "proftrace/distributed.hpp"
 #include "proftrace/detail/recorder.hpp"
 #include "proftrace/flops.hpp"
 #include "proftrace/profile.hpp"
 #include "proftrace/schedule.hpp"
-#include "tensorboard_handler.hpp"
-#include "warn.hpp"
+#include "session/tensorboard_handler.hpp"
+#include "helpers/warn.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {

@@ -9,7 +9,7 @@
 
 #include "c_config.hpp"
 #include "proftrace/schedule.hpp"
-#include "tensorboard_handler.hpp"
+#include "session/tensorboard_handler.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {

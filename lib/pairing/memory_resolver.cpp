@@ -1,4 +1,4 @@
-#include "pairing/memory_resolver.hpp"
+#include "memory_resolver.hpp"
 
 #include <algorithm>
 

@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "memory_timeline.hpp"
-#include "pairing/scope_stack.hpp"
+#include "reports/memory_timeline.hpp"
+#include "scope_stack.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {

@@ -39,14 +39,14 @@
 #include <utility>
 #include <vector>
 
-#include "pairing/memory_resolver.hpp"
-#include "pairing/scope_stack.hpp"
-#include "cuda/cuda_collection.hpp"
+#include "memory_resolver.hpp"
+#include "scope_stack.hpp"
+#include "collect/cuda/cuda_collection.hpp"
 #include "proftrace/async_range.hpp"
 #include "proftrace/key_averages.hpp"
 #include "proftrace/detail/recorder.hpp"
-#include "record_layout.hpp"
-#include "registry.hpp"
+#include "recording/record_layout.hpp"
+#include "recording/registry.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {

@@ -1,7 +1,7 @@
-#include "pairing/scope_stack.hpp"
+#include "scope_stack.hpp"
 
-#include "json_text.hpp"
-#include "registry.hpp"
+#include "formats/json_text.hpp"
+#include "recording/registry.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {

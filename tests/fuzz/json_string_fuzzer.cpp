@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "json_text.hpp"
+#include "formats/json_text.hpp"
 
 namespace {
 

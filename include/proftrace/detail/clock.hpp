@@ -2,7 +2,7 @@
 //
 // Raw rdtsc (no fence) where the TSC is invariant; CLOCK_MONOTONIC_RAW
 // nanoseconds otherwise. The flusher converts ticks to Unix nanoseconds with
-// the calibration in lib/clock.cpp, so the hot path never multiplies.
+// the calibration in lib/recording/clock.cpp, so the hot path never multiplies.
 #pragma once
 
 #include <atomic>
@@ -65,7 +65,7 @@ clock_calibration calibrate_clock();
 
 // The trace clock, what the flusher writes, read now in Unix nanoseconds:
 // one calibration for the whole process, so that the readings of one clock
-// exchange (lib/mpi/clock_offset.cpp) share a slope.
+// exchange (lib/collect/mpi/clock_offset.cpp) share a slope.
 std::int64_t trace_clock_ns();
 
 }  // namespace detail

@@ -160,7 +160,7 @@ struct counter_marks {
 // ring index (token_dropped: the begin was dropped, the end is still
 // recorded and counted), with token_marked set when the scope opened marks
 // beside its events (an NVTX range, a CUDA correlation, counters), which
-// the thread keeps until the end (lib/scope_recording.cpp). Ring indices stay
+// the thread keeps until the end (lib/recording/scope_recording.cpp). Ring indices stay
 // below token_dropped: uids stop at ring_uid_limit - 2 (ring.cpp).
 using scope_token = std::uint64_t;
 inline constexpr scope_token token_marked = std::uint64_t{1} << 63;

@@ -1,0 +1,44 @@
+// Internal: what each collector does at a session's edges, so that a
+// session runs the collectors of this build through one list
+// (collector_hooks.cpp) instead of knowing each of them.
+//
+//   for (const collector_hooks* c : build_collectors())
+//     if (asked.contains(c->kind) && c->start(opts, named, forked)) collecting = collecting | activity_set{c->kind};
+//
+// A collector defines its hooks beside its code (cuda/cuda_hooks.cpp) and
+// adds one line to build_collectors(). Every hook may be null: nothing to do.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "collect/cuda/cuda_collection.hpp"
+#include "drain/flusher.hpp"
+#include "proftrace/collectors.hpp"
+#include "proftrace/profile.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+struct collector_hooks {
+  activity kind;
+  // At start(): whether it collects in this process now. `named`: the
+  // program asked for it by name, so a missing one warns (once).
+  bool (*start)(const profile_options& opts, bool named, bool in_forked_child);
+  // At stop(): ends what start() began.
+  void (*stop)();
+  // The recorder's state bits while it collects (recorder.hpp state_*).
+  std::uint32_t (*state_bits)(const profile_options& opts);
+  // What a trace window needs of it (devices, flags).
+  void (*open_window)(const profile_options& opts, window_options& w);
+  // Its records for the trace that closes now (GPU activities).
+  gpu_batch (*take)();
+};
+
+// The collectors compiled into this build.
+std::span<const collector_hooks* const> build_collectors();
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

@@ -1,0 +1,504 @@
+#include "kineto_to_perfetto.hpp"
+
+#include <boost/iostreams/device/file.hpp>
+#include <boost/iostreams/filter/gzip.hpp>
+#include <boost/iostreams/filter/zstd.hpp>
+#include <boost/iostreams/filtering_stream.hpp>
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <cstdint>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+#include <unordered_map>
+#include <vector>
+
+#include "spool/sorted_runs.hpp"
+#include "spool/compressed_output.hpp"
+#include "formats/kineto_json/json_events_scanner.hpp"
+#include "perfetto_builder.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+namespace {
+
+namespace json = boost::json;
+
+constexpr std::size_t output_flush_bytes = std::size_t{1} << 20;
+
+// A pid or tid: its text (the map key and a named track's name), and its
+// value when it is an integer.
+struct id_value {
+  std::string text;
+  bool is_number = false;
+  std::int64_t number = 0;
+};
+
+id_value read_id(const json::object& o, std::string_view key) {
+  id_value id;
+  const json::value* v = o.if_contains(key);
+  if (!v) return id;
+  if (v->is_string()) {
+    id.text = std::string(v->get_string());
+  } else if (v->is_int64() || (v->is_uint64() && v->get_uint64() <= INT64_MAX) ||
+             (v->is_double() && std::trunc(v->get_double()) == v->get_double() &&
+              std::fabs(v->get_double()) < 9.2e18)) {  // a whole number int64 holds; any other is text
+    id.is_number = true;
+    id.number = v->is_int64() ? v->get_int64() : v->is_uint64() ? static_cast<std::int64_t>(v->get_uint64())
+                                                               : static_cast<std::int64_t>(v->get_double());
+    id.text = std::to_string(id.number);
+  } else {
+    id.text = json::serialize(*v);
+  }
+  return id;
+}
+
+std::string_view string_of(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  return v && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
+}
+
+// A number of microseconds as integer nanoseconds, within +-4e18 (126
+// years: a ts plus a dur, and either plus the base, stay exact or wrap
+// defined; a value past them is counted in `clamped`); false when absent.
+bool read_ns(const json::object& o, std::string_view key, std::int64_t& ns, std::uint64_t& clamped) {
+  const json::value* v = o.if_contains(key);
+  if (!v || !v->is_number()) return false;
+  constexpr double max_abs_ns = 4e18;
+  const double given = v->to_number<double>() * 1000.0;
+  if (!(std::fabs(given) <= max_abs_ns)) ++clamped;
+  ns = static_cast<std::int64_t>(std::llround(std::clamp(given, -max_abs_ns, max_abs_ns)));
+  return true;
+}
+
+// What an event becomes; flows first: they sort before the "X" events they bind to.
+enum class step : std::uint8_t { flow_start, flow_end, x, instant, counter, async_begin, async_end };
+
+// One event as the sort sees it; its JSON text (a flow: its id) is the payload.
+struct step_key {
+  std::int64_t ts = 0, end = 0;  // end: an "X"'s ts + dur
+  std::uint64_t seq = 0;         // its place in the file
+  std::uint32_t thread = 0;      // index into converter::threads_
+  step what = step::x;
+};
+
+int rank_at_one_time(step s) { return s <= step::flow_end ? 0 : s == step::x ? 1 : 2; }
+
+// The order events are written in: by time; at one time a thread's flows,
+// then its "X" events (the longer first: an enclosing slice begins before
+// what it holds, and the innermost comes last), then instants, counters
+// and async steps in file order. Each thread's and track's own order is
+// what Perfetto reads; threads interleave by time.
+struct step_order {
+  bool operator()(const step_key& a, const step_key& b) const noexcept {
+    if (a.ts != b.ts) return a.ts < b.ts;
+    const int ra = rank_at_one_time(a.what), rb = rank_at_one_time(b.what);
+    if (ra != rb) return ra < rb;
+    if (ra != 2 && a.thread != b.thread) return a.thread < b.thread;
+    if (ra == 1 && a.end != b.end) return a.end > b.end;
+    return a.seq < b.seq;
+  }
+};
+
+// What the sort holds in memory before it spills a run (lib/spool/sorted_runs.hpp).
+constexpr sorted_runs<step_key, step_order>::limits sort_limits{
+    .max_items = std::size_t{1} << 20, .max_bytes = std::size_t{32} << 20, .max_runs = 64};
+
+// Parses one event at a time into a reused block: no allocation per event
+// of ordinary size. A value lives until the next parse().
+class event_parser {
+ public:
+  // Null when the text is not JSON.
+  json::value parse(std::string_view text) {
+    resource_.release();
+    boost::system::error_code ec;
+    json::value v = json::parse(text, ec, json::storage_ptr(&resource_));
+    return ec ? json::value() : v;
+  }
+
+ private:
+  unsigned char block_[std::size_t{64} << 10];
+  json::monotonic_resource resource_{block_, sizeof block_};
+};
+
+using annotation_value = decltype(annotation::value);
+
+// The args of one event as annotations (valid until the next call).
+class args_view {
+ public:
+  annotations of(const json::object& event) {
+    list_.clear();
+    texts_.clear();
+    const json::value* args = event.if_contains("args");
+    if (!args || !args->is_object()) return {};
+    const auto& o = args->get_object();
+    texts_.reserve(o.size());  // views into texts_ stay valid
+    for (const auto& kv : o) list_.push_back({.name = kv.key(), .value = value_of(kv.value())});
+    return list_;
+  }
+
+ private:
+  annotation_value value_of(const json::value& v) {
+    switch (v.kind()) {
+      case json::kind::int64: return v.get_int64();
+      case json::kind::uint64: return v.get_uint64();
+      case json::kind::double_: return v.get_double();
+      case json::kind::bool_: return v.get_bool();
+      case json::kind::string: return std::string_view(v.get_string());
+      default: break;
+    }
+    texts_.push_back(json::serialize(v));
+    return json_value{texts_.back()};
+  }
+  std::vector<annotation> list_;
+  std::vector<std::string> texts_;
+};
+
+// Reads the events (add, member), sorting them to disk beyond a bound, then
+// writes them (write): memory is that bound, the metadata, and each
+// thread's open slices.
+class converter {
+ public:
+  // `stage`: where every sequence's builder appends (it outlives the converter).
+  converter(kineto_conversion& stats, packet_stage& stage) : stats_(stats), stage_(stage) {}
+  void add(std::string_view text);
+  void member(std::string_view key, std::string_view value);
+  // `b`: the main sequence's builder, on the same stage.
+  void write(perfetto_builder& b, const std::function<void()>& flush);
+
+ private:
+  struct thread_key {
+    id_value pid, tid;
+  };
+  // A flow event at the time being written: it binds to the innermost "X"
+  // of its thread starting then (as Perfetto binds a flow to the deepest
+  // slice open at its time).
+  struct flow {
+    std::uint32_t thread;
+    bool start;
+    std::uint64_t id;
+  };
+  struct open_slice {
+    std::int64_t end;
+    std::vector<std::uint64_t> ending_flows;
+  };
+  std::uint32_t thread_of(const json::object& e);
+  void add_metadata(const json::object& e);
+  void add_flow(const json::object& e, step_key k, bool start);
+  void take(perfetto_builder& b, const step_key& k, std::string_view payload);
+  void begin_pending(perfetto_builder& b, bool innermost);
+  void take_flows(std::uint32_t thread, std::vector<std::uint64_t>& ending);
+  void end_slices(perfetto_builder& b, std::uint32_t thread, std::int64_t until);
+  std::uint64_t thread_track(perfetto_builder& b, std::uint32_t thread);
+  perfetto_builder& events_of(perfetto_builder& b, std::uint32_t thread);
+  std::uint64_t process_track(perfetto_builder& b, const id_value& pid);
+  std::int64_t unix_ns(std::int64_t ts) const;
+  void emit_single(perfetto_builder& b, const step_key& k, std::string_view payload);
+  void emit_instant(perfetto_builder& b, const step_key& k, const json::object& e);
+  void emit_counters(perfetto_builder& b, const step_key& k, const json::object& e);
+
+  kineto_conversion& stats_;
+  std::int64_t base_ns_ = 0;
+  std::vector<std::pair<std::string, std::string>> top_level_;  // key, JSON text
+  std::vector<thread_key> threads_;
+  std::unordered_map<std::string, std::uint32_t> thread_index_;  // "pid\x1ftid"
+  std::unordered_map<std::string, std::string> thread_names_, process_names_;
+  // process_labels, process_sort_index, thread_sort_index: by pid, by "pid\x1ftid"
+  std::unordered_map<std::string, track_order> process_order_, thread_order_;
+  sorted_runs<step_key, step_order> runs_{step_order{}, sort_limits};
+  std::uint64_t seq_ = 0;
+  event_parser parser_;
+
+  // While writing: the "X" event read last, begun once the next event says
+  // whether it is the innermost at its (thread, ts).
+  bool pending_ = false;
+  step_key pending_key_;
+  std::string pending_payload_;
+  std::vector<flow> flows_here_;  // at flows_ts_, by thread
+  std::int64_t flows_ts_ = 0;
+  std::size_t flows_cursor_ = 0;  // the "X" events at one time come by thread too
+  std::vector<std::vector<open_slice>> open_;  // by thread, innermost last
+  std::vector<std::uint64_t> thread_uuids_;  // 0: not declared yet
+  // A numeric thread's own packet sequence (its track and clock by default,
+  // timestamps as deltas): its slices and instants; made at its first.
+  std::vector<std::unique_ptr<perfetto_builder>> thread_events_;
+  packet_stage& stage_;
+  std::vector<std::uint64_t> scratch_ids_;
+  args_view args_;
+};
+
+std::uint32_t converter::thread_of(const json::object& e) {
+  thread_key k{read_id(e, "pid"), read_id(e, "tid")};
+  std::string key = k.pid.text + '\x1f' + k.tid.text;
+  const auto [it, fresh] = thread_index_.emplace(std::move(key), static_cast<std::uint32_t>(threads_.size()));
+  if (fresh) threads_.push_back(std::move(k));
+  return it->second;
+}
+
+void converter::add_metadata(const json::object& e) {
+  const json::value* args = e.if_contains("args");
+  if (!args || !args->is_object()) return;
+  const auto arg = [&](std::string_view key) { return args->get_object().if_contains(key); };
+  const std::string_view what = string_of(e, "name");
+  const std::string pid = read_id(e, "pid").text, thread = pid + '\x1f' + read_id(e, "tid").text;
+  const json::value* v = arg(what == "process_labels" ? "labels" : what.ends_with("_sort_index") ? "sort_index" : "name");
+  if (v && v->is_string()) {
+    if (what == "thread_name") thread_names_[thread] = v->get_string();
+    else if (what == "process_name") process_names_[pid] = v->get_string();
+    else if (what == "process_labels") process_order_[pid].labels = v->get_string();
+  } else if (v && v->is_int64()) {
+    if (what == "process_sort_index") process_order_[pid].sort_index = v->get_int64();
+    else if (what == "thread_sort_index") thread_order_[thread].sort_index = v->get_int64();
+  }
+}
+
+void converter::add_flow(const json::object& e, step_key k, bool start) {
+  const json::value* id = e.if_contains("id");
+  if (!id || !(id->is_int64() || id->is_uint64())) return void(++stats_.skipped);
+  const std::uint64_t value = id->is_int64() ? static_cast<std::uint64_t>(id->get_int64()) : id->get_uint64();
+  k.what = start ? step::flow_start : step::flow_end;
+  runs_.add(k, std::string_view(reinterpret_cast<const char*>(&value), sizeof value));
+}
+
+void converter::add(std::string_view text) {
+  ++stats_.events;
+  const json::value v = parser_.parse(text);
+  if (!v.is_object()) return void(++stats_.skipped);
+  const json::object& e = v.get_object();
+  const std::string_view ph = string_of(e, "ph");
+  if (ph == "M") return add_metadata(e);
+  std::int64_t ts = 0, dur = 0;
+  if (!read_ns(e, "ts", ts, stats_.clamped) || ph.size() != 1) return void(++stats_.skipped);
+  step_key k{.ts = ts, .end = ts, .seq = seq_++, .thread = thread_of(e)};
+  if (ph == "s" || ph == "f") return add_flow(e, k, ph == "s");
+  switch (ph[0]) {
+    case 'X': k.what = step::x, read_ns(e, "dur", dur, stats_.clamped), ++stats_.slices; break;
+    case 'i': case 'I': k.what = step::instant, ++stats_.instants; break;
+    case 'C': k.what = step::counter, ++stats_.counters; break;
+    case 'b': k.what = step::async_begin, ++stats_.async_slices; break;
+    case 'e': k.what = step::async_end; break;
+    default: return void(++stats_.skipped);
+  }
+  k.end = ts + std::max<std::int64_t>(dur, 0);
+  runs_.add(k, text);
+}
+
+// Every top-level key but the events is kept as trace-wide metadata
+// (distributedInfo, clockAlignment, a user's keys), so that converting back
+// gives them back.
+void converter::member(std::string_view key, std::string_view value) {
+  if (key != "traceEvents" && key != "displayTimeUnit") top_level_.emplace_back(key, value);
+  if (key != "baseTimeNanoseconds") return;
+  boost::system::error_code ec;
+  const json::value v = json::parse(value, ec);
+  if (!ec && v.is_number()) base_ns_ = v.to_number<std::int64_t>(ec);
+}
+
+std::uint64_t converter::process_track(perfetto_builder& b, const id_value& pid) {
+  if (!pid.is_number) return b.named_track(pid.text, 0, 0);
+  const auto name = process_names_.find(pid.text);
+  const auto order = process_order_.find(pid.text);
+  return b.process_track(pid.number, name == process_names_.end() ? std::string_view() : name->second,
+                         order == process_order_.end() ? track_order{} : order->second);
+}
+
+std::uint64_t converter::thread_track(perfetto_builder& b, std::uint32_t thread) {
+  if (thread_uuids_[thread]) return thread_uuids_[thread];
+  const thread_key& k = threads_[thread];
+  const auto found = thread_names_.find(k.pid.text + '\x1f' + k.tid.text);
+  const std::string_view name = found == thread_names_.end() ? std::string_view() : found->second;
+  const std::uint64_t process = process_track(b, k.pid);
+  const auto order = thread_order_.find(k.pid.text + '\x1f' + k.tid.text);
+  const std::uint64_t uuid = k.pid.is_number && k.tid.is_number
+                                 ? b.thread_track(k.pid.number, k.tid.number, name,
+                                                  order == thread_order_.end() ? track_order{} : order->second)
+                                 : b.named_track(name.empty() ? k.tid.text : name, process, 0);
+  return thread_uuids_[thread] = uuid;
+}
+
+perfetto_builder& converter::events_of(perfetto_builder& b, std::uint32_t thread) {
+  const std::uint64_t track = thread_track(b, thread);
+  if (thread_events_[thread]) return *thread_events_[thread];
+  if (!threads_[thread].pid.is_number || !threads_[thread].tid.is_number) return b;  // a named track
+  constexpr std::uint32_t first_thread_sequence = 3;
+  thread_events_[thread] = std::make_unique<perfetto_builder>(
+      stage_, first_thread_sequence + thread,
+      perfetto_builder::thread_defaults{.default_track = track, .origin_unix_ns = base_ns_});
+  return *thread_events_[thread];
+}
+
+// Wraps for a crafted base, as the readers' ns_after wraps back.
+std::int64_t converter::unix_ns(std::int64_t ts) const {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(base_ns_) + static_cast<std::uint64_t>(ts));
+}
+
+void converter::write(perfetto_builder& b, const std::function<void()>& flush) {
+  thread_uuids_.assign(threads_.size(), 0);
+  thread_events_.resize(threads_.size());
+  open_.resize(threads_.size());
+  b.trace_metadata(top_level_);
+  runs_.merge([&](const step_key& k, std::string_view payload) {
+    take(b, k, payload);
+    if (b.out().size() >= output_flush_bytes) flush();
+  });
+  begin_pending(b, true);
+  for (std::uint32_t thread = 0; thread < open_.size(); ++thread) end_slices(b, thread, INT64_MAX);
+  flush();
+}
+
+void converter::take(perfetto_builder& b, const step_key& k, std::string_view payload) {
+  if (pending_) begin_pending(b, !(k.what == step::x && k.ts == pending_key_.ts && k.thread == pending_key_.thread));
+  if (k.ts != flows_ts_ && !flows_here_.empty()) flows_here_.clear(), flows_cursor_ = 0;
+  flows_ts_ = k.ts;
+  if (k.what == step::flow_start || k.what == step::flow_end) {
+    std::uint64_t id = 0;
+    std::memcpy(&id, payload.data(), std::min(payload.size(), sizeof id));
+    flows_here_.push_back({k.thread, k.what == step::flow_start, id});
+  } else if (k.what == step::x) {
+    pending_ = true;
+    pending_key_ = k;
+    pending_payload_.assign(payload);
+  } else {
+    emit_single(b, k, payload);
+  }
+}
+
+// The flows of `thread` at the current time: starts into scratch_ids_,
+// ends into `ending` (written at the slice's END).
+void converter::take_flows(std::uint32_t thread, std::vector<std::uint64_t>& ending) {
+  while (flows_cursor_ < flows_here_.size() && flows_here_[flows_cursor_].thread < thread) ++flows_cursor_;
+  for (; flows_cursor_ < flows_here_.size() && flows_here_[flows_cursor_].thread == thread; ++flows_cursor_) {
+    const flow& f = flows_here_[flows_cursor_];
+    (f.start ? scratch_ids_ : ending).push_back(f.id);
+  }
+  stats_.flows += scratch_ids_.size() + ending.size();
+}
+
+// The pending "X" event's BEGIN, after the ENDs of what ended on its thread
+// by then; cut at its parent's end when it outlives it.
+void converter::begin_pending(perfetto_builder& b, bool innermost) {
+  if (!pending_) return;
+  pending_ = false;
+  const step_key& k = pending_key_;
+  end_slices(b, k.thread, k.ts);
+  std::vector<open_slice>& open = open_[k.thread];
+  open_slice slice{.end = open.empty() ? k.end : std::min(k.end, open.back().end), .ending_flows = {}};
+  scratch_ids_.clear();
+  if (innermost) take_flows(k.thread, slice.ending_flows);
+  const json::value v = parser_.parse(pending_payload_);
+  if (!v.is_object()) return;  // parsed as an object once already
+  const json::object& e = v.get_object();
+  const std::string_view name = string_of(e, "name"), cat = string_of(e, "cat");
+  perfetto_builder& t = events_of(b, k.thread);
+  const std::uint64_t track = thread_track(b, k.thread);
+  if (name.starts_with("ProfilerStep#") && scratch_ids_.empty())  // one name per step: not interned
+    t.slice_begin(track, unix_ns(k.ts), perfetto_builder::one_off_name{name}, cat, args_.of(e));
+  else
+    t.slice_begin(track, unix_ns(k.ts), name, cat, args_.of(e), scratch_ids_);
+  open.push_back(std::move(slice));
+}
+
+// ENDs of the thread's open slices that end by `until`, innermost first.
+void converter::end_slices(perfetto_builder& b, std::uint32_t thread, std::int64_t until) {
+  std::vector<open_slice>& open = open_[thread];
+  while (!open.empty() && open.back().end <= until) {
+    events_of(b, thread).slice_end(thread_track(b, thread), unix_ns(open.back().end), {}, open.back().ending_flows);
+    open.pop_back();
+  }
+}
+
+void converter::emit_counters(perfetto_builder& b, const step_key& k, const json::object& e) {
+  const json::value* args = e.if_contains("args");
+  if (!args || !args->is_object()) return;
+  const std::string_view name = string_of(e, "name");
+  const std::uint64_t parent = process_track(b, threads_[k.thread].pid);
+  for (const auto& kv : args->get_object()) {
+    // null is how JSON writes a NaN or infinite sample (json_text.hpp): NaN here, null again on the way back.
+    if (!kv.value().is_number() && !kv.value().is_null()) continue;
+    const double value = kv.value().is_null() ? std::numeric_limits<double>::quiet_NaN() : kv.value().to_number<double>();
+    const std::string track = kv.key() == name ? std::string(name) : std::string(name) + "." + std::string(kv.key());
+    b.counter(b.counter_track(track, parent), unix_ns(k.ts), value);
+  }
+}
+
+// An instant on its thread (after the ENDs there by its time), its process
+// or the whole trace, as its "s" says.
+void converter::emit_instant(perfetto_builder& b, const step_key& k, const json::object& e) {
+  const std::string_view name = string_of(e, "name"), cat = string_of(e, "cat");
+  if (const std::string_view scope = string_of(e, "s"); scope == "p") {
+    b.instant(process_track(b, threads_[k.thread].pid), unix_ns(k.ts), name, cat, args_.of(e));
+  } else if (scope == "g") {  // a track under no process
+    b.instant(b.named_track("global instants", 0, 0), unix_ns(k.ts), name, cat, args_.of(e));
+  } else {
+    end_slices(b, k.thread, k.ts);
+    events_of(b, k.thread).instant(thread_track(b, k.thread), unix_ns(k.ts), name, cat, args_.of(e));
+  }
+}
+
+void converter::emit_single(perfetto_builder& b, const step_key& k, std::string_view payload) {
+  const json::value v = parser_.parse(payload);
+  if (!v.is_object()) return;  // parsed as an object once already
+  const json::object& e = v.get_object();
+  if (k.what == step::instant) return emit_instant(b, k, e);
+  if (k.what == step::counter) return emit_counters(b, k, e);
+  const std::string_view name = string_of(e, "name"), cat = string_of(e, "cat");
+  const json::value* id = e.if_contains("id");
+  const std::uint64_t parent = process_track(b, threads_[k.thread].pid);
+  const std::uint64_t track = b.named_track(name, parent, std::hash<std::string>{}(id ? json::serialize(*id) : std::string()));
+  if (k.what == step::async_begin) b.slice_begin(track, unix_ns(k.ts), name, cat, args_.of(e));
+  else b.slice_end(track, unix_ns(k.ts));
+}
+
+void feed_input(const std::filesystem::path& input, json_events_scanner& scanner) {
+  namespace io = boost::iostreams;
+  std::ifstream file(input, std::ios::binary);
+  if (!file) throw std::runtime_error(input.string() + ": cannot open");
+  io::filtering_istream in;
+  const std::string name = input.filename().string();
+  if (name.ends_with(".gz")) in.push(io::gzip_decompressor());
+  if (name.ends_with(".zst")) in.push(io::zstd_decompressor());
+  in.push(file);
+  std::vector<char> buf(std::size_t{1} << 20);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    scanner.feed(std::string_view(buf.data(), static_cast<std::size_t>(in.gcount())));
+  }
+  if (in.bad()) throw std::runtime_error(input.string() + ": corrupt or cut compressed data");
+}
+
+}  // namespace
+
+kineto_conversion kineto_to_perfetto(const std::filesystem::path& input, const std::filesystem::path& output) {
+  kineto_conversion stats;
+  std::string packets;  // before the converter: its threads' builders append here until they are gone
+  const auto stage = std::make_unique<packet_stage>(packets);
+  converter c(stats, *stage);
+  json_events_scanner scanner([&](std::string_view e) { c.add(e); },
+                              [&](std::string_view k, std::string_view v) { c.member(k, v); });
+  try {
+    feed_input(input, scanner);
+    stats.truncated = scanner.finish();
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    throw std::runtime_error(what.starts_with(input.string()) ? what : input.string() + ": " + what);
+  }
+  compressed_output out(output);
+  perfetto_builder b(*stage, /*sequence_id=*/1);
+  c.write(b, [&] {
+    std::string& done = b.out();
+    out.stream().write(done.data(), static_cast<std::streamsize>(done.size()));
+    done.clear();
+  });
+  out.commit();
+  return stats;
+}
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace
