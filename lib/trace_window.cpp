@@ -156,6 +156,7 @@ std::shared_ptr<finished_trace> trace_window::finish(std::int64_t stop_ns, std::
   f->events = aggregator_.take_retained();
   f->memory = std::move(aggregator_.memory());
   f->write_error = file_->error();
+  f->events_not_written = file_->events_not_written();
   f->stop_unix_ns = stop_ns;
   if (file_->removed())
     warnings.push_back("proftrace: the trace file '" + file_->path().string() +
@@ -190,6 +191,10 @@ std::string finished_trace::counters_json() const {
   if (!write_error.empty()) {  // the spool stops where a write failed: what follows was not kept
     t += ", \"incomplete\": ";
     append_json_string(t, write_error);
+    t += ", \"";
+    t += not_written_key();
+    t += "\": ";
+    append_int(t, events_not_written);
   }
   return t + "}";
 }
