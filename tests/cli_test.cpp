@@ -13,7 +13,9 @@
 #include <boost/json.hpp>
 #include <boost/iostreams/filtering_stream.hpp>
 
+#include <cctype>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -3437,5 +3439,99 @@ TEST_CASE("bad Perfetto inputs and outputs: empty, cut compressed, not Perfetto 
     const auto c = run_cli({"convert", (dir.path / name).string(), (dir.path / (std::string("copy-") + name + ".gz")).string()});
     CHECK(c.rc == 0);
     CHECK(c.err.find("truncated") != std::string::npos);
+  }
+}
+
+namespace {
+
+// A session whose trace file meets a 256 KiB file-size limit (as a full
+// disk would stop it) partway through a flush: the first 100 cli_work calls
+// (700 events) fit, the next 5,000 do not. The limit is lifted again before
+// anything else is written.
+// Returns the kept spool; the trace is exported to `exported`.
+std::filesystem::path record_onto_size_limit(const temp_dir& dir, proftrace::trace_format format,
+                                             const std::filesystem::path& exported) {
+  test_support::warning_capture warnings;
+  struct rlimit saved {};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
+  const auto saved_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = saved;
+  small.rlim_cur = 256 * 1024;
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  proftrace::profile p({.overflow = proftrace::overflow_policy::block, .stream_format = format, .spool_dir = dir.path});
+  p.start();
+  for (int i = 0; i < 100; ++i) cli_work(4);
+  p.flush();
+  for (int i = 0; i < 5000; ++i) cli_work(4);
+  p.flush();
+  p.stop();
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, saved_handler);
+  CHECK(warnings.contains("the trace file stops here"));
+  p.export_chrome_trace(exported);
+  return p.trace_path();
+}
+
+// The number before `after` in `text` ("kept 1234 events": 1234), or -1.
+long long number_before(const std::string& text, const std::string& after) {
+  const auto at = text.find(after);
+  if (at == std::string::npos) return -1;
+  auto begin = at;
+  while (begin > 0 && std::isdigit(static_cast<unsigned char>(text[begin - 1]))) --begin;
+  return begin == at ? -1 : std::stoll(text.substr(begin, at - begin));
+}
+
+}  // namespace
+
+TEST_CASE("an incomplete trace (its file met a size limit) says so in every command, and exports what a repair keeps") {
+  temp_dir dir("incomplete-trace");
+  struct format_case {
+    proftrace::trace_format format;
+    const char* exported;
+    const char* unit;
+  };
+  for (const format_case& c : {format_case{proftrace::trace_format::json, "t.json", " events the session recorded"},
+                               format_case{proftrace::trace_format::pftrace, "t.pftrace", " packets the session recorded"}}) {
+    CAPTURE(c.exported);
+    const auto exported = dir.path / c.exported;
+    const auto spool = record_onto_size_limit(dir, c.format, exported);
+    REQUIRE(std::filesystem::exists(spool));
+
+    // validate: well-formed, but not simply "valid": one problem, exit 1, saying how much is missing.
+    const auto v = run_cli({"validate", exported.string()});
+    CHECK(v.rc == 1);
+    CHECK(v.out.find(": valid") == std::string::npos);
+    CHECK(v.out.find("incomplete trace: ") != std::string::npos);
+    CHECK(v.out.find("cannot write trace") != std::string::npos);
+    const long long missing = number_before(v.out, c.unit);
+    CHECK(missing > 0);
+    const long long held = number_before(v.out, " events written before the trace file failed");
+    CHECK(held > 0);
+    // 7 events per cli_work call, and the process's and thread's metadata (5).
+    if (c.format == proftrace::trace_format::json) CHECK(held + missing >= 7 * 5100 + 5);
+
+    // summary (and csv, stacks, convert: the same reader) print the table and the note.
+    const auto s = run_cli({"summary", exported.string()});
+    CHECK(s.rc == 0);
+    CHECK(s.out.find("cli_work") != std::string::npos);
+    CHECK(s.err.find("incomplete trace: " + std::to_string(missing) + c.unit) != std::string::npos);
+    CHECK(run_cli({"csv", exported.string()}).err.find("incomplete trace: ") != std::string::npos);
+    const auto converted = dir.path / (std::string("converted-") + (c.format == proftrace::trace_format::json ? "t.pftrace" : "t.json"));
+    const auto conv = run_cli({"convert", exported.string(), converted.string()});
+    CHECK(conv.rc == 0);
+    CHECK(conv.err.find("incomplete trace: ") != std::string::npos);
+    CHECK(run_cli({"validate", converted.string()}).out.find("incomplete trace: ") != std::string::npos);
+
+    // The export holds at least every event a repair recovers from the kept spool.
+    const auto repaired = dir.path / (std::string("repaired-") + c.exported);
+    const auto r = run_cli({"validate", "--repair", spool.string(), "-o", repaired.string()});
+    CAPTURE(r.out);
+    CAPTURE(r.err);
+    REQUIRE(r.rc == 0);
+    long long recovered = number_before(r.out, " events (");  // "repaired: kept N events (cut ...)"
+    if (recovered < 0) recovered = number_before(r.out, " events)");  // "valid (N events): nothing to repair"
+    CHECK(recovered > 0);
+    CHECK(held >= recovered);
+    std::filesystem::remove(spool);
   }
 }

@@ -172,6 +172,9 @@ const char* const validate_help =
     "every complete (\"X\") event with a string \"cat\" and numeric \"ts\" and \"dur\";\n"
     "\"ts\" and \"dur\" numbers and not negative wherever present. Prints every\n"
     "problem as 'TRACE: event N: ...' (or 'TRACE: ...' for the file as a whole).\n"
+    "A well-formed trace that says it is incomplete (proftrace could not write its\n"
+    "trace file whole: a full disk, a file-size limit) is a problem too: 'TRACE:\n"
+    "incomplete trace: N events the session recorded are not in it (...)'.\n"
     "\n"
     "With --repair, a trace cut off anywhere (a crash, SIGKILL, a full disk; plain,\n"
     "a gzip stream without its end, a zstd frame cut short) is made valid: every\n"
@@ -188,8 +191,9 @@ const char* const validate_help =
     "  -o, --output OUT    where (default: NAME.repaired.json[.gz|.zst] next to\n"
     "                      TRACE; compressed by OUT's suffix; OUT may be TRACE)\n"
     "  -h, --help          this text\n"
-    "exit codes: 0 valid, or repaired; 1 problems found, or nothing to repair\n"
-    "            (not a trace, or whole JSON with problems); 2 usage error\n";
+    "exit codes: 0 valid, or repaired; 1 problems found (an incomplete trace\n"
+    "            included), or nothing to repair (not a trace, or whole JSON with\n"
+    "            problems); 2 usage error\n";
 
 const char* const diff_help =
     "usage: proftrace diff A B [--threshold PCT] [--min-us US] [--alpha P] [--group-by-shape] [--row-limit N]\n"

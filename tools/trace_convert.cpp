@@ -38,8 +38,10 @@ conversion_report convert_trace(const std::filesystem::path& input, const std::f
   if (!named_perfetto_trace(output) && !named_json(output))
     throw trace_error(output.string() + ": unknown output format (" + std::string(trace_suffixes) + ")");
   // What any other command refuses, convert refuses with the same words.
-  read_readable_trace(input);
+  const read_result checked = read_readable_trace(input);
   conversion_report report;
+  // The "proftrace" object goes along, so the output says so too.
+  if (const std::string note = incompleteness(checked); !note.empty()) report.warnings.push_back(input.string() + ": " + note);
   try {
     if (in_perfetto && named_json(output)) {
       pd::compressed_output out(output);

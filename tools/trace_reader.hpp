@@ -146,6 +146,12 @@ void require_trace_layout(const std::filesystem::path& path, const read_result& 
 // (read_trace's, event_problem's, require_trace_layout's); a trace cut
 // inside traceEvents is returned `truncated`, as read_trace does.
 read_result read_readable_trace(const std::filesystem::path& path);
+// What a trace's "proftrace" object says of a recording whose trace file
+// could not be written whole (a full disk, a file-size limit): its
+// "incomplete" reason and its "events_not_written" (.pftrace:
+// "packets_not_written") count, as one line every command prints; empty for
+// a trace that does not say so.
+std::string incompleteness(const read_result& r);
 
 // ---- Perfetto traces (.pftrace, .pftrace.gz; tools/trace_pftrace.cpp) ----
 

@@ -238,6 +238,25 @@ read_result read_readable_trace(const std::filesystem::path& path) {
   return r;
 }
 
+std::string incompleteness(const read_result& r) {
+  const metadata_entry* reason = nullptr;
+  std::optional<std::int64_t> missing;
+  std::string unit = "events";
+  for (const metadata_entry& m : r.metadata) {
+    if (m.key == "proftrace.incomplete") reason = &m;
+    if (m.key == "proftrace.events_not_written" || m.key == "proftrace.packets_not_written") {
+      missing = integer_value(m, 0, INT64_MAX);
+      if (m.key == "proftrace.packets_not_written") unit = "packets";
+    }
+  }
+  if (reason == nullptr) return {};
+  const std::string why = reason->type == json_type::string ? reason->value : "(no reason given)";
+  const std::string how_much = missing ? std::to_string(*missing) + " " + unit + " the session recorded are not in it"
+                                       : "how much is missing was not recorded";
+  return "incomplete trace: " + how_much + " (it holds the " + std::to_string(r.events) +
+         " events written before the trace file failed: " + why + ")";
+}
+
 std::string aggregator::add(const trace_event& e) {
   if (std::string problem = event_problem(e); !problem.empty()) return problem;
   using namespace std::string_view_literals;
@@ -556,6 +575,7 @@ read_result aggregate(const std::filesystem::path& path, aggregator& agg, std::v
   if (r.unplaced_events)
     warnings.push_back(path.string() + ": " + std::to_string(r.unplaced_events) +
                        " events on a clock that no clock snapshot of their sequence placed were skipped");
+  if (const std::string note = incompleteness(r); !note.empty()) warnings.push_back(path.string() + ": " + note);
   if (r.skipped_open_slices)
     warnings.push_back(path.string() + ": " + std::to_string(r.skipped_open_slices) +
                        " slices begun while " +
@@ -901,6 +921,7 @@ std::uint64_t validate(const std::filesystem::path& path, const std::function<vo
   else if (!r.trace_events_is_array) report(-1, "\"traceEvents\" is not an array");
   if (r.truncated)
     report(-1, where_cut(r, "file") + " (truncated after " + std::to_string(r.events) + " events)");
+  if (const std::string note = incompleteness(r); !note.empty()) report(-1, note);
   if (result) *result = r;
   return n;
 }

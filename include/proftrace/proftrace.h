@@ -70,7 +70,10 @@ void proftrace_push(const char* name);
 void proftrace_push_n(const char* name, size_t length);
 /* A scope named by a string that lives as long as the program (a literal):
  * interned on its first use on each thread, then only a pointer is recorded.
- * Aggregated with other scopes of the same text. */
+ * Aggregated with other scopes of the same text. A process interns at most
+ * 65,536 distinct names (literal pushes', instants', counters', arg keys')
+ * and 16 MiB of their text; a new name past that is recorded as
+ * "[names over limit]" and counted (the trace's names_over_limit). */
 void proftrace_push_literal(const char* name);
 /* Ends the innermost scope the calling thread pushed. A pop with no push
  * open is ignored and counted (proftrace_unmatched_pops(), and a warning

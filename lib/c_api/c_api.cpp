@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "c_config.hpp"
+#include "c_names.hpp"
 #include "recording/registry.hpp"
 #include "proftrace/distributed.hpp"
 #include "proftrace/detail/recorder.hpp"
@@ -73,9 +74,9 @@ constinit thread_local std::uint64_t c_step_begin = no_begin;
 const site c_push_site{"", "", "proftrace.h", 0, category::user_annotation};
 
 // Sites for names that C passes at run time (literals, instants, counters,
-// arg keys): one per (text, category), kept for the life of the process.
-// A per-thread cache by pointer (checked against the text) keeps the lock
-// to a thread's first use of a name.
+// arg keys): one per (text, category), kept for the life of the process, up
+// to the bound of c_names.hpp. A per-thread cache by pointer (checked
+// against the text) keeps the lock to a thread's first use of a name.
 struct interned {
   std::string name;
   std::unique_ptr<site> s;
@@ -91,6 +92,36 @@ intern_map& intern_table() {
   static auto* t = new intern_map;  // never destroyed: used at exit
   return *t;
 }
+std::size_t interned_name_bytes = 0;  // under intern_mutex
+std::atomic<std::uint64_t> over_limit_uses{0};
+
+// What a new name past the bound is recorded as, by category (the C API
+// interns user_annotation, instant and counter names).
+const site over_limit_scope{over_limit_name, "", "proftrace.h", 0, category::user_annotation};
+const site over_limit_instant{over_limit_name, "", "proftrace.h", 0, category::instant};
+const site over_limit_counter{over_limit_name, "", "proftrace.h", 0, category::counter};
+const site* over_limit_site(category cat) noexcept {
+  if (cat == category::instant) return &over_limit_instant;
+  if (cat == category::counter) return &over_limit_counter;
+  return &over_limit_scope;
+}
+
+// The site of `key` (the name, then '\x1f' and the category's digit) under
+// intern_mutex: found, added within the bound, or the over-limit site.
+const site* find_or_add_site(std::string_view key, const char* name, std::size_t length, category cat) {
+  intern_map& table = intern_table();
+  if (const auto it = table.find(key); it != table.end()) return it->second.s.get();
+  if (table.size() >= max_interned_names || length > max_interned_name_bytes - interned_name_bytes) {
+    over_limit_uses.fetch_add(1, std::memory_order_relaxed);
+    return over_limit_site(cat);
+  }
+  interned& entry = table.try_emplace(std::string(key)).first->second;
+  entry.name = name;
+  entry.s.reset(new site{entry.name.c_str(), "", "proftrace.h", 0, cat});
+  interned_name_bytes += length;
+  return entry.s.get();
+}
+
 constexpr std::size_t intern_cache_size = 64;
 struct intern_cache_entry {
   const char* pointer;
@@ -135,16 +166,9 @@ const site* intern_site(const char* name, category cat) noexcept {
     std::memcpy(key, name, length);
     key[length] = '\x1f';
     key[length + 1] = static_cast<char>('0' + static_cast<int>(cat));
-    const std::string_view text(key, length + 2);
-    auto it = intern_table().find(text);
-    const bool fresh = it == intern_table().end();
-    if (fresh) it = intern_table().try_emplace(std::string(text)).first;
-    if (fresh) {
-      it->second.name = name;
-      it->second.s.reset(new site{it->second.name.c_str(), "", "proftrace.h", 0, cat});
-    }
-    e = {name, it->second.s.get()};
-    return e.s;
+    const site* found = find_or_add_site({key, length + 2}, name, length, cat);
+    if (found->name != over_limit_name) e = {name, found};  // an over-limit name is looked up again
+    return found;
   } catch (...) {
     return nullptr;
   }
@@ -292,6 +316,8 @@ int start_session(const char* config, bool from_environment) {
 }
 
 }  // namespace
+
+std::uint64_t names_over_limit() noexcept { return over_limit_uses.load(std::memory_order_relaxed); }
 
 void yield_environment_session(const void* starting) noexcept {
   std::lock_guard lock(c_session_mutex);

@@ -69,14 +69,23 @@ struct finished_trace {
   gpu_loss_counts gpu_losses;
   std::vector<function_event> events;  // only with retain_events
   std::vector<memory_record> memory;   // every allocation, free and reserve report, with running totals
+  // With write_error: the events recorded that the spool does not hold
+  // (JSON: elements of traceEvents; .pftrace: TracePackets).
+  std::uint64_t events_not_written = 0;
+  std::uint64_t names_over_limit = 0;  // C API events and args recorded as "[names over limit]" (c_names.hpp)
 
   // What closes the spool's format: late metadata, proftrace's counters and traceName.
   std::string tail(const std::string& trace_name) const;
   // proftrace's counters as the trace reports them, in order.
   std::vector<std::pair<const char*, std::uint64_t>> counter_list() const;
   // The trace's "proftrace" key: the overflow policy, the counters and, when
-  // the spool is incomplete, why (a JSON object's text; both formats write it).
+  // the spool is incomplete, why and how much it lacks (a JSON object's
+  // text; both formats write it).
   std::string counters_json() const;
+  // The key under which an incomplete trace counts what it lacks.
+  const char* not_written_key() const noexcept {
+    return format == trace_format::pftrace ? "packets_not_written" : "events_not_written";
+  }
 };
 
 class flusher {

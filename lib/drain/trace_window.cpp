@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "c_api/c_names.hpp"
 #include "formats/json_text.hpp"
 #include "recording/registry.hpp"
 
@@ -41,7 +42,8 @@ trace_window::trace_window(window_options options, std::uint64_t start_ticks, st
       cal_(calibrate_clock()),
       head_(head_of(opts_, cal_.to_unix_ns(start_ticks))),
       aggregator_({.with_stack = opts_.with_stack, .retain_events = opts_.retain_events, .cuda = opts_.cuda}),
-      writer_(std::in_place_type<kineto_json_writer>, head_) {
+      writer_(std::in_place_type<kineto_json_writer>, head_),
+      names_over_limit_at_open_(names_over_limit()) {
   if (opts_.format == trace_format::pftrace) writer_.emplace<perfetto_writer>(head_);
   std::string head;
   each_writer([&](auto& w) { head = w.head(); });
@@ -132,6 +134,7 @@ finished_trace trace_window::counters() const {
   f.dropped_args = counts.dropped_args;
   f.gpu_losses = gpu_losses_;
   f.retained_events = opts_.retain_events;
+  f.names_over_limit = names_over_limit() - names_over_limit_at_open_;
   return f;
 }
 
@@ -154,10 +157,16 @@ std::shared_ptr<finished_trace> trace_window::finish(std::int64_t stop_ns, std::
   file_->release_reserve();
   if (!pending_warning.empty()) warnings.push_back(std::move(pending_warning));
   auto f = std::make_shared<finished_trace>(counters());
+  if (f->names_over_limit > 0)
+    warnings.push_back("proftrace: " + std::to_string(f->names_over_limit) + " C API events and args were recorded as \"" +
+                       over_limit_name + "\": the process had interned " + std::to_string(max_interned_names) +
+                       " distinct names (or " + std::to_string(max_interned_name_bytes >> 20) +
+                       " MiB of them), the most it keeps (the trace's names_over_limit)");
   f->averages = aggregator_.rows_by_first_begin();
   f->events = aggregator_.take_retained();
   f->memory = std::move(aggregator_.memory());
   f->write_error = file_->error();
+  f->events_not_written = file_->events_not_written();
   f->stop_unix_ns = stop_ns;
   if (file_->removed())
     warnings.push_back("proftrace: the trace file '" + file_->path().string() +
@@ -192,6 +201,10 @@ std::string finished_trace::counters_json() const {
   if (!write_error.empty()) {  // the spool stops where a write failed: what follows was not kept
     t += ", \"incomplete\": ";
     append_json_string(t, write_error);
+    t += ", \"";
+    t += not_written_key();
+    t += "\": ";
+    append_int(t, events_not_written);
   }
   return t + "}";
 }
@@ -218,7 +231,8 @@ std::vector<std::pair<const char*, std::uint64_t>> finished_trace::counter_list(
           {"dropped_args", dropped_args},
           {"cuda_dropped_records", gpu_losses.dropped_records},
           {"cuda_zero_timestamp_kernels", gpu_losses.zero_timestamp_kernels},
-          {"cuda_refused_buffers", gpu_losses.refused_buffers}};
+          {"cuda_refused_buffers", gpu_losses.refused_buffers},
+          {"names_over_limit", names_over_limit}};
 }
 
 }  // namespace detail

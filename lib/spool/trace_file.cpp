@@ -255,6 +255,60 @@ std::string commit_trailer(std::uint64_t events_end) {
   return t;
 }
 
+// The events of a commit that a failed write put in the file whole: the
+// length of the longest prefix of `events` that ends at an event's end
+// within its first `written` bytes, and how many events follow it.
+// JSON: the writers separate events with ",\n" and escape every newline
+// inside a string, so an event ends where a separator (or the text) begins.
+// Perfetto: each event is a length-delimited TracePacket.
+struct whole_events {
+  std::size_t bytes = 0;
+  std::uint64_t events_after = 0;
+};
+
+std::uint64_t json_events_in(std::string_view text) {
+  if (text.empty()) return 0;
+  std::uint64_t n = text.starts_with(",\n") ? 0 : 1;  // the trace's first event has no separator
+  for (std::size_t at = text.find(",\n"); at != std::string_view::npos; at = text.find(",\n", at + 2)) ++n;
+  return n;
+}
+
+whole_events whole_json_events(std::string_view events, std::size_t written) {
+  std::size_t end = events.size();
+  if (written < events.size()) {
+    const std::size_t separator = events.rfind(",\n", written);
+    end = separator == std::string_view::npos ? 0 : separator;
+  }
+  return {end, json_events_in(events.substr(end))};
+}
+
+bool read_varint(std::string_view bytes, std::size_t& at, std::uint64_t& value) {
+  value = 0;
+  for (int shift = 0; shift < 64 && at < bytes.size(); shift += 7) {
+    const auto byte = static_cast<unsigned char>(bytes[at++]);
+    value |= std::uint64_t{byte & 0x7fu} << shift;
+    if ((byte & 0x80u) == 0) return true;
+  }
+  return false;
+}
+
+whole_events whole_packets(std::string_view packets, std::size_t written) {
+  whole_events w;
+  std::size_t at = 0;
+  while (at < packets.size()) {
+    std::size_t next = at;
+    std::uint64_t tag = 0, length = 0;
+    if (!read_varint(packets, next, tag) || (tag & 7) != 2 || !read_varint(packets, next, length) ||
+        length > packets.size() - next)
+      break;
+    next += static_cast<std::size_t>(length);
+    if (next <= written) w.bytes = next;
+    else ++w.events_after;
+    at = next;
+  }
+  return w;
+}
+
 }  // namespace
 
 trace_file::trace_file(std::filesystem::path path, std::string_view head, std::string_view tail, bool closes_with_tail)
@@ -291,34 +345,52 @@ bool trace_file::removed() const noexcept {
   return fd_ >= 0 && ::fstat(fd_, &st) == 0 && st.st_nlink == 0;
 }
 
-bool trace_file::write_at(std::uint64_t offset, std::string_view data) noexcept {
+bool trace_file::write_at(std::uint64_t offset, std::string_view data, std::size_t* written) noexcept {
+  const std::size_t size = data.size();
   while (!data.empty()) {
     const ssize_t n = ::pwrite(fd_, data.data(), data.size(), static_cast<off_t>(offset));
     if (n < 0) {
       if (errno == EINTR) continue;
       error_ = describe(path_, "write trace", errno);
+      if (written) *written = size - data.size();
       return false;
     }
     data.remove_prefix(static_cast<std::size_t>(n));
     offset += static_cast<std::uint64_t>(n);
   }
+  if (written) *written = size;
   return true;
 }
 
+// A write of `events` failed after `written` bytes: the whole events among
+// them are the trace's (exports copy them), the rest is counted.
+void trace_file::keep_whole_events(std::string_view events, std::size_t written) noexcept {
+  const whole_events kept = closes_with_tail_ ? whole_json_events(events, written) : whole_packets(events, written);
+  events_end_ += kept.bytes;
+  events_not_written_ += kept.events_after;
+}
+
 bool trace_file::commit(std::string_view events, std::string_view tail) noexcept {
-  if (fd_ < 0 || !error_.empty()) return false;
+  if (fd_ < 0) return false;
+  if (!error_.empty()) {
+    events_not_written_ += closes_with_tail_ ? json_events_in(events) : whole_packets(events, 0).events_after;
+    return false;
+  }
   const file_size_signal_shield shield;
   // Nothing new: leave the file alone, so an idle program's spool is never
   // caught mid-write by a kill.
   if (events.empty() && (tail == tail_ || !closes_with_tail_)) return true;
   reserve(events_end_ + events.size() + tail.size() + closing_size_);
+  std::size_t written = 0;
+  if (!write_at(events_end_, events, &written)) {
+    keep_whole_events(events, written);
+    return false;
+  }
   if (!closes_with_tail_) {
-    if (!write_at(events_end_, events)) return false;
     events_end_ += events.size();
     return true;
   }
   const std::uint64_t old_end = events_end_ + closing_size_;
-  if (!write_at(events_end_, events)) return false;
   events_end_ += events.size();
   std::string closing(tail);
   closing += commit_trailer(events_end_);
@@ -361,7 +433,14 @@ void trace_file::release_reserve() noexcept {
 void trace_file::give_back_reserve() noexcept {
   reserved_end_ = 0;
   if (fd_ < 0) return;
-  [[maybe_unused]] const int ignored = ::ftruncate(fd_, static_cast<off_t>(events_end_ + closing_size_));
+  // After a failed write the file ends where that write stopped, and stays
+  // so for a repair.
+  struct stat st {};
+  const off_t end = error_.empty()              ? static_cast<off_t>(events_end_ + closing_size_)
+                    : ::fstat(fd_, &st) == 0 ? st.st_size
+                                              : -1;
+  if (end < 0) return;
+  [[maybe_unused]] const int ignored = ::ftruncate(fd_, end);
 }
 
 trace_file::fingerprint trace_file::fingerprint_now() const noexcept {

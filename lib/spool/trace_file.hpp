@@ -37,7 +37,11 @@ class trace_file {
   trace_file& operator=(const trace_file&) = delete;
 
   // Appends `events` (already comma-separated) and rewrites the tail. False
-  // once a write failed; error() says why, and later commits do nothing.
+  // once a write failed; error() says why, and later commits write nothing.
+  // A write that fails partway keeps, for the export, every whole event (or
+  // packet) it put in the file: at least what `proftrace validate --repair`
+  // recovers from the file. What was not written is counted in
+  // events_not_written().
   bool commit(std::string_view events, std::string_view tail) noexcept;
 
   // Writes the committed events followed by `tail` to `dest`, compressed
@@ -67,9 +71,13 @@ class trace_file {
   const std::filesystem::path& path() const noexcept { return path_; }
   std::uint64_t events_end() const noexcept { return events_end_; }
   const std::string& error() const noexcept { return error_; }
+  // After a failed write: the events (JSON: elements of traceEvents;
+  // Perfetto: TracePackets) given to commit() that the file does not hold.
+  std::uint64_t events_not_written() const noexcept { return events_not_written_; }
 
  private:
-  bool write_at(std::uint64_t offset, std::string_view data) noexcept;
+  bool write_at(std::uint64_t offset, std::string_view data, std::size_t* written = nullptr) noexcept;
+  void keep_whole_events(std::string_view events, std::size_t written) noexcept;
   void reserve(std::uint64_t end) noexcept;
   void give_back_reserve() noexcept;
 
@@ -88,6 +96,7 @@ class trace_file {
   std::string tail_;  // as last written
   std::uint64_t closing_size_ = 0;  // the tail and its trailer, as last written (see trace_file.cpp)
   std::string error_;
+  std::uint64_t events_not_written_ = 0;
   bool closes_with_tail_ = true;
   bool reserving_ = false;  // on a file system that allocates blocks as the writes come (see reserve)
   std::uint64_t reserved_end_ = 0;  // 0: nothing reserved

@@ -50,7 +50,10 @@ std::string perfetto_writer::tail(const finished_trace& f, const std::string& tr
   args.push_back({.name = "overflow_policy", .value = std::string_view(policy)});
   const auto counters = f.counter_list();
   for (const auto& [key, value] : counters) args.push_back({.name = key, .value = value});
-  if (!f.write_error.empty()) args.push_back({.name = "incomplete", .value = std::string_view(f.write_error)});
+  if (!f.write_error.empty()) {
+    args.push_back({.name = "incomplete", .value = std::string_view(f.write_error)});
+    args.push_back({.name = f.not_written_key(), .value = f.events_not_written});
+  }
   b.instant(b.named_track("proftrace", 0, 0), std::max(f.stop_unix_ns, f.start_unix_ns), "proftrace", "proftrace", args);
   return b.out();
 }

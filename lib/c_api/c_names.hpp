@@ -1,0 +1,29 @@
+// Internal: the bound on the names the C API interns (lib/c_api/c_api.cpp).
+//
+// A name the C API records (a literal push's, an instant's, a counter's, an
+// arg's key) becomes a site that ring records and per-thread caches point
+// at, so it is never freed. To keep a program that makes a new name per
+// call from growing without bound, a process interns at most
+// max_interned_names distinct names and max_interned_name_bytes of their
+// text; later new names are recorded as over_limit_name and counted.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "proftrace/config.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+inline constexpr std::size_t max_interned_names = std::size_t{1} << 16;
+inline constexpr std::size_t max_interned_name_bytes = std::size_t{16} << 20;
+inline constexpr const char* over_limit_name = "[names over limit]";
+
+// The events and args recorded as over_limit_name since the process started.
+std::uint64_t names_over_limit() noexcept;
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace
