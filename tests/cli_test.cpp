@@ -2117,8 +2117,11 @@ TEST_CASE("convert JSON -> .pftrace in bounded memory: 4x the events, the same p
                                << " MiB (1,440,000 events)");
   REQUIRE(s.rc == 0);
   REQUIRE(l.rc == 0);
-  CHECK(l.max_rss_kb < s.max_rss_kb + 16 * 1024);
-  if (!PROFTRACE_TEST_SANITIZED) CHECK(l.max_rss_kb < 160 * 1024);
+  // AddressSanitizer's quarantine keeps freed blocks resident: peaks say nothing there.
+  if (!PROFTRACE_TEST_SANITIZED) {
+    CHECK(l.max_rss_kb < s.max_rss_kb + 16 * 1024);
+    CHECK(l.max_rss_kb < 160 * 1024);
+  }
 
   // Every event back, nested, with its flows (the reader's view).
   namespace pd = proftrace::detail;
