@@ -105,8 +105,14 @@ TEST_CASE("a SIGPROF handler records while its thread records: no hang, written 
   set_timer(50);  // 20 kHz of CPU time: many land inside the thread's own recording calls
   std::int64_t main_events = 5;  // the interning calls above
   char name[32];
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
-  for (int i = 0; std::chrono::steady_clock::now() < until; ++i) {
+  // 1.5 s, and on until the handler ran 200 times: ITIMER_PROF counts this
+  // process's CPU time, which a loaded machine hands out slowly (30 s at most).
+  const auto start = std::chrono::steady_clock::now();
+  const auto running = [&] {
+    const auto t = std::chrono::steady_clock::now() - start;
+    return t < std::chrono::milliseconds(1500) || (handler_step.load() < 200 && t < std::chrono::seconds(30));
+  };
+  for (int i = 0; running(); ++i) {
     std::snprintf(name, sizeof name, "main %d", i % 128);  // 128 names: the interning lock, again and again
     proftrace_instant(name);
     proftrace_push("main scope");

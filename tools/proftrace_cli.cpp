@@ -572,7 +572,7 @@ int repair(const std::string& path, const std::optional<std::string>& output) {
   // A repair keeps the input's own format: OUT must name it (compressed as OUT's suffix says).
   if (output && pt::is_perfetto_trace(path) != pt::named_perfetto_trace(*output))
     throw pt::trace_error(*output + ": a repair keeps " + path + "'s format (" +
-                          (pt::is_perfetto_trace(path) ? ".pftrace" : ".json") +
+                          pt::format_suffix_of(path) +
                           ", with any compression suffix); 'proftrace convert' changes it");
   const auto plan = pt::plan_repair(path);
   if (plan.complete) {

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "trace_reader.hpp"
+#include "formats/trace_formats.hpp"
 
 namespace proftrace::tools {
 
@@ -35,8 +36,8 @@ trace_input::trace_input(const std::filesystem::path& path) {
   if (std::filesystem::is_directory(path, ec)) throw trace_error(path.string() + ": is a directory");
   file_ = std::fopen(path.c_str(), "rb");
   if (!file_) throw trace_error(path.string() + ": cannot open: " + std::strerror(errno ? errno : ENOENT));
-  const std::string name = path.filename().string();
-  if (name.ends_with(".gz")) {
+  const auto compressed = proftrace::detail::compression_of(path);
+  if (compressed == proftrace::detail::compression::gzip) {
     codec_ = codec_kind::gzip;
     zlib_ = std::make_unique<zlib_state>();
     // 15 + 16: the largest window, gzip wrapper only.
@@ -44,7 +45,7 @@ trace_input::trace_input(const std::filesystem::path& path) {
       state_ = state::corrupt;
       error_ = "cannot start zlib";
     }
-  } else if (name.ends_with(".zst")) {
+  } else if (compressed == proftrace::detail::compression::zstd) {
     codec_ = codec_kind::zstd;
     zstd_ = std::make_unique<zstd_state>();
     if (!zstd_->stream) {

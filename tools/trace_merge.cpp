@@ -26,15 +26,16 @@
 
 #include "trace_reader.hpp"
 #include "formats/kineto_json/json_events_scanner.hpp"
+#include "spool/compression_filters.hpp"
 
 namespace proftrace::tools {
 
 namespace {
 
 namespace io = boost::iostreams;
+namespace pd = proftrace::detail;
 namespace json = boost::json;
 
-bool has_suffix(const std::string& s, std::string_view suffix) { return s.ends_with(suffix); }
 
 // The longest event text merge holds (see tools/README.md).
 constexpr std::size_t max_event_bytes = std::size_t{16} << 20;
@@ -277,9 +278,7 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
   std::ofstream file(temp, std::ios::binary | std::ios::trunc);
   if (!file) throw trace_error(output.string() + ": cannot write: " + std::strerror(errno ? errno : EIO));
   io::filtering_ostream out;
-  const std::string out_name = output.filename().string();
-  if (has_suffix(out_name, ".gz")) out.push(io::gzip_compressor(io::gzip_params(io::zlib::best_speed)), 1 << 16);
-  else if (has_suffix(out_name, ".zst")) out.push(io::zstd_compressor(io::zstd_params(io::zstd::best_speed)), 1 << 16);
+  pd::push_compressor(out, pd::compression_of(output));
   out.push(file);
 
   out << "{\n  \"schemaVersion\": 1,\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": " << base
@@ -339,9 +338,7 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
     std::int64_t first_step = INT64_MAX, last_step = INT64_MIN;
     std::ifstream source(in.file, std::ios::binary);
     io::filtering_istream text;
-    const std::string name = in.file.filename().string();
-    if (has_suffix(name, ".gz")) text.push(io::gzip_decompressor());
-    else if (has_suffix(name, ".zst")) text.push(io::zstd_decompressor());
+    pd::push_decompressor(text, pd::compression_of(in.file));
     text.push(source);
     for_each_event_text(text, in.file.string(), max_event_bytes, [&](std::uint64_t index, std::string_view element) {
       const auto where = [&] { return in.file.string() + ": event " + std::to_string(index); };

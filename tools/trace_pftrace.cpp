@@ -13,7 +13,7 @@
 #include "perfetto_input.hpp"
 #include "trace_input.hpp"
 #include "trace_reader.hpp"
-#include "session/tensorboard_handler.hpp"
+#include "formats/trace_formats.hpp"
 #include "formats/perfetto/perfetto_reader.hpp"
 #include "formats/perfetto/perfetto_to_kineto.hpp"
 
@@ -177,12 +177,16 @@ void add_metadata(read_result& result, const std::string& name, const std::strin
 }  // namespace
 
 bool named_perfetto_trace(const std::filesystem::path& path) {
-  return pd::format_of_path(path) == trace_format::pftrace;  // the rule exports follow
+  return pd::trace_name_of(path).format->format == trace_format::pftrace;  // the rule exports follow
+}
+
+std::string format_suffix_of(const std::filesystem::path& path) {
+  return std::string(pd::row_of(is_perfetto_trace(path) ? trace_format::pftrace : trace_format::json).suffix);
 }
 
 bool named_json(const std::filesystem::path& path) {
-  const std::string name = path.filename().string();
-  return name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".json.zst");
+  const pd::trace_name n = pd::parse_trace_name(path.filename().native());
+  return n.format != nullptr && n.format->format == trace_format::json;
 }
 
 bool is_perfetto_trace(const std::filesystem::path& path) {

@@ -16,6 +16,7 @@
 
 #include "trace_input.hpp"
 #include "formats/perfetto/perfetto_reader.hpp"
+#include "formats/trace_formats.hpp"
 
 namespace proftrace::tools {
 
@@ -63,6 +64,7 @@ void trace_event::clear() {
 namespace {
 
 namespace json = boost::json;
+namespace pd = proftrace::detail;
 using json::error_code;
 using json::string_view;
 
@@ -574,10 +576,7 @@ std::vector<std::filesystem::path> list_traces(const std::filesystem::path& dir,
   // this function's trace_error, never a raw filesystem_error.
   for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const auto& entry = *it;
-    const std::string name = entry.path().filename().string();
-    if (!(name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".json.zst") ||
-          named_perfetto_trace(entry.path())))
-      continue;
+    if (pd::parse_trace_name(entry.path().filename().native()).format == nullptr) continue;
     std::error_code type_ec;
     const bool regular = entry.is_regular_file(type_ec);
     if (type_ec) {  // a symbolic link loop, a dangling link, no permission: named, not fatal

@@ -161,6 +161,8 @@ std::string incompleteness(const read_result& r);
 // Never throws.
 bool is_perfetto_trace(const std::filesystem::path& path);
 bool named_perfetto_trace(const std::filesystem::path& path);  // by the suffix alone
+// The suffix of the format `path` holds (".json", ".pftrace"), as is_perfetto_trace tells it.
+std::string format_suffix_of(const std::filesystem::path& path);
 bool named_json(const std::filesystem::path& path);            // .json, .json.gz, .json.zst
 inline constexpr const char* trace_suffixes = ".json, .json.gz, .json.zst, .pftrace, .pftrace.gz, .pftrace.zst";
 

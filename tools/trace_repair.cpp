@@ -25,10 +25,13 @@
 #include "trace_input.hpp"
 #include "trace_reader.hpp"
 #include "formats/perfetto/perfetto_reader.hpp"
+#include "spool/compression_filters.hpp"
 
 namespace proftrace::tools {
 
 namespace {
+
+namespace pd = proftrace::detail;
 
 // Follows the JSON grammar one byte at a time and remembers the offsets a
 // repair needs: the end of the last complete top-level member and of the
@@ -558,21 +561,12 @@ repair_plan plan_repair(const std::filesystem::path& path) {
 }
 
 std::filesystem::path default_repair_output(const std::filesystem::path& input) {
-  std::string stem = input.filename().string(), suffixes;
-  for (const char* suffix : {".gz", ".zst"}) {
-    if (stem.size() > std::strlen(suffix) && stem.ends_with(suffix)) {
-      suffixes = suffix;
-      stem.resize(stem.size() - suffixes.size());
-      break;
-    }
-  }
-  for (const char* format : {".json", ".pftrace"}) {
-    if (stem.size() > std::strlen(format) && stem.ends_with(format)) {
-      suffixes.insert(0, format);
-      stem.resize(stem.size() - std::strlen(format));
-      break;
-    }
-  }
+  std::string stem = input.filename().string();
+  const pd::trace_name n = pd::parse_trace_name(stem);
+  std::string suffixes(pd::suffix_of(n.compressed));
+  if (n.format != nullptr) suffixes.insert(0, n.format->suffix);
+  if (stem.size() <= suffixes.size()) suffixes.clear();  // the whole name is a suffix: a stem of its own
+  stem.resize(stem.size() - suffixes.size());
   return input.parent_path() / (stem + ".repaired" + suffixes);
 }
 
@@ -591,11 +585,9 @@ void write_repaired(const std::filesystem::path& input, const repair_plan& plan,
     trace_input in(input);
     std::ofstream file(temp, std::ios::binary | std::ios::trunc);
     if (!file) fail(output.string() + ": cannot write: " + std::strerror(errno ? errno : EIO));
-    const std::string name = output.filename().string();
     try {
       io::filtering_ostream out;
-      if (name.ends_with(".gz")) out.push(io::gzip_compressor(io::gzip_params(io::zlib::best_speed)), 1 << 16);
-      else if (name.ends_with(".zst")) out.push(io::zstd_compressor(io::zstd_params(io::zstd::best_speed)), 1 << 16);
+      pd::push_compressor(out, pd::compression_of(output));
       out.push(file);
       std::vector<char> buf(in.buffer_size(std::size_t{1} << 20));
       std::uint64_t left = plan.keep_bytes;

@@ -65,9 +65,7 @@ bool set_out(config_state& s, std::string_view v, bool) {
 
 bool set_format(config_state& s, std::string_view v, bool) {
   s.format = std::string(v);
-  for (const char* f : {"json", "json.gz", "json.zst", "pftrace", "pftrace.gz", "pftrace.zst"})
-    if (v == f) return true;
-  return false;
+  return parse_format_value(v).has_value();
 }
 
 bool set_table(config_state& s, std::string_view v, bool has_value) { return parse_flag(v, has_value, s.out.table); }
@@ -117,11 +115,17 @@ bool set_flush_period(config_state& s, std::string_view v, bool) {
 
 bool set_stream_format(config_state& s, std::string_view v, bool) {
   auto& f = s.out.opts.stream_format;
-  if (v == "automatic") f = trace_format::automatic;
-  else if (v == "json") f = trace_format::json;
-  else if (v == "pftrace") f = trace_format::pftrace;
-  else return false;
-  return true;
+  if (v == "automatic") {
+    f = trace_format::automatic;
+    return true;
+  }
+  for (const format_row& row : trace_formats) {
+    if (v == row.name) {
+      f = row.format;
+      return true;
+    }
+  }
+  return false;
 }
 
 bool set_spool_dir(config_state& s, std::string_view v, bool) {
@@ -210,10 +214,8 @@ bool finish_config(config_state& s, std::string& error) {
       return false;
     }
   }
-  tensorboard_handler h{s.out.out_dir, {}, s.format.ends_with(".gz"),
-                        s.format.starts_with("pftrace") ? trace_format::pftrace : trace_format::json};
-  h.use_zstd = s.format.ends_with(".zst");
-  s.out.opts.on_trace_ready = h;
+  const trace_name n = *parse_format_value(s.format);  // set_format accepted it
+  s.out.opts.on_trace_ready = tensorboard_handler{s.out.out_dir, {}, n.format->format, n.compressed};
   return true;
 }
 

@@ -18,6 +18,7 @@
 #include "collect/cuda/cuda_collection.hpp"
 #include "reports/memory_timeline.hpp"
 #include "spool/trace_file.hpp"
+#include "formats/trace_formats.hpp"
 #include "formats/trace_head.hpp"
 
 namespace proftrace {
@@ -83,9 +84,7 @@ struct finished_trace {
   // text; both formats write it).
   std::string counters_json() const;
   // The key under which an incomplete trace counts what it lacks.
-  const char* not_written_key() const noexcept {
-    return format == trace_format::pftrace ? "packets_not_written" : "events_not_written";
-  }
+  const char* not_written_key() const noexcept { return row_of(format).not_written_key; }
 };
 
 class flusher {

@@ -6,6 +6,7 @@
 
 #include "c_api/c_names.hpp"
 #include "formats/json_text.hpp"
+#include "formats/trace_formats.hpp"
 #include "recording/registry.hpp"
 
 namespace proftrace {
@@ -42,12 +43,12 @@ trace_window::trace_window(window_options options, std::uint64_t start_ticks, st
       cal_(calibrate_clock()),
       head_(head_of(opts_, cal_.to_unix_ns(start_ticks))),
       aggregator_({.with_stack = opts_.with_stack, .retain_events = opts_.retain_events, .cuda = opts_.cuda}),
-      writer_(std::in_place_type<kineto_json_writer>, head_),
+      writer_(std::in_place_type<kineto_json_writer>, head_),  // the default format's, replaced below
       names_over_limit_at_open_(names_over_limit()) {
-  if (opts_.format == trace_format::pftrace) writer_.emplace<perfetto_writer>(head_);
+  make_writer(opts_.format);
   std::string head;
   each_writer([&](auto& w) { head = w.head(); });
-  file_ = std::make_shared<trace_file>(opts_.path, head, result_tail(), opts_.format == trace_format::json);
+  file_ = std::make_shared<trace_file>(opts_.path, head, result_tail(), row_of(opts_.format).rewrites_tail);
 }
 
 std::string& trace_window::buffer() {
@@ -184,9 +185,17 @@ namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
 
+namespace {
+template <class... Writers>
+std::string tail_of(const std::variant<Writers...>*, trace_format f, const finished_trace& t, const std::string& name) {
+  std::string out;
+  ((Writers::format == f ? void(out = Writers::tail(t, name)) : void()), ...);
+  return out;
+}
+}  // namespace
+
 std::string finished_trace::tail(const std::string& trace_name) const {
-  return format == trace_format::pftrace ? perfetto_writer::tail(*this, trace_name)
-                                         : kineto_json_writer::tail(*this, trace_name);
+  return tail_of(static_cast<const trace_writers*>(nullptr), format, *this, trace_name);
 }
 
 std::string finished_trace::counters_json() const {

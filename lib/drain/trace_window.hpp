@@ -28,6 +28,9 @@ namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
 
+// One writer per format of formats/trace_formats.hpp's table, each naming its trace_format.
+using trace_writers = std::variant<kineto_json_writer, perfetto_writer>;
+
 // A CUDA allocation or free (CUPTI's MEMORY2) as an event among the host's,
 // so that it resolves with them in time order, and what it resolved to.
 struct gpu_memory_event {
@@ -88,7 +91,15 @@ class trace_window {
   std::shared_ptr<finished_trace> finish(std::int64_t stop_ns, std::vector<std::string>& warnings);
 
  private:
-  using writer_variant = std::variant<kineto_json_writer, perfetto_writer>;
+  using writer_variant = trace_writers;
+  template <std::size_t I = 0>
+  void make_writer(trace_format f) {
+    if constexpr (I < std::variant_size_v<writer_variant>) {
+      using writer = std::variant_alternative_t<I, writer_variant>;
+      if (writer::format == f) writer_.emplace<writer>(head_);
+      else make_writer<I + 1>(f);
+    }
+  }
   template <class F>
   void each_writer(F&& f) {
     std::visit(f, writer_);

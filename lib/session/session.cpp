@@ -33,8 +33,7 @@
 #include "recording/registry.hpp"
 #include "c_api/c_config.hpp"
 #include "tensorboard_handler.hpp"
-#include "formats/perfetto/kineto_to_perfetto.hpp"
-#include "formats/perfetto/perfetto_to_kineto.hpp"
+#include "formats/trace_formats.hpp"
 #include "spool/export_temporary.hpp"
 #include "spool/trace_file.hpp"
 #include "helpers/warn.hpp"
@@ -277,7 +276,7 @@ struct session::impl {
     const std::filesystem::path dir = opts.spool_dir.empty() ? default_spool_dir() : opts.spool_dir;
     w.path = dir / ("proftrace-" + std::to_string(::getpid()) + "-" + run_token() + "-" +
                     std::to_string(++spool_sequence) +
-                    (w.format == trace_format::pftrace ? ".pt.trace.pftrace.part" : ".pt.trace.json.part"));
+                    detail::trace_file_suffix(w.format, detail::compression::none) + ".part");
     if (dist) w.head_metadata.emplace_back("distributedInfo", distributed_json(*dist));
     w.head_metadata.emplace_back("clockAlignment", clock_alignment);
     if (opts.profile_memory) w.head_metadata.emplace_back("profile_memory", "1");
@@ -819,9 +818,11 @@ void session::export_chrome_trace(const std::filesystem::path& path) const {
   const auto& last = impl_->last;
   if (!detail::names_a_trace_suffix(path))
     detail::warn("proftrace: export_chrome_trace('" + path.string() + "'): '" + path.extension().string() +
-                 "' names no trace format (.json, .json.gz, .json.zst, .pftrace, .pftrace.gz, .pftrace.zst): "
-                 "written as uncompressed Kineto JSON");
-  if (detail::format_of_path(path) == last->format) {
+                 "' names no trace format (" + detail::format_values(".", ", ") +
+                 "): written as uncompressed Kineto JSON");
+  const detail::format_row& to = *detail::trace_name_of(path).format;
+  const detail::format_row& from = detail::row_of(last->format);
+  if (&to == &from) {
     // The first plain export on the spool's file system takes the spool itself.
     const bool ours = impl_->last_owner == ::getpid() && !last->spool_is_export && last->write_error.empty();
     if (ours && last->spool->move_to(last->tail(path.string()), path)) {
@@ -835,17 +836,15 @@ void session::export_chrome_trace(const std::filesystem::path& path) const {
   // The other format: the spool's own as it would export, converted. That
   // copy is a temporary of `path` (export_temporary.hpp): a kill leaves it
   // for the next export to `path` to remove.
-  const bool from_pftrace = last->format == trace_format::pftrace;
   std::optional<detail::export_temporary> own;
   try {
-    own.emplace(path, detail::export_temporary_options{.suffix = from_pftrace ? ".pftrace" : ".json", .or_temp_dir = true});
+    own.emplace(path, detail::export_temporary_options{.suffix = std::string(from.suffix), .or_temp_dir = true});
   } catch (const std::system_error& e) {
     throw std::runtime_error("proftrace: cannot write trace '" + path.string() + "': " + e.code().message());
   }
   try {
     last->spool->export_to(last->tail(path.string()), own->path(), &*own);
-    if (from_pftrace) detail::perfetto_to_kineto(own->path(), path);
-    else detail::kineto_to_perfetto(own->path(), path);
+    detail::convert_trace(from, to, own->path(), path);
   } catch (const std::runtime_error& e) {
     // The converters' messages name the file; the library's all start with "proftrace: ".
     if (std::string_view(e.what()).starts_with("proftrace: ")) throw;
@@ -1067,18 +1066,15 @@ void tensorboard_handler::operator()(session& p) {
   const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
-  std::string file = worker_name + "." + std::to_string(now_ns) +
-                     (format == trace_format::pftrace ? ".pt.trace.pftrace" : ".pt.trace.json");
-  if (use_gzip) file += ".gz";
-  else if (use_zstd) file += ".zst";
+  const std::string file = worker_name + "." + std::to_string(now_ns) + trace_file_suffix(format, compressed);
   p.export_chrome_trace(dir / file);
 }
 }  // namespace detail
 
 trace_ready_fn tensorboard_trace_handler(std::filesystem::path dir, std::string worker_name, bool use_gzip,
                                          trace_format format) {
-  return detail::tensorboard_handler{std::move(dir), std::move(worker_name), use_gzip,
-                                     format == trace_format::pftrace ? trace_format::pftrace : trace_format::json};
+  return detail::tensorboard_handler{std::move(dir), std::move(worker_name), detail::row_of(format).format,
+                                     use_gzip ? detail::compression::gzip : detail::compression::none};
 }
 
 }  // namespace PROFTRACE_ABI_NAMESPACE

@@ -7,10 +7,9 @@
 #include "compressed_output.hpp"
 
 #include "export_temporary.hpp"
+#include "compression_filters.hpp"
 
 #include <boost/iostreams/device/file.hpp>
-#include <boost/iostreams/filter/gzip.hpp>
-#include <boost/iostreams/filter/zstd.hpp>
 #include <boost/iostreams/filtering_stream.hpp>
 
 #include <cerrno>
@@ -40,13 +39,10 @@ export_temporary compressed_output::impl::make_temporary(const std::filesystem::
 }
 
 compressed_output::compressed_output(std::filesystem::path dest) : impl_(std::make_unique<impl>(std::move(dest))) {
-  namespace io = boost::iostreams;
   impl_->file.open(impl_->temp.path(), std::ios::binary | std::ios::trunc);
   if (!impl_->file)
     throw std::runtime_error("cannot write trace '" + impl_->dest.string() + "': " + std::strerror(errno ? errno : EIO));
-  const std::string name = impl_->dest.filename().string();
-  if (name.ends_with(".gz")) impl_->stream.push(io::gzip_compressor(io::gzip_params(io::zlib::best_speed)));
-  if (name.ends_with(".zst")) impl_->stream.push(io::zstd_compressor(io::zstd_params(io::zstd::best_speed)));
+  push_compressor(impl_->stream, compression_of(impl_->dest));
   impl_->stream.push(impl_->file);
 }
 

@@ -1,5 +1,6 @@
 #include "trace_file.hpp"
 
+#include "compression_filters.hpp"
 #include "export_temporary.hpp"
 
 #include <fcntl.h>
@@ -9,9 +10,6 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include <boost/iostreams/filter/gzip.hpp>
-#include <boost/iostreams/filter/zstd.hpp>
-#include <boost/iostreams/filtering_stream.hpp>
 #include <cerrno>
 #include <cstring>
 #include <functional>
@@ -58,38 +56,6 @@ class file_size_signal_shield {
  private:
   sigset_t previous_;
 };
-
-enum class compression { none, gzip, zstd };
-
-compression compression_of(const std::filesystem::path& dest) {
-  const std::string name = dest.filename().string();
-  if (name.ends_with(".gz")) return compression::gzip;
-  if (name.ends_with(".zst")) return compression::zstd;
-  return compression::none;
-}
-
-// Iostreams' default buffers are a few hundred bytes: each would be one call
-// into the compressor.
-constexpr std::streamsize compressor_buffer = 1 << 16;
-
-// ".gz": gzip, ".zst": zstd, anything else: plain. Both at their fastest
-// level: a trace's repetitive JSON compresses about as well (bench/README:
-// "Flusher throughput"), and exporting is on the program's path.
-void push_compressor(boost::iostreams::filtering_ostream& out, const std::filesystem::path& dest) {
-  switch (compression_of(dest)) {
-    case compression::gzip:
-      out.push(boost::iostreams::gzip_compressor(boost::iostreams::gzip_params(boost::iostreams::zlib::best_speed),
-                                                 compressor_buffer),
-               compressor_buffer);
-      break;
-    case compression::zstd:
-      out.push(boost::iostreams::zstd_compressor(boost::iostreams::zstd_params(boost::iostreams::zstd::best_speed),
-                                                 compressor_buffer),
-               compressor_buffer);
-      break;
-    case compression::none: break;
-  }
-}
 
 // Where an export goes: a temporary file beside `dest` (export_temporary.hpp:
 // a killed export's is removed by the next one), renamed over it only
@@ -214,7 +180,7 @@ void write_through_compressor(output_file& out, const std::filesystem::path& des
   std::string error;
   {
     boost::iostreams::filtering_ostream stream;
-    push_compressor(stream, dest);
+    push_compressor(stream, compression_of(dest));
     stream.push(checked_sink(out, error), compressor_buffer);
     produce(stream);
     stream.reset();  // flushes the compressor's final block into the sink

@@ -33,6 +33,7 @@ struct finished_trace;
 
 class kineto_json_writer {
  public:
+  static constexpr trace_format format = trace_format::json;
   explicit kineto_json_writer(const trace_head& head);
   kineto_json_writer(const kineto_json_writer&) = delete;  // stage_end_ points into stage_
   kineto_json_writer& operator=(const kineto_json_writer&) = delete;

@@ -1,8 +1,6 @@
 #include "kineto_to_perfetto.hpp"
 
 #include <boost/iostreams/device/file.hpp>
-#include <boost/iostreams/filter/gzip.hpp>
-#include <boost/iostreams/filter/zstd.hpp>
 #include <boost/iostreams/filtering_stream.hpp>
 #include <boost/json.hpp>
 
@@ -21,6 +19,7 @@
 #include "spool/compressed_output.hpp"
 #include "formats/kineto_json/json_events_scanner.hpp"
 #include "perfetto_builder.hpp"
+#include "spool/compression_filters.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
@@ -460,9 +459,7 @@ void feed_input(const std::filesystem::path& input, json_events_scanner& scanner
   std::ifstream file(input, std::ios::binary);
   if (!file) throw std::runtime_error(input.string() + ": cannot open");
   io::filtering_istream in;
-  const std::string name = input.filename().string();
-  if (name.ends_with(".gz")) in.push(io::gzip_decompressor());
-  if (name.ends_with(".zst")) in.push(io::zstd_decompressor());
+  push_decompressor(in, compression_of(input));
   in.push(file);
   std::vector<char> buf(std::size_t{1} << 20);
   while (in) {

@@ -4,8 +4,6 @@
 #include "perfetto_reader.hpp"
 
 #include <boost/iostreams/device/file.hpp>
-#include <boost/iostreams/filter/gzip.hpp>
-#include <boost/iostreams/filter/zstd.hpp>
 #include <boost/iostreams/filtering_stream.hpp>
 
 #include <algorithm>
@@ -17,6 +15,7 @@
 
 #include "formats/json_text.hpp"
 #include "proto_decoder.hpp"
+#include "spool/compression_filters.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
@@ -630,10 +629,9 @@ perfetto_read_result read_perfetto(const std::filesystem::path& path, const perf
   if (!file) throw perfetto_error(path.string() + ": cannot open");
   namespace io = boost::iostreams;
   io::filtering_istream in;
-  const std::string name = path.filename().string();
-  if (name.ends_with(".gz")) in.push(io::gzip_decompressor());
-  if (name.ends_with(".zst")) in.push(io::zstd_decompressor());
-  const bool compressed = name.ends_with(".gz") || name.ends_with(".zst");
+  const compression c = compression_of(path);
+  push_decompressor(in, c);
+  const bool compressed = c != compression::none;
   if (compressed) in.push(file);
   try {
     return read_perfetto(compressed ? static_cast<std::istream&>(in) : file, callbacks);

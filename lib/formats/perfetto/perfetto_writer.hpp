@@ -44,6 +44,7 @@ struct finished_trace;
 
 class perfetto_writer {
  public:
+  static constexpr trace_format format = trace_format::pftrace;
   explicit perfetto_writer(const trace_head& head);
   perfetto_writer(const perfetto_writer&) = delete;  // the builder appends to buffer_
   perfetto_writer& operator=(const perfetto_writer&) = delete;

@@ -1,0 +1,99 @@
+#include "trace_formats.hpp"
+
+#include "formats/perfetto/kineto_to_perfetto.hpp"
+#include "formats/perfetto/perfetto_to_kineto.hpp"
+#include "spool/export_temporary.hpp"
+
+#include <stdexcept>
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+const std::array<format_row, 2> trace_formats{{
+    {trace_format::json, "json", ".json", true, "events_not_written", nullptr, nullptr},
+    {trace_format::pftrace, "pftrace", ".pftrace", false, "packets_not_written",
+     [](const std::filesystem::path& in, const std::filesystem::path& out) { perfetto_to_kineto(in, out); },
+     [](const std::filesystem::path& in, const std::filesystem::path& out) { kineto_to_perfetto(in, out); }},
+}};
+
+const format_row& row_of(trace_format f) noexcept {
+  for (const format_row& r : trace_formats)
+    if (r.format == f) return r;
+  return trace_formats[0];
+}
+
+trace_name parse_trace_name(std::string_view name) noexcept {
+  trace_name n;
+  for (const compression_row& c : compressions) {
+    if (name.ends_with(c.suffix)) {
+      n.compressed = c.kind;
+      name.remove_suffix(c.suffix.size());
+      break;
+    }
+  }
+  for (const format_row& f : trace_formats)
+    if (name.ends_with(f.suffix)) n.format = &f;
+  return n;
+}
+
+trace_name trace_name_of(const std::filesystem::path& p) noexcept {
+  trace_name n = parse_trace_name(p.filename().native());
+  if (n.format == nullptr) n.format = &row_of(trace_format::json);
+  return n;
+}
+
+compression compression_of(const std::filesystem::path& p) noexcept {
+  return parse_trace_name(p.filename().native()).compressed;
+}
+
+std::string_view suffix_of(compression c) noexcept {
+  for (const compression_row& r : compressions)
+    if (r.kind == c) return r.suffix;
+  return {};
+}
+
+bool names_a_trace_suffix(const std::filesystem::path& p) noexcept {
+  const trace_name n = parse_trace_name(p.filename().native());
+  return n.format != nullptr || n.compressed != compression::none;
+}
+
+std::optional<trace_name> parse_format_value(std::string_view value) noexcept {
+  const std::string name = "." + std::string(value);
+  const trace_name n = parse_trace_name(name);
+  if (n.format == nullptr || n.format->suffix.size() + suffix_of(n.compressed).size() != name.size()) return std::nullopt;
+  return n;
+}
+
+std::string format_values(std::string_view lead, std::string_view last_separator) {
+  std::string out;
+  const std::size_t count = trace_formats.size() * (compressions.size() + 1);
+  std::size_t i = 0;
+  for (const format_row& f : trace_formats) {
+    for (std::size_t c = 0; c <= compressions.size(); ++c, ++i) {
+      if (i != 0) out += i + 1 == count ? last_separator : ", ";
+      out += lead;
+      out += f.name;
+      if (c != 0) out += compressions[c - 1].suffix;
+    }
+  }
+  return out;
+}
+
+std::string trace_file_suffix(trace_format f, compression c) {
+  return ".pt.trace" + std::string(row_of(f).suffix) + std::string(suffix_of(c));
+}
+
+void convert_trace(const format_row& from, const format_row& to, const std::filesystem::path& in,
+                   const std::filesystem::path& out) {
+  if (&from == &to) throw std::logic_error("proftrace: convert_trace between one format");
+  if (to.from_kineto == nullptr) return from.to_kineto(in, out);
+  if (from.to_kineto == nullptr) return to.from_kineto(in, out);
+  const export_temporary json(out, {.suffix = ".json", .or_temp_dir = true});
+  from.to_kineto(in, json.path());
+  to.from_kineto(json.path(), out);
+}
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace
