@@ -15,6 +15,7 @@
 #include "protobuf_wire.hpp"
 #include "test_support.hpp"
 #include "writers/perfetto/json_events_scanner.hpp"
+#include "writers/perfetto/kineto_event.hpp"
 #include "writers/perfetto/kineto_to_perfetto.hpp"
 #include "writers/perfetto/perfetto_builder.hpp"
 #include "writers/perfetto/perfetto_reader.hpp"
@@ -512,6 +513,126 @@ TEST_CASE("json_events_scanner: elements and members whatever the chunking, stri
   json_events_scanner long_key([](std::string_view) {}, {}, 64);
   long_key.feed("{\"" + std::string(64, 'k'));
   CHECK_THROWS_WITH(long_key.feed("k"), doctest::Contains("a top-level key is longer than"));
+}
+
+TEST_CASE("json_events_scanner: an element over the bound is refused at the same byte whatever the chunking") {
+  const std::string text = "{\"traceEvents\": [{\"name\": \"x\"},\n {\"name\": \"" + std::string(40, 'y') + "\"}]}";
+  const std::size_t second = text.find("{\"name\": \"y");
+  const std::string at = "(at byte " + std::to_string(second + 33) + ")";  // its 33rd byte passes 32
+  for (const std::size_t chunk : {std::size_t{1}, std::size_t{5}, std::size_t{16}, text.size()}) {
+    CAPTURE(chunk);
+    std::size_t elements = 0;
+    json_events_scanner s([&](std::string_view) { ++elements; }, {}, 32);
+    std::string message;
+    try {
+      for (std::size_t i = 0; i < text.size(); i += chunk) s.feed(std::string_view(text).substr(i, chunk));
+    } catch (const json_events_scanner::error& e) {
+      CHECK(e.what_kind == json_events_scanner::error::kind::too_long);
+      message = e.what();
+    }
+    CHECK(elements == 1);
+    CHECK(message.ends_with(at));
+  }
+}
+
+namespace {
+
+// `f` is what boost::json::parse made of the same member (null: absent).
+void check_field(const json_field& f, const boost::json::value* v) {
+  using kind = json_field::kind;
+  if (!v) {
+    CHECK(f.what == kind::absent);
+    return;
+  }
+  CHECK(f.serialized() == boost::json::serialize(*v));
+  switch (v->kind()) {
+    case boost::json::kind::null: CHECK(f.what == kind::null); break;
+    case boost::json::kind::bool_: CHECK((f.what == kind::boolean && f.boolean == v->get_bool())); break;
+    case boost::json::kind::int64: CHECK((f.what == kind::int64 && f.int64 == v->get_int64())); break;
+    case boost::json::kind::uint64: CHECK((f.what == kind::uint64 && f.uint64 == v->get_uint64())); break;
+    case boost::json::kind::double_: {
+      const double d = v->get_double();
+      CHECK((f.what == kind::double_ && std::memcmp(&f.double_, &d, sizeof d) == 0));
+      break;
+    }
+    case boost::json::kind::string: CHECK((f.what == kind::string && f.text == v->get_string())); break;
+    default: CHECK((f.what == kind::composite && f.text == boost::json::serialize(*v))); break;
+  }
+}
+
+// The reader against boost::json::parse on one text; its record read back.
+void check_reads_as_parse(kineto_event_reader& reader, const std::string& text) {
+  CAPTURE(text);
+  kineto_event e;
+  const bool read = reader.read(text, e);
+  boost::system::error_code ec;
+  const boost::json::value v = boost::json::parse(text, ec);
+  REQUIRE(read == (!ec && v.is_object()));
+  if (!read) return;
+  const boost::json::object& o = v.get_object();
+  const std::pair<const json_field*, std::string_view> fields[] = {
+      {&e.ph, "ph"}, {&e.ts, "ts"}, {&e.dur, "dur"}, {&e.pid, "pid"}, {&e.tid, "tid"},
+      {&e.id, "id"}, {&e.name, "name"}, {&e.cat, "cat"}, {&e.scope, "s"}};
+  for (const auto& [field, key] : fields) check_field(*field, o.if_contains(key));
+  const boost::json::value* args = o.if_contains("args");
+  REQUIRE(e.args_object == (args && args->is_object()));
+  if (e.args_object) {
+    REQUIRE(e.arg_count == args->get_object().size());
+    std::size_t i = 0;
+    for (const auto& kv : args->get_object()) {
+      CHECK(e.args[i].first == kv.key());
+      check_field(e.args[i++].second, &kv.value());
+    }
+  }
+  std::string bytes;
+  write_record(e, bytes);
+  kineto_record r;
+  r.read(bytes);
+  CHECK((r.name == e.name.string() && r.cat == e.cat.string() && r.scope == e.scope.string()));
+  CHECK(r.id == e.id.serialized());
+  CHECK(r.args_object == e.args_object);
+  REQUIRE(r.args.size() == (e.args_object ? e.arg_count : 0));
+  for (std::size_t i = 0; i < r.args.size(); ++i) {
+    CHECK(r.args[i].name == e.args[i].first);
+    CHECK(is_null(r.args[i]) == (e.args[i].second.what == json_field::kind::null));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("kineto_event_reader reads what boost::json::parse reads: the same texts refused, the same fields and args") {
+  std::string long_name = "\"name\": \"";
+  for (int i = 0; i < 3000; ++i) long_name += "ab\\n";  // escapes past the parser's 4 KiB buffer: a string in parts
+  long_name += "\"";
+  std::string deep = "{\"args\": {\"a\": ";
+  for (int i = 0; i < 40; ++i) deep += "[";  // past the default maximum depth
+  const std::vector<std::string> texts = {
+      R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 1.5, "dur": 2,
+          "args": {"External id": 3, "Input Dims": [[64, 128], []], "s": "t\"x\u00e9\\", "b": true, "n": null,
+                   "d": -0.0, "big": 18446744073709551615, "f": 1.25e-3, "e": 1E2, "o": {"k": [1, {"z": null}]}}})",
+      R"({"ph": "i", "ph": "X", "args": {"a": 1, "b": {"x": 1, "x": [2]}, "a": "again"}, "args": {"c": 3, "c": 4}})",
+      R"({"ph": "C", "name": "mem", "args": [1, {"a": 2}], "ts": 1e400})",
+      R"({"args": {"a": 1}, "args": null, "id": {"local": 7}})",
+      R"({"n\u0061me": "escaped key", "args": {"k\"ey": 1, "": "empty key"}, "s": "p"})",
+      R"({"pid": "stream 7", "tid": 1.0, "id": 2.5, "ts": -9223372036854775809})",
+      R"({"pid": -9223372036854775808, "tid": 9223372036854775808, "id": "x", "cat": 5, "name": ["n"]})",
+      R"({"ph": "s", "id": 7, "pid": 1000, "tid": 1000, "ts": 1.000, "cat": "ac2g", "name": "ac2g"})",
+      "{" + long_name + ", \"args\": {" + long_name + "}}",
+      "  {}  ",
+      R"({"ph": "X",})", R"({"ts": NaN})", R"({"a": 1} x)", "{\"a\": \"\xff\"}", R"({"a": 01})", "[1]", "\"str\"", "",
+      deep,
+  };
+  kineto_event_reader reader;
+  for (const std::string& t : texts) check_reads_as_parse(reader, t);
+  // Mutations of the valid ones: refused and read alike.
+  std::mt19937 random(36);
+  const std::string_view alphabet = "{}[]\",:\\0123456789.-+eEtrufalsn u\x80\xc3\xa9";
+  for (int i = 0; i < 6000; ++i) {
+    std::string t = texts[i % 8];
+    for (int n = 1 + static_cast<int>(random() % 3); n > 0; --n)
+      t[random() % t.size()] = alphabet[random() % alphabet.size()];
+    check_reads_as_parse(reader, t);
+  }
 }
 
 TEST_CASE("kineto_to_perfetto nests a thread's X events whatever their order in the file") {
