@@ -102,9 +102,11 @@ struct step_order {
   }
 };
 
-// What the sort holds in memory before it spills a run (lib/sorted_runs.hpp).
+// What the sort holds in memory before it spills a run (lib/sorted_runs.hpp):
+// 10 MiB of keys, and of records (about 100 bytes an event) usually less
+// than the 32 MiB allowed, so that the count, not the bytes, sets a run's size.
 constexpr sorted_runs<step_key, step_order>::limits sort_limits{
-    .max_items = std::size_t{1} << 20, .max_bytes = std::size_t{32} << 20, .max_runs = 64};
+    .max_items = std::size_t{1} << 18, .max_bytes = std::size_t{32} << 20, .max_runs = 64};
 
 // Reads the events (add, member), sorting them to disk beyond a bound, then
 // writes them (write): memory is that bound, the metadata, and each
@@ -134,6 +136,7 @@ class converter {
     std::int64_t end;
     std::vector<std::uint64_t> ending_flows;
   };
+  void add_event(std::string_view text);
   std::uint32_t thread_of(const kineto_event& e);
   std::uint32_t thread_index(const kineto_event& e);
   void add_metadata(const kineto_event& e);
@@ -228,6 +231,11 @@ void converter::add_flow(const kineto_event& e, step_key k, bool start) {
 }
 
 void converter::add(std::string_view text) {
+  add_event(text);
+  if (text.size() > (std::size_t{1} << 20)) event_ = {}, record_ = {};  // a large event's memory back
+}
+
+void converter::add_event(std::string_view text) {
   ++stats_.events;
   if (!reader_.read(text, event_)) return void(++stats_.skipped);
   const kineto_event& e = event_;
