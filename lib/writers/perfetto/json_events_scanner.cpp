@@ -53,6 +53,11 @@ void json_events_scanner::feed(std::string_view chunk) {
     if (depth_ > 2) {
       while (p < end && !nested_structural[static_cast<unsigned char>(*p)]) ++p;
       if (p == end) break;
+      if (*p == '"') {  // a string inside an element: nothing for structural() to do but skip it
+        in_string_ = true;
+        p = skip_string(p + 1, end);
+        continue;
+      }
     }
     offset_ = chunk_offset_ + static_cast<std::uint64_t>(p - begin) + 1;
     structural(p++);
