@@ -13,8 +13,10 @@
 #include <sstream>
 
 #include "protobuf_wire.hpp"
+#include "kineto_event_check.hpp"
 #include "test_support.hpp"
 #include "formats/kineto_json/json_events_scanner.hpp"
+#include "formats/perfetto/kineto_event.hpp"
 #include "formats/perfetto/kineto_to_perfetto.hpp"
 #include "formats/perfetto/perfetto_builder.hpp"
 #include "formats/perfetto/perfetto_reader.hpp"
@@ -25,6 +27,7 @@ using namespace proftrace::detail;
 using namespace std::string_view_literals;
 
 using namespace test_wire;
+using test_kineto::kineto_event_mismatch;
 
 namespace {
 
@@ -512,6 +515,65 @@ TEST_CASE("json_events_scanner: elements and members whatever the chunking, stri
   json_events_scanner long_key([](std::string_view) {}, {}, 64);
   long_key.feed("{\"" + std::string(64, 'k'));
   CHECK_THROWS_WITH(long_key.feed("k"), doctest::Contains("a top-level key is longer than"));
+}
+
+TEST_CASE("json_events_scanner: an element over the bound is refused at the same byte whatever the chunking") {
+  const std::string text = "{\"traceEvents\": [{\"name\": \"x\"},\n {\"name\": \"" + std::string(40, 'y') + "\"}]}";
+  const std::size_t second = text.find("{\"name\": \"y");
+  const std::string at = "(at byte " + std::to_string(second + 33) + ")";  // its 33rd byte passes 32
+  for (const std::size_t chunk : {std::size_t{1}, std::size_t{5}, std::size_t{16}, text.size()}) {
+    CAPTURE(chunk);
+    std::size_t elements = 0;
+    json_events_scanner s([&](std::string_view) { ++elements; }, {}, 32);
+    std::string message;
+    try {
+      for (std::size_t i = 0; i < text.size(); i += chunk) s.feed(std::string_view(text).substr(i, chunk));
+    } catch (const json_events_scanner::error& e) {
+      CHECK(e.what_kind == json_events_scanner::error::kind::too_long);
+      message = e.what();
+    }
+    CHECK(elements == 1);
+    CHECK(message.ends_with(at));
+  }
+}
+
+TEST_CASE("kineto_event_reader reads what boost::json::parse reads: the same texts refused, the same fields and args") {
+  std::string long_name = "\"name\": \"";
+  for (int i = 0; i < 3000; ++i) long_name += "ab\\n";  // escapes past the parser's 4 KiB buffer: a string in parts
+  long_name += "\"";
+  std::string deep = "{\"args\": {\"a\": ";
+  for (int i = 0; i < 40; ++i) deep += "[";  // past the default maximum depth
+  const std::vector<std::string> texts = {
+      R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 1.5, "dur": 2,
+          "args": {"External id": 3, "Input Dims": [[64, 128], []], "s": "t\"x\u00e9\\", "b": true, "n": null,
+                   "d": -0.0, "big": 18446744073709551615, "f": 1.25e-3, "e": 1E2, "o": {"k": [1, {"z": null}]}}})",
+      R"({"ph": "i", "ph": "X", "args": {"a": 1, "b": {"x": 1, "x": [2]}, "a": "again"}, "args": {"c": 3, "c": 4}})",
+      R"({"ph": "C", "name": "mem", "args": [1, {"a": 2}], "ts": 1e400})",
+      R"({"args": {"a": 1}, "args": null, "id": {"local": 7}})",
+      R"({"n\u0061me": "escaped key", "args": {"k\"ey": 1, "": "empty key"}, "s": "p"})",
+      R"({"pid": "stream 7", "tid": 1.0, "id": 2.5, "ts": -9223372036854775809})",
+      R"({"pid": -9223372036854775808, "tid": 9223372036854775808, "id": "x", "cat": 5, "name": ["n"]})",
+      R"({"ph": "s", "id": 7, "pid": 1000, "tid": 1000, "ts": 1.000, "cat": "ac2g", "name": "ac2g"})",
+      "{" + long_name + ", \"args\": {" + long_name + "}}",
+      "  {}  ",
+      R"({"ph": "X",})", R"({"ts": NaN})", R"({"a": 1} x)", "{\"a\": \"\xff\"}", R"({"a": 01})", "[1]", "\"str\"", "",
+      deep,
+  };
+  kineto_event_reader reader;
+  for (const std::string& t : texts) {
+    CAPTURE(t);
+    CHECK(kineto_event_mismatch(reader, t) == "");
+  }
+  // Mutations of the valid ones: refused and read alike.
+  std::mt19937 random(36);
+  const std::string_view alphabet = "{}[]\",:\\0123456789.-+eEtrufalsn u\x80\xc3\xa9";
+  for (int i = 0; i < 6000; ++i) {
+    std::string t = texts[i % 8];
+    for (int n = 1 + static_cast<int>(random() % 3); n > 0; --n)
+      t[random() % t.size()] = alphabet[random() % alphabet.size()];
+    CAPTURE(t);
+    CHECK(kineto_event_mismatch(reader, t) == "");
+  }
 }
 
 TEST_CASE("kineto_to_perfetto nests a thread's X events whatever their order in the file") {

@@ -1,5 +1,7 @@
 #include "json_events_scanner.hpp"
 
+#include <array>
+
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
@@ -22,34 +24,108 @@ const char* non_object(char c) {
          : c == '-' || (c >= '0' && c <= '9') ? "a number"
                                            : nullptr;
 }
+
+// The characters that matter outside strings inside an element (depth 3 and
+// more): the rest (numbers, literals, separators, space) is skipped at once.
+constexpr auto nested_structural = [] {
+  std::array<bool, 256> t{};
+  for (const unsigned char c : {'"', '{', '}', '[', ']'}) t[c] = true;
+  return t;
+}();
 }  // namespace
 
+// Ranges are copied, not characters: an element or member value that lies
+// within one chunk is handed over without a copy. The length bounds are
+// checked where a piece ends, at each chunk's end and before any other
+// failure, and reported at the byte that passed them.
 void json_events_scanner::feed(std::string_view chunk) {
-  for (const char c : chunk) {
-    ++offset_;
-    if (capturing_) {
-      piece_ += c;
-      if (piece_.size() > max_piece_)
-        fail("event " + std::to_string(elements_) + " (or a member) is longer than " + std::to_string(max_piece_ >> 20) +
-                 " MiB of JSON text",
-             error::kind::too_long);
-    }
-    if (!in_string_) {
-      structural(c);
+  const char* const begin = chunk.data();
+  const char* const end = begin + chunk.size();
+  chunk_ = begin;
+  chunk_offset_ = offset_;
+  capture_from_ = begin;
+  key_from_ = begin;
+  for (const char* p = begin; p < end;) {
+    if (in_string_) {
+      p = skip_string(p, end);
       continue;
     }
-    const bool closing = c == '"' && !escaped_;
-    escaped_ = !escaped_ && c == '\\';
-    if (closing) in_string_ = reading_key_ = false;
-    else if (reading_key_) {
-      key_ += c;
-      if (key_.size() > max_piece_)
-        fail("a top-level key is longer than " + std::to_string(max_piece_ >> 20) + " MiB of JSON text");
+    if (depth_ > 2) {
+      while (p < end && !nested_structural[static_cast<unsigned char>(*p)]) ++p;
+      if (p == end) break;
+      if (*p == '"') {  // a string inside an element: nothing for structural() to do but skip it
+        in_string_ = true;
+        p = skip_string(p + 1, end);
+        continue;
+      }
     }
+    offset_ = chunk_offset_ + static_cast<std::uint64_t>(p - begin) + 1;
+    structural(p++);
+  }
+  offset_ = chunk_offset_ + chunk.size();
+  if (reading_key_) {
+    check_key(end);
+    key_.append(key_from_, end);
+  }
+  if (capturing_) {
+    check_piece(end);
+    piece_.append(capture_from_, end);
   }
 }
 
-void json_events_scanner::structural(char c) {
+// Past a string's characters up to its closing quote (consumed), or to `end`.
+const char* json_events_scanner::skip_string(const char* p, const char* end) {
+  while (p < end) {
+    if (escaped_) {
+      escaped_ = false;
+      ++p;
+      continue;
+    }
+    while (p < end && *p != '"' && *p != '\\') ++p;
+    if (p == end) break;
+    if (*p++ == '\\') {
+      escaped_ = true;
+      continue;
+    }
+    in_string_ = false;
+    if (reading_key_) {
+      reading_key_ = false;
+      check_key(p - 1);
+      key_.append(key_from_, p - 1);
+    }
+    return p;
+  }
+  return p;
+}
+
+// Fails when the piece being captured is past max_piece bytes by `upto`.
+void json_events_scanner::check_piece(const char* upto) {
+  const std::uint64_t held = piece_.size() + static_cast<std::uint64_t>(upto - capture_from_);
+  if (held <= max_piece_) return;
+  offset_ = chunk_offset_ + static_cast<std::uint64_t>(upto - chunk_) - (held - max_piece_) + 1;
+  fail("event " + std::to_string(elements_) + " (or a member) is longer than " + std::to_string(max_piece_ >> 20) +
+           " MiB of JSON text",
+       error::kind::too_long);
+}
+
+void json_events_scanner::check_key(const char* upto) {
+  const std::uint64_t held = key_.size() + static_cast<std::uint64_t>(upto - key_from_);
+  if (held <= max_piece_) return;
+  offset_ = chunk_offset_ + static_cast<std::uint64_t>(upto - chunk_) - (held - max_piece_) + 1;
+  fail("a top-level key is longer than " + std::to_string(max_piece_ >> 20) + " MiB of JSON text",
+       error::kind::not_a_trace);
+}
+
+// The piece captured through `last` (included): a view of the chunk when it began in it.
+std::string_view json_events_scanner::captured(const char* last) {
+  check_piece(last + 1);
+  if (piece_.empty()) return {capture_from_, static_cast<std::size_t>(last + 1 - capture_from_)};
+  piece_.append(capture_from_, last + 1);
+  return piece_;
+}
+
+void json_events_scanner::structural(const char* p) {
+  const char c = *p;
   if (c == ' ' || c == '\n' || c == '\r' || c == '\t') return;
   if (!started_) {
     if (c != '{') fail("not a JSON object");
@@ -67,53 +143,57 @@ void json_events_scanner::structural(char c) {
       if (depth_ == 1 && state_ == state::expect_key) {
         reading_key_ = true;
         key_.clear();
+        key_from_ = p + 1;
         state_ = state::expect_colon;
       } else if (depth_ == 1 && state_ == state::expect_value) {
-        start_value(c);
+        start_value(p);
       }
       return;
     case ':':
       if (depth_ == 1 && state_ == state::expect_colon) state_ = state::expect_value;
       return;
-    case '{': case '[': return open(c);
-    case '}': case ']': return close(c);
+    case '{': case '[': return open(p);
+    case '}': case ']': return close(p);
     case ',':
       if (depth_ == 1) {
-        if (capturing_) end_member();
+        if (capturing_) end_member(p);
         state_ = state::expect_key;
       }
       return;
     default:
-      if (depth_ == 1 && state_ == state::expect_value) start_value(c);
+      if (depth_ == 1 && state_ == state::expect_value) start_value(p);
       return;
   }
 }
 
-void json_events_scanner::open(char c) {
+void json_events_scanner::open(const char* p) {
   if (depth_ == 1 && state_ == state::expect_value) {
-    if (key_ == "traceEvents" && c == '[') {
+    if (key_ == "traceEvents" && *p == '[') {
       in_events_ = seen_events_ = true;
       state_ = state::in_value;
     } else {
-      start_value(c);
+      start_value(p);
     }
-  } else if (in_events_ && depth_ == 2 && c == '{') {
+  } else if (in_events_ && depth_ == 2 && *p == '{') {
     capturing_ = true;
-    piece_.assign(1, c);
+    piece_.clear();
+    capture_from_ = p;
   }
   ++depth_;
 }
 
-void json_events_scanner::close(char c) {
+void json_events_scanner::close(const char* p) {
   --depth_;
   if (depth_ == 0) {
-    if (c != '}') fail("a top-level object closed by ']'");
-    if (capturing_) end_member();
+    if (capturing_) check_piece(p + 1);
+    if (*p != '}') fail("a top-level object closed by ']'");
+    if (capturing_) end_member(p);
     done_ = true;
-  } else if (in_events_ && depth_ == 2 && capturing_ && c == '}') {
+  } else if (in_events_ && depth_ == 2 && capturing_ && *p == '}') {
+    const std::string_view element = captured(p);
     capturing_ = false;
     ++elements_;
-    on_element_(piece_);
+    on_element_(element);
     if (piece_.capacity() > (std::size_t{1} << 20)) std::string().swap(piece_);  // a large event's memory back
   } else if (in_events_ && depth_ == 1) {
     in_events_ = false;
@@ -121,18 +201,21 @@ void json_events_scanner::close(char c) {
   }
 }
 
-void json_events_scanner::start_value(char c) {
+void json_events_scanner::start_value(const char* p) {
   capturing_ = true;
-  piece_.assign(1, c);
+  piece_.clear();
+  capture_from_ = p;
   state_ = state::in_value;
 }
 
-void json_events_scanner::end_member() {
+// `p`: the ',' or '}' that ended the member value, left out with the space before it.
+void json_events_scanner::end_member(const char* p) {
+  std::string_view value = captured(p);
   capturing_ = false;
-  piece_.pop_back();  // the ',' or '}' that ended it
-  while (!piece_.empty() && (piece_.back() == ' ' || piece_.back() == '\n' || piece_.back() == '\r' || piece_.back() == '\t'))
-    piece_.pop_back();
-  if (on_member_) on_member_(key_, piece_);
+  value.remove_suffix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\n' || value.back() == '\r' || value.back() == '\t'))
+    value.remove_suffix(1);
+  if (on_member_) on_member_(key_, value);
 }
 
 bool json_events_scanner::finish() {

@@ -59,11 +59,15 @@ class json_events_scanner {
 
  private:
   enum class state : std::uint8_t { expect_key, expect_colon, expect_value, in_value, after_value };
-  void structural(char c);
-  void open(char c);
-  void close(char c);
-  void start_value(char c);
-  void end_member();
+  const char* skip_string(const char* p, const char* end);
+  void structural(const char* p);
+  void open(const char* p);
+  void close(const char* p);
+  void start_value(const char* p);
+  void end_member(const char* p);
+  std::string_view captured(const char* last);
+  void check_piece(const char* upto);
+  void check_key(const char* upto);
   [[noreturn]] void fail(const std::string& why, error::kind k = error::kind::not_a_trace,
                          const char* found = nullptr) const;
 
@@ -77,7 +81,13 @@ class json_events_scanner {
   bool in_events_ = false;  // inside the traceEvents array
   bool seen_events_ = false;
   bool capturing_ = false;  // collecting an element or a member value into piece_
+  // piece_ and key_ hold what earlier chunks gave; the current chunk's part
+  // begins at capture_from_ and key_from_.
   std::string key_, piece_;
+  const char* capture_from_ = nullptr;
+  const char* key_from_ = nullptr;
+  const char* chunk_ = nullptr;  // the chunk being fed, which begins at byte chunk_offset_
+  std::uint64_t chunk_offset_ = 0;
   std::uint64_t offset_ = 0, elements_ = 0;
 };
 

@@ -11,15 +11,17 @@
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 #include <vector>
 
-#include "spool/sorted_runs.hpp"
 #include "spool/compressed_output.hpp"
-#include "formats/kineto_json/json_events_scanner.hpp"
-#include "perfetto_builder.hpp"
 #include "spool/compression_filters.hpp"
+#include "spool/sorted_runs.hpp"
+#include "formats/kineto_json/json_events_scanner.hpp"
+#include "kineto_event.hpp"
+#include "perfetto_builder.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
@@ -39,38 +41,32 @@ struct id_value {
   std::int64_t number = 0;
 };
 
-id_value read_id(const json::object& o, std::string_view key) {
+id_value read_id(const json_field& v) {
   id_value id;
-  const json::value* v = o.if_contains(key);
-  if (!v) return id;
-  if (v->is_string()) {
-    id.text = std::string(v->get_string());
-  } else if (v->is_int64() || (v->is_uint64() && v->get_uint64() <= INT64_MAX) ||
-             (v->is_double() && std::trunc(v->get_double()) == v->get_double() &&
-              std::fabs(v->get_double()) < 9.2e18)) {  // a whole number int64 holds; any other is text
+  using kind = json_field::kind;
+  if (v.what == kind::absent) return id;
+  if (v.is_string()) {
+    id.text = v.text;
+  } else if (v.what == kind::int64 || (v.what == kind::uint64 && v.uint64 <= INT64_MAX) ||
+             (v.what == kind::double_ && std::trunc(v.double_) == v.double_ &&
+              std::fabs(v.double_) < 9.2e18)) {  // a whole number int64 holds; any other is text
     id.is_number = true;
-    id.number = v->is_int64() ? v->get_int64() : v->is_uint64() ? static_cast<std::int64_t>(v->get_uint64())
-                                                               : static_cast<std::int64_t>(v->get_double());
+    id.number = v.what == kind::int64 ? v.int64 : v.what == kind::uint64 ? static_cast<std::int64_t>(v.uint64)
+                                                                        : static_cast<std::int64_t>(v.double_);
     id.text = std::to_string(id.number);
   } else {
-    id.text = json::serialize(*v);
+    id.text = v.serialized();
   }
   return id;
-}
-
-std::string_view string_of(const json::object& o, std::string_view key) {
-  const json::value* v = o.if_contains(key);
-  return v && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
 }
 
 // A number of microseconds as integer nanoseconds, within +-4e18 (126
 // years: a ts plus a dur, and either plus the base, stay exact or wrap
 // defined; a value past them is counted in `clamped`); false when absent.
-bool read_ns(const json::object& o, std::string_view key, std::int64_t& ns, std::uint64_t& clamped) {
-  const json::value* v = o.if_contains(key);
-  if (!v || !v->is_number()) return false;
+bool read_ns(const json_field& v, std::int64_t& ns, std::uint64_t& clamped) {
+  if (!v.is_number()) return false;
   constexpr double max_abs_ns = 4e18;
-  const double given = v->to_number<double>() * 1000.0;
+  const double given = v.to_double() * 1000.0;
   if (!(std::fabs(given) <= max_abs_ns)) ++clamped;
   ns = static_cast<std::int64_t>(std::llround(std::clamp(given, -max_abs_ns, max_abs_ns)));
   return true;
@@ -105,59 +101,11 @@ struct step_order {
   }
 };
 
-// What the sort holds in memory before it spills a run (lib/spool/sorted_runs.hpp).
+// What the sort holds in memory before it spills a run (lib/spool/sorted_runs.hpp):
+// 10 MiB of keys, and of records (about 100 bytes an event) usually less
+// than the 32 MiB allowed, so that the count, not the bytes, sets a run's size.
 constexpr sorted_runs<step_key, step_order>::limits sort_limits{
-    .max_items = std::size_t{1} << 20, .max_bytes = std::size_t{32} << 20, .max_runs = 64};
-
-// Parses one event at a time into a reused block: no allocation per event
-// of ordinary size. A value lives until the next parse().
-class event_parser {
- public:
-  // Null when the text is not JSON.
-  json::value parse(std::string_view text) {
-    resource_.release();
-    boost::system::error_code ec;
-    json::value v = json::parse(text, ec, json::storage_ptr(&resource_));
-    return ec ? json::value() : v;
-  }
-
- private:
-  unsigned char block_[std::size_t{64} << 10];
-  json::monotonic_resource resource_{block_, sizeof block_};
-};
-
-using annotation_value = decltype(annotation::value);
-
-// The args of one event as annotations (valid until the next call).
-class args_view {
- public:
-  annotations of(const json::object& event) {
-    list_.clear();
-    texts_.clear();
-    const json::value* args = event.if_contains("args");
-    if (!args || !args->is_object()) return {};
-    const auto& o = args->get_object();
-    texts_.reserve(o.size());  // views into texts_ stay valid
-    for (const auto& kv : o) list_.push_back({.name = kv.key(), .value = value_of(kv.value())});
-    return list_;
-  }
-
- private:
-  annotation_value value_of(const json::value& v) {
-    switch (v.kind()) {
-      case json::kind::int64: return v.get_int64();
-      case json::kind::uint64: return v.get_uint64();
-      case json::kind::double_: return v.get_double();
-      case json::kind::bool_: return v.get_bool();
-      case json::kind::string: return std::string_view(v.get_string());
-      default: break;
-    }
-    texts_.push_back(json::serialize(v));
-    return json_value{texts_.back()};
-  }
-  std::vector<annotation> list_;
-  std::vector<std::string> texts_;
-};
+    .max_items = std::size_t{1} << 18, .max_bytes = std::size_t{32} << 20, .max_runs = 64};
 
 // Reads the events (add, member), sorting them to disk beyond a bound, then
 // writes them (write): memory is that bound, the metadata, and each
@@ -187,9 +135,11 @@ class converter {
     std::int64_t end;
     std::vector<std::uint64_t> ending_flows;
   };
-  std::uint32_t thread_of(const json::object& e);
-  void add_metadata(const json::object& e);
-  void add_flow(const json::object& e, step_key k, bool start);
+  void add_event(std::string_view text);
+  std::uint32_t thread_of(const kineto_event& e);
+  std::uint32_t thread_index(const kineto_event& e);
+  void add_metadata(const kineto_event& e);
+  void add_flow(const kineto_event& e, step_key k, bool start);
   void take(perfetto_builder& b, const step_key& k, std::string_view payload);
   void begin_pending(perfetto_builder& b, bool innermost);
   void take_flows(std::uint32_t thread, std::vector<std::uint64_t>& ending);
@@ -199,20 +149,25 @@ class converter {
   std::uint64_t process_track(perfetto_builder& b, const id_value& pid);
   std::int64_t unix_ns(std::int64_t ts) const;
   void emit_single(perfetto_builder& b, const step_key& k, std::string_view payload);
-  void emit_instant(perfetto_builder& b, const step_key& k, const json::object& e);
-  void emit_counters(perfetto_builder& b, const step_key& k, const json::object& e);
+  void emit_instant(perfetto_builder& b, const step_key& k);
+  void emit_counters(perfetto_builder& b, const step_key& k);
 
   kineto_conversion& stats_;
   std::int64_t base_ns_ = 0;
   std::vector<std::pair<std::string, std::string>> top_level_;  // key, JSON text
   std::vector<thread_key> threads_;
   std::unordered_map<std::string, std::uint32_t> thread_index_;  // "pid\x1ftid"
+  std::optional<std::pair<std::int64_t, std::int64_t>> last_thread_;  // integer pid and tid of the last event
+  std::uint32_t last_thread_index_ = 0;
   std::unordered_map<std::string, std::string> thread_names_, process_names_;
   // process_labels, process_sort_index, thread_sort_index: by pid, by "pid\x1ftid"
   std::unordered_map<std::string, track_order> process_order_, thread_order_;
   sorted_runs<step_key, step_order> runs_{step_order{}, sort_limits};
   std::uint64_t seq_ = 0;
-  event_parser parser_;
+  kineto_event_reader reader_;
+  kineto_event event_;    // the event read last
+  std::string record_;    // its record, as the sort keeps it
+  kineto_record taken_;   // the record being written
 
   // While writing: the "X" event read last, begun once the next event says
   // whether it is the innermost at its (thread, ts).
@@ -229,55 +184,68 @@ class converter {
   std::vector<std::unique_ptr<perfetto_builder>> thread_events_;
   packet_stage& stage_;
   std::vector<std::uint64_t> scratch_ids_;
-  args_view args_;
 };
 
-std::uint32_t converter::thread_of(const json::object& e) {
-  thread_key k{read_id(e, "pid"), read_id(e, "tid")};
+std::uint32_t converter::thread_of(const kineto_event& e) {
+  // Events of one thread mostly come together: its integer ids are checked before any text is made.
+  using kind = json_field::kind;
+  const bool numbers = e.pid.what == kind::int64 && e.tid.what == kind::int64;
+  if (numbers && last_thread_ && last_thread_->first == e.pid.int64 && last_thread_->second == e.tid.int64)
+    return last_thread_index_;
+  last_thread_index_ = thread_index(e);
+  if (numbers) last_thread_.emplace(e.pid.int64, e.tid.int64);
+  else last_thread_.reset();
+  return last_thread_index_;
+}
+
+std::uint32_t converter::thread_index(const kineto_event& e) {
+  thread_key k{read_id(e.pid), read_id(e.tid)};
   std::string key = k.pid.text + '\x1f' + k.tid.text;
   const auto [it, fresh] = thread_index_.emplace(std::move(key), static_cast<std::uint32_t>(threads_.size()));
   if (fresh) threads_.push_back(std::move(k));
   return it->second;
 }
 
-void converter::add_metadata(const json::object& e) {
-  const json::value* args = e.if_contains("args");
-  if (!args || !args->is_object()) return;
-  const auto arg = [&](std::string_view key) { return args->get_object().if_contains(key); };
-  const std::string_view what = string_of(e, "name");
-  const std::string pid = read_id(e, "pid").text, thread = pid + '\x1f' + read_id(e, "tid").text;
-  const json::value* v = arg(what == "process_labels" ? "labels" : what.ends_with("_sort_index") ? "sort_index" : "name");
+void converter::add_metadata(const kineto_event& e) {
+  if (!e.args_object) return;
+  const std::string_view what = e.name.string();
+  const std::string pid = read_id(e.pid).text, thread = pid + '\x1f' + read_id(e.tid).text;
+  const json_field* v = e.arg(what == "process_labels" ? "labels" : what.ends_with("_sort_index") ? "sort_index" : "name");
   if (v && v->is_string()) {
-    if (what == "thread_name") thread_names_[thread] = v->get_string();
-    else if (what == "process_name") process_names_[pid] = v->get_string();
-    else if (what == "process_labels") process_order_[pid].labels = v->get_string();
-  } else if (v && v->is_int64()) {
-    if (what == "process_sort_index") process_order_[pid].sort_index = v->get_int64();
-    else if (what == "thread_sort_index") thread_order_[thread].sort_index = v->get_int64();
+    if (what == "thread_name") thread_names_[thread] = v->text;
+    else if (what == "process_name") process_names_[pid] = v->text;
+    else if (what == "process_labels") process_order_[pid].labels = v->text;
+  } else if (v && v->what == json_field::kind::int64) {
+    if (what == "process_sort_index") process_order_[pid].sort_index = v->int64;
+    else if (what == "thread_sort_index") thread_order_[thread].sort_index = v->int64;
   }
 }
 
-void converter::add_flow(const json::object& e, step_key k, bool start) {
-  const json::value* id = e.if_contains("id");
-  if (!id || !(id->is_int64() || id->is_uint64())) return void(++stats_.skipped);
-  const std::uint64_t value = id->is_int64() ? static_cast<std::uint64_t>(id->get_int64()) : id->get_uint64();
+void converter::add_flow(const kineto_event& e, step_key k, bool start) {
+  using kind = json_field::kind;
+  if (e.id.what != kind::int64 && e.id.what != kind::uint64) return void(++stats_.skipped);
+  const std::uint64_t value = e.id.what == kind::int64 ? static_cast<std::uint64_t>(e.id.int64) : e.id.uint64;
   k.what = start ? step::flow_start : step::flow_end;
   runs_.add(k, std::string_view(reinterpret_cast<const char*>(&value), sizeof value));
 }
 
 void converter::add(std::string_view text) {
+  add_event(text);
+  if (text.size() > (std::size_t{1} << 20)) event_ = {}, record_ = {};  // a large event's memory back
+}
+
+void converter::add_event(std::string_view text) {
   ++stats_.events;
-  const json::value v = parser_.parse(text);
-  if (!v.is_object()) return void(++stats_.skipped);
-  const json::object& e = v.get_object();
-  const std::string_view ph = string_of(e, "ph");
+  if (!reader_.read(text, event_)) return void(++stats_.skipped);
+  const kineto_event& e = event_;
+  const std::string_view ph = e.ph.string();
   if (ph == "M") return add_metadata(e);
   std::int64_t ts = 0, dur = 0;
-  if (!read_ns(e, "ts", ts, stats_.clamped) || ph.size() != 1) return void(++stats_.skipped);
+  if (!read_ns(e.ts, ts, stats_.clamped) || ph.size() != 1) return void(++stats_.skipped);
   step_key k{.ts = ts, .end = ts, .seq = seq_++, .thread = thread_of(e)};
   if (ph == "s" || ph == "f") return add_flow(e, k, ph == "s");
   switch (ph[0]) {
-    case 'X': k.what = step::x, read_ns(e, "dur", dur, stats_.clamped), ++stats_.slices; break;
+    case 'X': k.what = step::x, read_ns(e.dur, dur, stats_.clamped), ++stats_.slices; break;
     case 'i': case 'I': k.what = step::instant, ++stats_.instants; break;
     case 'C': k.what = step::counter, ++stats_.counters; break;
     case 'b': k.what = step::async_begin, ++stats_.async_slices; break;
@@ -285,7 +253,9 @@ void converter::add(std::string_view text) {
     default: return void(++stats_.skipped);
   }
   k.end = ts + std::max<std::int64_t>(dur, 0);
-  runs_.add(k, text);
+  record_.clear();
+  write_record(e, record_);
+  runs_.add(k, record_);
 }
 
 // Every top-level key but the events is kept as trace-wide metadata
@@ -390,16 +360,14 @@ void converter::begin_pending(perfetto_builder& b, bool innermost) {
   open_slice slice{.end = open.empty() ? k.end : std::min(k.end, open.back().end), .ending_flows = {}};
   scratch_ids_.clear();
   if (innermost) take_flows(k.thread, slice.ending_flows);
-  const json::value v = parser_.parse(pending_payload_);
-  if (!v.is_object()) return;  // parsed as an object once already
-  const json::object& e = v.get_object();
-  const std::string_view name = string_of(e, "name"), cat = string_of(e, "cat");
+  taken_.read(pending_payload_);
+  const std::string_view name = taken_.name, cat = taken_.cat;
   perfetto_builder& t = events_of(b, k.thread);
   const std::uint64_t track = thread_track(b, k.thread);
   if (name.starts_with("ProfilerStep#") && scratch_ids_.empty())  // one name per step: not interned
-    t.slice_begin(track, unix_ns(k.ts), perfetto_builder::one_off_name{name}, cat, args_.of(e));
+    t.slice_begin(track, unix_ns(k.ts), perfetto_builder::one_off_name{name}, cat, taken_.args);
   else
-    t.slice_begin(track, unix_ns(k.ts), name, cat, args_.of(e), scratch_ids_);
+    t.slice_begin(track, unix_ns(k.ts), name, cat, taken_.args, scratch_ids_);
   open.push_back(std::move(slice));
 }
 
@@ -412,45 +380,43 @@ void converter::end_slices(perfetto_builder& b, std::uint32_t thread, std::int64
   }
 }
 
-void converter::emit_counters(perfetto_builder& b, const step_key& k, const json::object& e) {
-  const json::value* args = e.if_contains("args");
-  if (!args || !args->is_object()) return;
-  const std::string_view name = string_of(e, "name");
+void converter::emit_counters(perfetto_builder& b, const step_key& k) {
+  if (!taken_.args_object) return;
+  const std::string_view name = taken_.name;
   const std::uint64_t parent = process_track(b, threads_[k.thread].pid);
-  for (const auto& kv : args->get_object()) {
+  for (const annotation& arg : taken_.args) {
     // null is how JSON writes a NaN or infinite sample (json_text.hpp): NaN here, null again on the way back.
-    if (!kv.value().is_number() && !kv.value().is_null()) continue;
-    const double value = kv.value().is_null() ? std::numeric_limits<double>::quiet_NaN() : kv.value().to_number<double>();
-    const std::string track = kv.key() == name ? std::string(name) : std::string(name) + "." + std::string(kv.key());
+    double value = std::numeric_limits<double>::quiet_NaN();
+    if (const auto* i = std::get_if<std::int64_t>(&arg.value)) value = static_cast<double>(*i);
+    else if (const auto* u = std::get_if<std::uint64_t>(&arg.value)) value = static_cast<double>(*u);
+    else if (const auto* d = std::get_if<double>(&arg.value)) value = *d;
+    else if (!is_null(arg)) continue;
+    const std::string track = arg.name == name ? std::string(name) : std::string(name) + "." + std::string(arg.name);
     b.counter(b.counter_track(track, parent), unix_ns(k.ts), value);
   }
 }
 
 // An instant on its thread (after the ENDs there by its time), its process
 // or the whole trace, as its "s" says.
-void converter::emit_instant(perfetto_builder& b, const step_key& k, const json::object& e) {
-  const std::string_view name = string_of(e, "name"), cat = string_of(e, "cat");
-  if (const std::string_view scope = string_of(e, "s"); scope == "p") {
-    b.instant(process_track(b, threads_[k.thread].pid), unix_ns(k.ts), name, cat, args_.of(e));
-  } else if (scope == "g") {  // a track under no process
-    b.instant(b.named_track("global instants", 0, 0), unix_ns(k.ts), name, cat, args_.of(e));
+void converter::emit_instant(perfetto_builder& b, const step_key& k) {
+  const kineto_record& e = taken_;
+  if (e.scope == "p") {
+    b.instant(process_track(b, threads_[k.thread].pid), unix_ns(k.ts), e.name, e.cat, e.args);
+  } else if (e.scope == "g") {  // a track under no process
+    b.instant(b.named_track("global instants", 0, 0), unix_ns(k.ts), e.name, e.cat, e.args);
   } else {
     end_slices(b, k.thread, k.ts);
-    events_of(b, k.thread).instant(thread_track(b, k.thread), unix_ns(k.ts), name, cat, args_.of(e));
+    events_of(b, k.thread).instant(thread_track(b, k.thread), unix_ns(k.ts), e.name, e.cat, e.args);
   }
 }
 
 void converter::emit_single(perfetto_builder& b, const step_key& k, std::string_view payload) {
-  const json::value v = parser_.parse(payload);
-  if (!v.is_object()) return;  // parsed as an object once already
-  const json::object& e = v.get_object();
-  if (k.what == step::instant) return emit_instant(b, k, e);
-  if (k.what == step::counter) return emit_counters(b, k, e);
-  const std::string_view name = string_of(e, "name"), cat = string_of(e, "cat");
-  const json::value* id = e.if_contains("id");
+  taken_.read(payload);
+  if (k.what == step::instant) return emit_instant(b, k);
+  if (k.what == step::counter) return emit_counters(b, k);
   const std::uint64_t parent = process_track(b, threads_[k.thread].pid);
-  const std::uint64_t track = b.named_track(name, parent, std::hash<std::string>{}(id ? json::serialize(*id) : std::string()));
-  if (k.what == step::async_begin) b.slice_begin(track, unix_ns(k.ts), name, cat, args_.of(e));
+  const std::uint64_t track = b.named_track(taken_.name, parent, std::hash<std::string_view>{}(taken_.id));
+  if (k.what == step::async_begin) b.slice_begin(track, unix_ns(k.ts), taken_.name, taken_.cat, taken_.args);
   else b.slice_end(track, unix_ns(k.ts));
 }
 
@@ -458,15 +424,20 @@ void feed_input(const std::filesystem::path& input, json_events_scanner& scanner
   namespace io = boost::iostreams;
   std::ifstream file(input, std::ios::binary);
   if (!file) throw std::runtime_error(input.string() + ": cannot open");
-  io::filtering_istream in;
-  push_decompressor(in, compression_of(input));
-  in.push(file);
-  std::vector<char> buf(std::size_t{1} << 20);
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    scanner.feed(std::string_view(buf.data(), static_cast<std::size_t>(in.gcount())));
+  // Uncompressed text is read straight into the buffer (a stream's large read skips its own).
+  io::filtering_istream decompressed;
+  std::istream* in = &file;
+  if (const compression c = compression_of(input); c != compression::none) {
+    push_decompressor(decompressed, c);
+    decompressed.push(file);
+    in = &decompressed;
   }
-  if (in.bad()) throw std::runtime_error(input.string() + ": corrupt or cut compressed data");
+  std::vector<char> buf(std::size_t{1} << 20);
+  while (*in) {
+    in->read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    scanner.feed(std::string_view(buf.data(), static_cast<std::size_t>(in->gcount())));
+  }
+  if (in->bad()) throw std::runtime_error(input.string() + ": corrupt or cut compressed data");
 }
 
 }  // namespace

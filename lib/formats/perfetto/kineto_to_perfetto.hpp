@@ -2,14 +2,14 @@
 // as a .pftrace (.pftrace.gz, .pftrace.zst by suffix) through perfetto_builder.
 //
 // The text is split into events by json_events_scanner and each event
-// parsed on its own, then sorted by time through sorted_runs (held up to
-// 32 MiB, spilled to temporary files beyond) and written once the input
-// ends: Perfetto nests a track's slices by the order of their BEGIN and END
+// parsed once, on its own (kineto_event_reader), into a compact record that
+// is sorted by time through sorted_runs (held up to 32 MiB, spilled to
+// temporary files beyond) and written once the input ends: Perfetto nests a track's slices by the order of their BEGIN and END
 // packets, so a thread's "X" events go by start (longer first), and thread
 // names from "M" events anywhere in the file are known when a track is
 // first declared. Memory is therefore bounded whatever the trace's size
 // (the sort's budget, the metadata, each thread's open slices, the
-// builders' interning tables); each event is parsed twice (read, written).
+// builders' interning tables).
 //
 // Mapping: "X" -> SLICE_BEGIN/END on the thread's track (numeric pid/tid,
 // written on the thread's own packet sequence with timestamps as deltas, as
