@@ -3456,21 +3456,16 @@ namespace {
 std::filesystem::path record_onto_size_limit(const temp_dir& dir, proftrace::trace_format format,
                                              const std::filesystem::path& exported) {
   test_support::warning_capture warnings;
-  struct rlimit saved {};
-  REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
-  const auto saved_handler = std::signal(SIGXFSZ, SIG_IGN);
-  struct rlimit small = saved;
-  small.rlim_cur = 256 * 1024;
-  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
   proftrace::profile p({.overflow = proftrace::overflow_policy::block, .stream_format = format, .spool_dir = dir.path});
-  p.start();
-  for (int i = 0; i < 100; ++i) cli_work(4);
-  p.flush();
-  for (int i = 0; i < 5000; ++i) cli_work(4);
-  p.flush();
-  p.stop();
-  ::setrlimit(RLIMIT_FSIZE, &saved);
-  std::signal(SIGXFSZ, saved_handler);
+  {
+    const test_support::file_size_limit limit(256 * 1024);
+    p.start();
+    for (int i = 0; i < 100; ++i) cli_work(4);
+    p.flush();
+    for (int i = 0; i < 5000; ++i) cli_work(4);
+    p.flush();
+    p.stop();
+  }
   CHECK(warnings.contains("the trace file stops here"));
   p.export_chrome_trace(exported);
   return p.trace_path();

@@ -24,6 +24,7 @@
 
 namespace {
 
+using test_support::file_size_limit;
 using test_support::temp_dir;
 using test_support::warning_capture;
 
@@ -35,24 +36,6 @@ void busy_trace(proftrace::session& p, int scopes) {
   }
   p.stop();
 }
-
-// The process may write at most `bytes` per file while alive (SIGXFSZ
-// ignored, so writes past it fail with EFBIG as on a full disk).
-struct file_size_limit {
-  struct rlimit saved {};
-  void (*saved_handler)(int) = nullptr;
-  explicit file_size_limit(rlim_t bytes) {
-    REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
-    saved_handler = std::signal(SIGXFSZ, SIG_IGN);
-    struct rlimit small = saved;
-    small.rlim_cur = bytes;
-    REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
-  }
-  ~file_size_limit() {
-    ::setrlimit(RLIMIT_FSIZE, &saved);
-    std::signal(SIGXFSZ, saved_handler);
-  }
-};
 
 std::string plain_text(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -593,14 +593,9 @@ TEST_CASE("block, and a warning handler that records scopes on the flusher's thr
         PROF_SCOPE("in handler");
       }
     });
-    // The flusher's writes fail past 16 KiB (EFBIG): it warns, on its thread.
-    struct rlimit saved {};
-    ::getrlimit(RLIMIT_FSIZE, &saved);
-    const auto saved_signal = std::signal(SIGXFSZ, SIG_IGN);
-    struct rlimit small = saved;
-    small.rlim_cur = 16 * 1024;
-    ::setrlimit(RLIMIT_FSIZE, &small);
     {
+      // The flusher's writes fail past 16 KiB (EFBIG): it warns, on its thread.
+      const test_support::file_size_limit limit(16 * 1024);
       proftrace::profile p({.overflow = proftrace::overflow_policy::block,
                             .ring_events = 64,
                             .flush_period = std::chrono::milliseconds(1),
@@ -621,8 +616,6 @@ TEST_CASE("block, and a warning handler that records scopes on the flusher's thr
       for (auto& r : p.key_averages().rows)
         if (r.key == "in handler") in_handler_rows += r.count;
     }
-    ::setrlimit(RLIMIT_FSIZE, &saved);
-    std::signal(SIGXFSZ, saved_signal);
     proftrace::set_warning_handler(previous);
   });
   CHECK(handler_calls.load() > 0);

@@ -2,6 +2,7 @@
 // capture, and reading a trace back (plain, gzip or zstd) as JSON.
 #pragma once
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <boost/iostreams/copy.hpp>
@@ -10,6 +11,7 @@
 #include <boost/iostreams/filtering_stream.hpp>
 #include <boost/json.hpp>
 #include <coroutine>
+#include <csignal>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include <doctest/doctest.h>
 #include <proftrace/warnings.hpp>
 
 namespace test_support {
@@ -54,6 +57,24 @@ struct temp_dir {
 };
 
 // Collects warnings while alive (the flusher thread may emit them too).
+// The process may write at most `bytes` per file while alive (SIGXFSZ
+// ignored, so writes past it fail with EFBIG as on a full disk).
+struct file_size_limit {
+  struct rlimit saved {};
+  void (*saved_handler)(int) = nullptr;
+  explicit file_size_limit(rlim_t bytes) {
+    REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
+    saved_handler = std::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit small = saved;
+    small.rlim_cur = bytes;
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  }
+  ~file_size_limit() {
+    ::setrlimit(RLIMIT_FSIZE, &saved);
+    std::signal(SIGXFSZ, saved_handler);
+  }
+};
+
 struct warning_capture {
   std::vector<std::string> seen;
   std::mutex mutex;

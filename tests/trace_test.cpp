@@ -432,22 +432,15 @@ TEST_CASE("the summary table has torch's layout") {
 TEST_CASE("a trace write that fails mid-run (file size limit) warns once and the summary still counts") {
   warning_capture warnings;
   temp_dir spool("full");
-  // The kernel refuses writes past 64 KiB from here on (EFBIG), as a full disk would.
-  struct rlimit saved {};
-  REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
-  const auto saved_handler = std::signal(SIGXFSZ, SIG_IGN);
-  struct rlimit small = saved;
-  small.rlim_cur = 64 * 1024;
-  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
-
   proftrace::profile p({.spool_dir = spool.path});
-  p.start();
-  for (int i = 0; i < 3000; ++i) nested_work();
-  p.flush();
-  p.stop();
-
-  ::setrlimit(RLIMIT_FSIZE, &saved);
-  std::signal(SIGXFSZ, saved_handler);
+  {
+    // The kernel refuses writes past 64 KiB from here on (EFBIG), as a full disk would.
+    const test_support::file_size_limit limit(64 * 1024);
+    p.start();
+    for (int i = 0; i < 3000; ++i) nested_work();
+    p.flush();
+    p.stop();
+  }
 
   // The flusher thread may be the one that met the failure: its warning can
   // arrive just after stop() returns.
