@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "c_api/c_config.hpp"
+#include "formats/trace_formats.hpp"
 
 namespace d = proftrace::detail;
 
@@ -108,4 +109,18 @@ TEST_CASE("a bad value names its key and what it takes") {
     const std::string error = error_of(text);
     CHECK_MESSAGE(error.find("for key '" + key + "' (expected ") != std::string::npos, error);
   }
+}
+
+TEST_CASE("format= takes exactly the format table's names, and its message lists them all") {
+  const auto keys = d::config_keys();
+  const auto format = std::find_if(keys.begin(), keys.end(), [](const d::config_key& k) { return k.name == "format"; });
+  REQUIRE(format != keys.end());
+  CHECK(std::string(format->expected) == d::format_values());
+  for (const d::format_row& f : d::trace_formats) {
+    CHECK(d::parse_format_value(f.name));
+    for (const d::compression_row& c : d::compressions) CHECK(d::parse_format_value(std::string(f.name) + std::string(c.suffix)));
+  }
+  CHECK_FALSE(d::parse_format_value("gz"));
+  CHECK_FALSE(d::parse_format_value("json.gz.zst"));
+  CHECK_FALSE(d::parse_format_value("xjson"));
 }

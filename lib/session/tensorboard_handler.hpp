@@ -20,10 +20,6 @@ struct tensorboard_handler {
   void operator()(session& p);
 };
 
-// The format a path names: .pftrace[.gz|.zst] Perfetto's, anything else
-// Kineto JSON (formats/trace_formats.hpp).
-inline trace_format format_of_path(const std::filesystem::path& p) { return trace_name_of(p).format->format; }
-
 }  // namespace detail
 }  // namespace PROFTRACE_ABI_NAMESPACE
 }  // namespace proftrace

@@ -1,16 +1,5 @@
 // proftrace stacks: see its help text below and tools/README.md.
-#include <unistd.h>
-
-#include <algorithm>
-#include <cerrno>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <iomanip>
 #include <iostream>
-#include <optional>
 #include <string>
 #include <vector>
 
