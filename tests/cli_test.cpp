@@ -521,6 +521,27 @@ TEST_CASE("a trace cut off inside traceEvents is summarised as far as it goes, w
   CHECK(v.out.find("truncated") != std::string::npos);
 }
 
+TEST_CASE("a trace cut inside a number, a literal or a string is a cut trace, not invalid JSON") {
+  temp_dir dir("cli-cut-token");
+  const std::string good = slurp(pytorch_trace);
+  const auto ts = good.find("\"ts\": 2015.000");
+  REQUIRE(ts != std::string::npos);
+  const auto value = ts + std::string_view("\"ts\": ").size();
+  // After "2015." the parser, told the input ended, would call the number malformed.
+  for (const std::size_t at : {value + 1, value + 4, value + 5, value + 6, good.find("\"name\"", value) + 3}) {
+    CAPTURE(at);
+    write_file(dir.path / "cut.json", good.substr(0, at));
+    const auto c = run_cli({"summary", (dir.path / "cut.json").string()});
+    CAPTURE(c.err);
+    CHECK(c.rc == 0);
+    CHECK(c.err.find("inside \"traceEvents\"") != std::string::npos);
+  }
+  // Cut after the events closed but before the object did, it is still not a trace.
+  const auto end = good.rfind('}');
+  write_file(dir.path / "cut.json", good.substr(0, end));
+  CHECK(run_cli({"summary", (dir.path / "cut.json").string()}).rc == 1);
+}
+
 TEST_CASE("validate reports every injected problem with its event index") {
   temp_dir dir("cli-validate");
   CHECK(problems_of(pytorch_trace).empty());
@@ -3439,8 +3460,10 @@ TEST_CASE("bad Perfetto inputs and outputs: empty, cut compressed, not Perfetto 
 
   // Converting a cut trace to its own format copies it, with the warning a conversion gives.
   for (const char* name : {"cut.json", "cut.pftrace"}) {
-    CAPTURE(name);
+    const std::string input = name;
+    CAPTURE(input);
     const auto c = run_cli({"convert", (dir.path / name).string(), (dir.path / (std::string("copy-") + name + ".gz")).string()});
+    CAPTURE(c.err);
     CHECK(c.rc == 0);
     CHECK(c.err.find("truncated") != std::string::npos);
   }

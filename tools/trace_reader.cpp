@@ -452,7 +452,9 @@ read_result read_trace(const std::filesystem::path& path, const read_options& op
            (codec ? kind + " data" : std::string("file")) + "): " + in.error());
     }
     const bool more = in.status() == trace_input::state::reading;
-    const std::size_t used = parser.write_some(more, buf.data(), got, ec);
+    // Always told more may follow: told it is the last chunk, the parser
+    // calls a number cut after its '.' or 'e' a syntax error, not a cut.
+    const std::size_t used = parser.write_some(true, buf.data(), got, ec);
     if (ec) {
       offset += used;
       break;
