@@ -6,7 +6,7 @@
 
 #include <boost/json.hpp>
 
-#include "collect/cuda/gpu_trace_writer.hpp"
+#include "formats/kineto_json/gpu_trace_writer.hpp"
 
 namespace {
 

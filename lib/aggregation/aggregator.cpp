@@ -5,20 +5,20 @@
 #include <tuple>
 
 #include "formats/json_text.hpp"
+#include "formats/stack_frames.hpp"
 #if PROFTRACE_WITH_COUNTERS
-#include "collect/counters/counter_kinds.hpp"
+#include "records/counter_keys.hpp"
 #endif
-#include "proftrace/detail/recorder.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
 
 
-const char* aggregator::row_name(const site& where) noexcept {
+const char* aggregator::row_name(const open_scope& s) noexcept {
   // A thread's own step span is its own key ("thread step"), so that the
   // table counts ProfilerStep* once per step, as torch's.
-  return where.cat == category::step && &where != &thread_step_site ? "ProfilerStep*" : where.name;
+  return s.step == step_kind::step || s.step == step_kind::api_step ? "ProfilerStep*" : s.where->name;
 }
 
 event_average& aggregator::keyed_row(std::string key, const char* name) {
@@ -45,13 +45,13 @@ std::vector<event_average> aggregator::rows_by_first_begin() const {
 
 // row_for() past its cache.
 event_average& aggregator::find_row(const thread_state& ts, const open_scope& s) {
-  const bool is_step = s.where->cat == category::step;
+  const bool is_step = s.step != step_kind::none;
   if (keyed_by_site(ts, s)) {
     site_slot& slot = site_cache_[cache_index(s.where)];
     auto [it, fresh] = by_site_.try_emplace(s.where, rows_.size());
     if (fresh) {
       event_average& row = new_row();
-      row.key = row_name(*s.where);
+      row.key = row_name(s);
       row.top_level = ts.stack.empty();
     }
     slot = {s.where, it->second};
@@ -59,14 +59,14 @@ event_average& aggregator::find_row(const thread_state& ts, const open_scope& s)
   }
   const std::size_t depth = ts.stack.size();
   // A runtime name is its row's key: the same text from any buffer or call site is one row.
-  const char* name = s.dynamic_name.empty() ? row_name(*s.where) : s.dynamic_name.c_str();
+  const char* name = s.dynamic_name.empty() ? row_name(s) : s.dynamic_name.c_str();
   std::vector<std::string> frames;
   if (opts_.with_stack)
     for (std::size_t i = depth; i-- > 0;)
       if (is_frame(ts, ts.stack[i])) frames.push_back(frame_of(ts.stack[i]));
   std::string key = s.dynamic_name.empty() ? std::string(name) : "\x1d" + s.dynamic_name;
   key += '\x1f';
-  key += s.shapes;
+  append_shapes_json(key, s.shapes);
   for (auto& f : frames) {
     key += '\n';
     key += f;
@@ -74,7 +74,7 @@ event_average& aggregator::find_row(const thread_state& ts, const open_scope& s)
   const std::size_t before = rows_.size();
   event_average& row = keyed_row(std::move(key), name);
   if (rows_.size() != before) {
-    row.input_shapes = is_step ? std::string() : s.shapes;
+    row.input_shapes = is_step ? std::string() : shapes_json(s.shapes);
     row.stack = std::move(frames);
     row.top_level = depth == 0;
   }
@@ -94,7 +94,7 @@ void aggregator::note_launcher(const thread_state& ts, const open_scope& s, cons
 void aggregator::add_counters([[maybe_unused]] const thread_state& ts, [[maybe_unused]] const open_scope& s,
                               [[maybe_unused]] event_average& row) {
 #if PROFTRACE_WITH_COUNTERS
-  const std::size_t kinds = counter_kinds().size();
+  const std::size_t kinds = counter_kind_count();
   const std::size_t depth = ts.stack.size();
   auto& levels = counter_children_[ts.tid];
   if (levels.size() < depth + 1) levels.resize(depth + 1, std::vector<std::int64_t>(kinds, 0));
@@ -121,10 +121,10 @@ void aggregator::retain(const thread_state& ts, const open_scope& s, std::int64_
   const site& where = *s.where;
   const std::size_t depth = ts.stack.size();
   function_event& e = retained_.emplace_back();
-  e.name = where.cat == category::step && &where != &thread_step_site ? "ProfilerStep#" + std::to_string(s.payload)
+  e.name = s.step == step_kind::step || s.step == step_kind::api_step ? "ProfilerStep#" + std::to_string(s.payload)
                                                                       : std::string(where.name);
   if (!s.dynamic_name.empty()) e.name = s.dynamic_name;
-  e.input_shapes = s.shapes;
+  e.input_shapes = shapes_json(s.shapes);
   e.thread = ts.tid;
   e.start_unix_ns = s.begin_ns;
   e.duration_ns = end_ns > s.begin_ns ? end_ns - s.begin_ns : 0;
@@ -153,7 +153,7 @@ void aggregator::add_async(const open_async& a, std::int64_t end_ns, std::int64_
   function_event& e = retained_.emplace_back();
   e.name = a.name();
   e.flops = a.flops;
-  e.input_shapes = a.shapes;
+  e.input_shapes = shapes_json(a.shapes);
   e.thread = a.tid;
   e.start_unix_ns = a.begin_ns;
   e.duration_ns = dur;

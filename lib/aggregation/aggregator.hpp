@@ -12,23 +12,15 @@
 #include <unordered_map>
 #include <vector>
 
-#include "collect/cuda/cuda_collection.hpp"
-#include "reports/memory_timeline.hpp"
-#include "pairing/memory_resolver.hpp"
-#include "pairing/scope_stack.hpp"
+#include "records/async_range.hpp"
+#include "records/gpu_batch.hpp"
+#include "records/memory.hpp"
+#include "records/thread.hpp"
 #include "proftrace/key_averages.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
-
-// A user scope projected onto a GPU stream its work ran on.
-struct gpu_span {
-  const site* where;
-  std::uint64_t external_id;
-  std::uint32_t device, stream;
-  std::int64_t begin_ns, end_ns;
-};
 
 struct aggregation_options {
   bool with_stack = false;     // rows per enclosing stack too
@@ -99,7 +91,7 @@ class aggregator {
   std::vector<memory_record>& memory() noexcept { return memory_; }
 
   // The name a scope is written and aggregated under.
-  static const char* row_name(const site& where) noexcept;
+  static const char* row_name(const open_scope& s) noexcept;
 
  private:
   // One row per (name, input shapes), and per enclosing stack with with_stack.
@@ -111,7 +103,7 @@ class aggregator {
     return find_row(ts, s);
   }
   bool keyed_by_site(const thread_state& ts, const open_scope& s) const noexcept {
-    return (s.shapes.empty() || s.where->cat == category::step) && (!opts_.with_stack || ts.stack.empty()) &&
+    return (s.shapes.empty() || s.step != step_kind::none) && (!opts_.with_stack || ts.stack.empty()) &&
            s.dynamic_name.empty();
   }
   static std::size_t cache_index(const site* where) noexcept {

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <span>
 
-#include "collect/cuda/cuda_collection.hpp"
+#include "records/gpu_batch.hpp"
 #include "drain/flusher.hpp"
 #include "proftrace/collectors.hpp"
 #include "proftrace/profile.hpp"

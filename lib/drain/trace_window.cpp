@@ -122,6 +122,7 @@ finished_trace trace_window::counters() const {
   f.tail_metadata = tail_metadata;
   f.start_unix_ns = head_.start_ns;
   f.with_stack = opts_.with_stack;
+  f.overflow = current_overflow_policy();
   f.invalid_flop_estimates = counts.invalid_flop_estimates;
   f.unscoped_flop_estimates = counts.unscoped_flop_estimates;
   f.unknown_frees = counts.unknown_frees;
@@ -194,13 +195,15 @@ std::string tail_of(const std::variant<Writers...>*, trace_format f, const finis
 }
 }  // namespace
 
+const char* finished_trace::not_written_key() const noexcept { return row_of(format).not_written_key; }
+
 std::string finished_trace::tail(const std::string& trace_name) const {
   return tail_of(static_cast<const trace_writers*>(nullptr), format, *this, trace_name);
 }
 
 std::string finished_trace::counters_json() const {
   std::string t = "{\"overflow_policy\": ";
-  append_json_string(t, to_string(current_overflow_policy()));
+  append_json_string(t, to_string(overflow));
   for (const auto& [key, value] : counter_list()) {
     t += ", \"";
     t += key;

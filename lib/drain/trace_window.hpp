@@ -18,7 +18,10 @@
 
 #include "aggregation/aggregator.hpp"
 #include "flusher.hpp"
-#include "pairing/scope_stack.hpp"
+#include "records/async_range.hpp"
+#include "records/pairing_counts.hpp"
+#include "records/thread.hpp"
+#include "spool/trace_file.hpp"
 #include "proftrace/detail/clock.hpp"
 #include "spool/trace_file.hpp"
 #include "formats/kineto_json/kineto_json_writer.hpp"

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -197,6 +198,29 @@ inline void append_double(std::string& out, double v) {
   out.append(buf, static_cast<std::size_t>(r.ptr - buf));  // (pointer, count): GCC 12's -Wrestrict misfires on (first, last)
 }
 
+
+// A scope's input shapes (open_scope::shapes) as the trace's "Input Dims"
+// and the table's key: "[[2, 3], [3]]"; nothing for no shapes record.
+inline void append_shapes_json(std::string& out, std::span<const std::int64_t> shapes) {
+  if (shapes.empty()) return;
+  out += '[';
+  for (std::size_t i = 1; i < shapes.size();) {
+    if (i > 1) out += ", ";
+    out += '[';
+    const auto rank = static_cast<std::size_t>(shapes[i++]);
+    for (std::size_t d = 0; d < rank && i < shapes.size(); ++d) {
+      if (d) out += ", ";
+      append_int(out, shapes[i++]);
+    }
+    out += ']';
+  }
+  out += ']';
+}
+inline std::string shapes_json(std::span<const std::int64_t> shapes) {
+  std::string out;
+  append_shapes_json(out, shapes);
+  return out;
+}
 }  // namespace detail
 }  // namespace PROFTRACE_ABI_NAMESPACE
 }  // namespace proftrace

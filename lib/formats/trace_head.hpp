@@ -6,9 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "collect/cuda/gpu_activity.hpp"
-#include "pairing/scope_stack.hpp"
-#include "proftrace/detail/recorder.hpp"
+#include "records/gpu_activity.hpp"
+#include "records/thread.hpp"
 #include "proftrace/profile.hpp"
 
 namespace proftrace {
@@ -30,7 +29,7 @@ struct trace_head {
 // Most scopes carry no arg but their External id: writers take a short
 // path for those.
 inline bool only_external_id(const open_scope& s, const trace_head& h) noexcept {
-  return !s.truncated && s.where != &thread_step_site && s.shapes.empty() && s.flops <= 0 && s.comm_bytes < 0 &&
+  return !s.truncated && s.step != step_kind::thread_step && s.shapes.empty() && s.flops <= 0 && s.comm_bytes < 0 &&
          !h.with_stack && !h.with_modules && s.dynamic_name.empty() && s.args.empty();
 }
 // The same, and not a step: a plain slice. Pairing's leaf (thread_state::leaf)
@@ -38,7 +37,7 @@ inline bool only_external_id(const open_scope& s, const trace_head& h) noexcept 
 // the head's options can add args to it.
 inline bool plain_slice(const thread_state& ts, const open_scope& s, const trace_head& h) noexcept {
   if (&s == &ts.leaf) return !h.with_stack && !h.with_modules;
-  return only_external_id(s, h) && s.where->cat != category::step;
+  return only_external_id(s, h) && s.step == step_kind::none;
 }
 
 }  // namespace detail

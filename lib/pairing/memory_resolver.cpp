@@ -6,13 +6,6 @@ namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
 
-memory_record record_of(std::int64_t ns, const resolved_memory& m, int device, event_kind kind) {
-  return {ns, m.bytes, m.total_allocated, m.total_reserved, m.step, device, m.category,
-          kind == event_kind::alloc  ? memory_action::create
-          : kind == event_kind::free ? memory_action::destroy
-                                     : memory_action::reserve};
-}
-
 void memory_resolver::resolve_noted(bool split, std::uint64_t split_ticks) {
   std::stable_sort(timeline_.begin(), timeline_.end(),
                    [](const timed_event& a, const timed_event& b) { return a.ticks < b.ticks; });

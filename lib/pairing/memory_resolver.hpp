@@ -15,14 +15,12 @@
 #include <utility>
 #include <vector>
 
-#include "reports/memory_timeline.hpp"
-#include "scope_stack.hpp"
+#include "records/memory.hpp"
+#include "records/thread.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
-
-memory_record record_of(std::int64_t ns, const resolved_memory& m, int device, event_kind kind);
 
 constexpr bool is_memory(event_kind k) noexcept {
   return k == event_kind::alloc || k == event_kind::free || k == event_kind::reserved;

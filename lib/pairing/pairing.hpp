@@ -40,8 +40,10 @@
 #include <vector>
 
 #include "memory_resolver.hpp"
-#include "scope_stack.hpp"
-#include "collect/cuda/cuda_collection.hpp"
+#include "records/async_range.hpp"
+#include "records/gpu_batch.hpp"
+#include "records/pairing_counts.hpp"
+#include "records/thread.hpp"
 #include "proftrace/async_range.hpp"
 #include "proftrace/key_averages.hpp"
 #include "proftrace/detail/recorder.hpp"
@@ -51,6 +53,20 @@
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
+
+// An async range's end that reached the flusher before its begin (the
+// beginning thread's ring was drained first).
+struct early_async_end {
+  std::int64_t end_ns = 0;
+  std::int64_t tid = 0;
+};
+
+// Which step a scope of `where` is.
+inline step_kind step_of(const site* where) noexcept {
+  if (where->cat != category::step) return step_kind::none;
+  if (where == &api_step_site) return step_kind::api_step;
+  return where == &thread_step_site ? step_kind::thread_step : step_kind::step;
+}
 
 // The events a record takes in a consumed array (its slots in the ring: ring_slots).
 inline std::size_t record_length(const event& e) noexcept {
@@ -208,7 +224,7 @@ class pairing {
         close_truncated_top(ts, w);
         continue;
       }
-      if (top.where != &api_step_site || !discard_api_steps) ++w->counts.closed_at_thread_exit;
+      if (top.step != step_kind::api_step || !discard_api_steps) ++w->counts.closed_at_thread_exit;
       remember_closed(top.index);
       close_top(ts, w, std::max(w->to_ns(ts.last_ticks), top.begin_ns), false);
     }
@@ -235,7 +251,7 @@ class pairing {
     ts.frozen = 0;
     if (!next) return;
     for (auto& c : carried) {
-      const bool api_step = c.where == &api_step_site;
+      const bool api_step = c.step == step_kind::api_step;
       if ((api_step && discard_api_steps) || c.frozen) continue;
       c.begin_ns = next_at;
       c.child_ns = 0;
@@ -371,15 +387,17 @@ class pairing {
   void begin_scope(thread_state& ts, const event& e, const site* where, std::int64_t ns, std::uint64_t index, Sink* w) {
     // PROF_STEP (or proftrace_step) annotates this session's steps: known
     // here from its first step, before the window's switch says so.
-    if (where->cat == category::step && where != &api_step_site) discard_api_steps = true;
+    const step_kind step = step_of(where);
+    if (step == step_kind::step || step == step_kind::thread_step) discard_api_steps = true;
     open_scope& s = ts.stack.push();
     s.where = where;
+    s.step = step;
     s.begin_ns = ns;
     s.payload = e.payload;
-    const std::uint64_t pushed = pushed_external_id(e, where->cat == category::step);
+    const std::uint64_t pushed = pushed_external_id(e, step != step_kind::none);
     s.external_id = is_cuda_external_id(pushed) ? pushed : w->next_external_id++;
     const auto kind = static_cast<event_kind>(e.kind);
-    if (kind == event_kind::shapes && w->record_shapes()) s.shapes = decode_shapes_json(e);
+    if (kind == event_kind::shapes && w->record_shapes()) decode_shapes(e, s.shapes);
     if (kind == event_kind::comm) {
       const comm_args c = decode_comm(e);
       s.comm_bytes = c.bytes;
@@ -428,7 +446,7 @@ class pairing {
   // over while PROF_STEP annotates steps). Null: none.
   open_scope* innermost_written(thread_state& ts) {
     for (std::size_t k = ts.stack.size(); k-- > 0;)
-      if (!(discard_api_steps && ts.stack[k].where == &api_step_site)) return &ts.stack[k];
+      if (!(discard_api_steps && ts.stack[k].step == step_kind::api_step)) return &ts.stack[k];
     return nullptr;
   }
 
@@ -604,7 +622,7 @@ class pairing {
   std::vector<open_scope> unwind_to(thread_state& ts, std::size_t k, Sink* w) {
     std::vector<open_scope> kept;
     while (ts.stack.size() > k) {
-      if (ts.stack.back().where == &api_step_site) {
+      if (ts.stack.back().step == step_kind::api_step) {
         kept.push_back(std::move(ts.stack.back()));
         pop(ts);
         continue;
@@ -773,7 +791,7 @@ class pairing {
   void close_top(thread_state& ts, Sink* w, std::int64_t end_ns, bool cancelled, bool truncated = false) {
     open_scope& s = ts.stack.back();
     pop(ts);
-    const bool api_step = s.where == &api_step_site;
+    const bool api_step = s.step == step_kind::api_step;
     if (cancelled || (api_step && discard_api_steps)) return;
     if (!truncated) {  // its end came: what ended inside it after its freeze was its child after all
       s.child_ns += s.late_child_ns;

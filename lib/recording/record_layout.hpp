@@ -13,8 +13,8 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <vector>
 
-#include "formats/json_text.hpp"
 #include "proftrace/detail/event.hpp"
 
 namespace proftrace {
@@ -57,8 +57,10 @@ inline std::uint64_t pushed_external_id(const event& head, bool is_step) noexcep
 }
 
 // ---- shapes: [count, ndim0, dims0..., ndim1, dims1...] in data words ----
-// As the trace's "Input Dims": "[[2, 3], [3]]".
-inline std::string decode_shapes_json(const event& head) {
+// Into `out`: the number of inputs, then per input its rank and its dims
+// (open_scope::shapes).
+inline void decode_shapes(const event& head, std::vector<std::int64_t>& out) {
+  out.clear();
   const auto* w = reinterpret_cast<const std::uint64_t*>(&head + 1);
   const std::size_t n_words = std::size_t{head.extra} * words_per_event;
   std::size_t pos = 0;
@@ -68,20 +70,18 @@ inline std::string decode_shapes_json(const event& head) {
     v = static_cast<std::int64_t>(w[pos++]);
     return true;
   };
-  std::string out = "[";
   std::int64_t count = 0, ndim = 0, dim = 0;
   next(count);
+  out.push_back(0);
   for (std::int64_t s = 0; s < count && next(ndim); ++s) {
-    if (s) out += ", ";
-    out += '[';
+    const std::size_t rank_at = out.size();
+    out.push_back(0);
+    ++out[0];
     for (std::int64_t d = 0; d < ndim && next(dim); ++d) {
-      if (d) out += ", ";
-      append_int(out, dim);
+      out.push_back(dim);
+      ++out[rank_at];
     }
-    out += ']';
   }
-  out += ']';
-  return out;
 }
 
 // ---- text in extension slots: a dynamic_begin's name, a string arg's value ----

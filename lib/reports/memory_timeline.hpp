@@ -11,25 +11,11 @@
 #include "proftrace/config.hpp"
 #include "proftrace/memory_category.hpp"
 #include "proftrace/memory_stats.hpp"
+#include "records/memory.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
-
-// torch's _memory_profiler.Action values (INCREMENT_VERSION = 3 has no
-// counterpart here); `reserve` is proftrace's own and is not exported.
-enum class memory_action : std::uint8_t { preexisting = 1, create = 2, destroy = 4, reserve = 5 };
-
-struct memory_record {
-  std::int64_t t_ns = 0;  // Unix ns; -1 for an allocation live when the trace began
-  std::int64_t bytes = 0;  // negative on destroy; the reported size on reserve
-  std::int64_t total_allocated = 0;  // on the device, just after this record
-  std::int64_t total_reserved = 0;
-  std::int64_t step = -1;
-  std::int32_t device = -1;
-  memory_category category = memory_category::unknown;
-  memory_action action = memory_action::create;
-};
 
 // Peaks and current totals per device over `records` (trace and session
 // fields both set to the trace's peaks), devices in increasing order.

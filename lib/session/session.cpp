@@ -21,6 +21,7 @@
 
 #include "drain/flusher.hpp"
 #include "formats/json_text.hpp"
+#include "formats/stack_frames.hpp"
 #include "reports/memory_timeline.hpp"
 #include "proftrace/cuda.hpp"
 #include "proftrace/distributed.hpp"

@@ -56,6 +56,7 @@ static_assert(std::size(key_sites) == kind_count);
 }  // namespace
 
 std::span<const counter_kind> counter_kinds() noexcept { return kinds; }
+std::size_t counter_kind_count() noexcept { return std::size(kinds); }
 
 int counter_kind_index(std::string_view name) noexcept {
   for (std::size_t i = 0; i < kind_count; ++i)

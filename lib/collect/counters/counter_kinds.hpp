@@ -10,6 +10,7 @@
 
 #include "proftrace/config.hpp"
 #include "proftrace/detail/site.hpp"
+#include "records/counter_keys.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
@@ -28,8 +29,6 @@ std::span<const counter_kind> counter_kinds() noexcept;
 int counter_kind_index(std::string_view name) noexcept;
 // The site whose name keys a kind's delta in a scope's args.
 const site* counter_key_site(std::size_t kind) noexcept;
-// Which kind an arg key (a site's name pointer) is; -1 for any other arg.
-int counter_kind_of_key(const char* key) noexcept;
 
 // A session counts at most this many at once.
 inline constexpr std::size_t max_session_counters = 8;

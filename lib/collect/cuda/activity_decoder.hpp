@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "cupti_api.hpp"
-#include "gpu_activity.hpp"
+#include "records/gpu_activity.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {

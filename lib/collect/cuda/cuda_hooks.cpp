@@ -1,6 +1,7 @@
 // The CUDA collectors at a session's edges (collector_hooks.hpp): CUPTI's
 // kernels, copies, API calls and allocations, and NVTX ranges.
 #include "collect/collector_hooks.hpp"
+#include "cuda_collection.hpp"
 #include "proftrace/detail/recorder.hpp"
 
 namespace proftrace {

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string>
 
-#include "gpu_activity.hpp"
+#include "records/gpu_activity.hpp"
 #include "proftrace/config.hpp"
 
 namespace proftrace {

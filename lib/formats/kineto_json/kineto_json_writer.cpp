@@ -3,11 +3,10 @@
 #include <charconv>
 #include <cstring>
 
-#include "collect/cuda/gpu_trace_writer.hpp"
-#include "drain/flusher.hpp"
+#include "formats/kineto_json/gpu_trace_writer.hpp"
 #include "formats/json_text.hpp"
-#include "proftrace/detail/recorder.hpp"
-#include "recording/registry.hpp"
+#include "formats/stack_frames.hpp"
+#include "records/finished_trace.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
@@ -183,15 +182,15 @@ void kineto_json_writer::short_leaves(const short_prefix& prefix_in, std::span<c
 
 void kineto_json_writer::scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns) {
   const site& where = *s.where;
-  if (where.cat != category::step && s.dynamic_name.empty() && short_scope(ts, s, end_ns)) return;
+  if (s.step == step_kind::none && s.dynamic_name.empty() && short_scope(ts, s, end_ns)) return;
   begin_event();
-  if (&where == &thread_step_site) {
+  if (s.step == step_kind::thread_step) {
     // Another thread's span of step N: named so that no reader takes it
     // for a step (HTA and TensorBoard match "ProfilerStep#"), its number in args.
     buffer() += "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"thread step\", \"pid\": ";
     append_int(buffer(), head_.pid);
     buffer() += ", \"tid\": ";
-  } else if (where.cat == category::step) {
+  } else if (s.step != step_kind::none) {
     buffer() += "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#";
     append_int(buffer(), s.payload);
     buffer() += "\", \"pid\": ";
@@ -219,10 +218,10 @@ void kineto_json_writer::scope(const thread_state& ts, const open_scope& s, std:
   buffer() += "}}";
 }
 
-void kineto_json_writer::shapes_and_flops(const std::string& shapes, std::int64_t flops) {
+void kineto_json_writer::shapes_and_flops(std::span<const std::int64_t> shapes, std::int64_t flops) {
   if (!shapes.empty()) {
     buffer() += ", \"Input Dims\": ";
-    buffer() += shapes;
+    append_shapes_json(buffer(), shapes);
   }
   if (flops > 0) {
     buffer() += ", \"flops\": ";
@@ -245,7 +244,7 @@ void kineto_json_writer::user_args(const std::vector<scope_arg>& args) {
 
 void kineto_json_writer::scope_args(const thread_state& ts, const open_scope& s) {
   if (s.truncated) buffer() += ", \"truncated\": true";
-  if (s.where == &thread_step_site) {
+  if (s.step == step_kind::thread_step) {
     buffer() += ", \"step\": ";
     append_int(buffer(), s.payload);
   }

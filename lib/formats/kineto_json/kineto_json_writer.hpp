@@ -20,8 +20,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "aggregation/aggregator.hpp"
-#include "pairing/scope_stack.hpp"
+#include "records/async_range.hpp"
+#include "records/gpu_batch.hpp"
+#include "records/memory.hpp"
+#include "records/thread.hpp"
 #include "formats/json_text.hpp"
 #include "formats/trace_head.hpp"
 
@@ -83,7 +85,7 @@ class kineto_json_writer {
     stage_end_ = stage_;
   }
   void scope_args(const thread_state& ts, const open_scope& s);
-  void shapes_and_flops(const std::string& shapes, std::int64_t flops);
+  void shapes_and_flops(std::span<const std::int64_t> shapes, std::int64_t flops);
   void user_args(const std::vector<scope_arg>& args);
   void open_event(std::string_view ph_and_cat, std::string_view name, std::int64_t tid, std::int64_t ns);
 

@@ -2,11 +2,10 @@
 
 #include <algorithm>
 
-#include "collect/cuda/gpu_trace_writer.hpp"
-#include "drain/flusher.hpp"
+#include "formats/kineto_json/gpu_trace_writer.hpp"
 #include "formats/json_text.hpp"
-#include "proftrace/detail/recorder.hpp"
-#include "recording/registry.hpp"
+#include "formats/stack_frames.hpp"
+#include "records/finished_trace.hpp"
 #include "perfetto_reader.hpp"
 
 namespace proftrace {
@@ -45,7 +44,7 @@ std::string perfetto_writer::tail(const finished_trace& f, const std::string& tr
   metadata.emplace_back("traceName", std::move(name_json));
   b.trace_metadata(metadata);
   std::vector<annotation> args;
-  const std::string_view policy = to_string(current_overflow_policy());
+  const std::string_view policy = to_string(f.overflow);
   args.push_back({.name = "traceName", .value = std::string_view(trace_name)});
   args.push_back({.name = "overflow_policy", .value = std::string_view(policy)});
   const auto counters = f.counter_list();
@@ -95,9 +94,13 @@ const perfetto_writer::site_ids& perfetto_writer::packet_sequence::new_site(cons
 }
 
 // The args a scope shows; `text` keeps the strings they point into.
-std::size_t perfetto_writer::shapes_and_flops(const std::string& shapes, std::int64_t flops,
+std::size_t perfetto_writer::shapes_and_flops(std::span<const std::int64_t> shapes, std::int64_t flops,
                                               annotation (&out)[max_annotations], std::size_t n) {
-  if (!shapes.empty()) out[n++] = {.name = "Input Dims", .value = json_value{shapes}};
+  if (!shapes.empty()) {
+    shapes_text_.clear();
+    append_shapes_json(shapes_text_, shapes);
+    out[n++] = {.name = "Input Dims", .value = json_value{shapes_text_}};
+  }
   if (flops > 0) out[n++] = {.name = "flops", .value = flops};
   return n;
 }
@@ -119,7 +122,7 @@ std::size_t perfetto_writer::scope_args(const packet_sequence& q, const thread_s
   std::size_t n = 0;
   out[n++] = {.name = {}, .name_iid = q.external_id_iid, .value = s.external_id};
   if (s.truncated) out[n++] = {.name = "truncated", .value = true};
-  if (s.where == &thread_step_site) out[n++] = {.name = "step", .value = s.payload};
+  if (s.step == step_kind::thread_step) out[n++] = {.name = "step", .value = s.payload};
   n = shapes_and_flops(s.shapes, s.flops, out, n);
   if (s.comm_bytes >= 0) out[n++] = {.name = "bytes", .value = s.comm_bytes};
   if (s.comm_bytes >= 0 && s.comm_peer >= 0) out[n++] = {.name = "peer", .value = std::int64_t{s.comm_peer}};
@@ -135,7 +138,7 @@ std::size_t perfetto_writer::scope_args(const packet_sequence& q, const thread_s
 
 void perfetto_writer::begin(packet_sequence& q, std::uint64_t track, const thread_state& ts, const open_scope& s,
                             bool with_args) {
-  const bool step = s.where->cat == category::step && s.where != &thread_step_site;
+  const bool step = s.step == step_kind::step || s.step == step_kind::api_step;
   const auto write = [&](annotations args) {
     if (step) {
       const std::string name = "ProfilerStep#" + std::to_string(s.payload);
@@ -160,7 +163,7 @@ void perfetto_writer::begin(packet_sequence& q, std::uint64_t track, const threa
 }
 
 void perfetto_writer::scope(thread_state& ts, const open_scope& s, std::int64_t end_ns) {
-  if (s.where == &api_step_site) {  // on a track of its own: profile::step()'s spans need not nest with scopes
+  if (s.step == step_kind::api_step) {  // on a track of its own: profile::step()'s spans need not nest with scopes
     const std::uint64_t steps = main_.builder.named_track("ProfilerStep", thread_track(ts.tid), steps_track_key);
     begin(main_, steps, ts, s, true);
     main_.builder.slice_end(steps, end_ns);
@@ -174,7 +177,7 @@ void perfetto_writer::scope(thread_state& ts, const open_scope& s, std::int64_t 
   for (std::size_t i = first; i < ts.stack.size(); ++i) {
     open_scope& outer = ts.stack[i];
     outer.announced = true;  // a step's span too, on a track of its own: its children take the inline path
-    if (outer.where != &api_step_site) begin(q, track, ts, outer, false);
+    if (outer.step != step_kind::api_step) begin(q, track, ts, outer, false);
   }
   if (!s.announced) {
     if (plain_slice(ts, s, head_)) {  // the common scope: two short packets
@@ -206,7 +209,7 @@ void perfetto_writer::async(const open_async& a, std::uint64_t id, std::int64_t 
 }
 
 void perfetto_writer::withdrawn(std::int64_t tid, const open_scope& s, std::int64_t ns) {
-  if (s.where == &api_step_site) return;  // its begin was never on the thread's track
+  if (s.step == step_kind::api_step) return;  // its begin was never on the thread's track
   // Its begin's time: an END closes the innermost slice open on the track,
   // which is not this one when scopes its thread opened after it are still
   // open (an announced BEGIN carries no args); the readers find its BEGIN

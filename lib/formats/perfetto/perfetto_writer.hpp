@@ -31,8 +31,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "aggregation/aggregator.hpp"
-#include "pairing/scope_stack.hpp"
+#include "records/async_range.hpp"
+#include "records/gpu_batch.hpp"
+#include "records/memory.hpp"
+#include "records/thread.hpp"
 #include "perfetto_builder.hpp"
 #include "formats/trace_head.hpp"
 
@@ -135,14 +137,15 @@ class perfetto_writer {
   std::size_t scope_args(const packet_sequence& q, const thread_state& ts, const open_scope& s,
                          annotation (&out)[max_annotations], std::string (&text)[2]);
   // Appended at out[n]; the new count.
-  static std::size_t shapes_and_flops(const std::string& shapes, std::int64_t flops, annotation (&out)[max_annotations],
-                                      std::size_t n);
+  std::size_t shapes_and_flops(std::span<const std::int64_t> shapes, std::int64_t flops, annotation (&out)[max_annotations],
+                               std::size_t n);
   static std::size_t user_args(const std::vector<scope_arg>& args, annotation (&out)[max_annotations], std::size_t n);
   void gpu_activity_slice(const gpu_activity& a);
   std::uint64_t stream_track(std::uint32_t device, std::uint32_t stream);
 
   const trace_head& head_;
   std::string buffer_;
+  std::string shapes_text_;  // the "Input Dims" of the event being written
   packet_stage stage_{buffer_};  // shared by every sequence's builder: one block, packets in order
   packet_sequence main_;
   std::uint64_t process_track_ = 0;

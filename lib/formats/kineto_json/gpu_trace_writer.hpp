@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "gpu_activity.hpp"
+#include "records/gpu_activity.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {

@@ -1,7 +1,6 @@
-#include "scope_stack.hpp"
+#include "stack_frames.hpp"
 
 #include "formats/json_text.hpp"
-#include "recording/registry.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
@@ -42,7 +41,7 @@ std::string_view frame_name(std::string_view frame) noexcept {
 }
 
 bool is_frame(const thread_state& ts, const open_scope& s) noexcept {
-  return s.where != &api_step_site || ts.api_steps_discarded == nullptr || !*ts.api_steps_discarded;
+  return s.step != step_kind::api_step || ts.api_steps_discarded == nullptr || !*ts.api_steps_discarded;
 }
 
 std::string call_stack(const thread_state& ts, const open_scope& s) {

@@ -1,7 +1,7 @@
 // Internal: what the CUDA collector keeps of a CUPTI activity record, in a
 // form that needs no CUDA header, so that the trace writer and its tests
 // build everywhere. lib/collect/cuda/activity_decoder.cpp fills it from CUPTI's
-// records; lib/collect/cuda/gpu_trace_writer.cpp writes it in Kineto's layout.
+// records; lib/formats/kineto_json/gpu_trace_writer.cpp writes it in Kineto's layout.
 #pragma once
 
 #include <array>
