@@ -4,7 +4,8 @@
 // jumped-over pad before the loop), run alternated in one process
 // (bench/run passes --benchmark_enable_random_interleaving). The spread of
 // the plain copies over placements is what placement alone does; the
-// instrumented copies should fall within it (bench/README.md).
+// instrumented copies should fall within it (bench/notes/history.md, "Macros
+// off the switched-off path").
 //
 // BM_matvec/<plain|off>/pad:<bytes>: one product per iteration; counter
 // ns_per_row.

@@ -98,7 +98,7 @@ class pairing {
 
   // Inlined into the drain loops: left to itself GCC keeps it out of line
   // and then stops inlining the scope stack's operations into it (callgrind:
-  // 0.5 more units per drained scope of bench/README's measure).
+  // 0.5 more units per drained scope; bench/notes/history.md).
   PROFTRACE_ALWAYS_INLINE void process(thread_state& ts, const event* e, Sink* w) {
     const auto kind = static_cast<event_kind>(e->kind);
     if (PROFTRACE_UNLIKELY(kind == event_kind::gap)) {

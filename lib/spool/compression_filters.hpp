@@ -21,7 +21,7 @@ namespace detail {
 inline constexpr std::streamsize compressor_buffer = 1 << 16;
 
 // At the fastest level: a trace's repetitive JSON compresses about as well
-// (bench/README: "Flusher throughput"), and exporting is on the program's path.
+// (bench/README.md: "Flusher"), and exporting is on the program's path.
 inline void push_compressor(boost::iostreams::filtering_ostream& out, compression c) {
   namespace io = boost::iostreams;
   switch (c) {

@@ -373,7 +373,8 @@ bool trace_file::commit(std::string_view events, std::string_view tail) noexcept
 // Blocks past the end, reserved with fallocate(KEEP_SIZE): the size and the
 // content stay as they were (a kill leaves nothing more), and the file
 // system maps the reserve once instead of allocating block by block as the
-// writes come (bench/README.md: a tenth of a scope's whole cost to .json).
+// writes come (bench/notes/history.md, "The whole cost of a recorded scope": a tenth
+// of a scope's whole cost to .json).
 // A reserve the file system refuses (a full disk) is given back, and the file
 // goes on without one.
 void trace_file::reserve(std::uint64_t end) noexcept {
