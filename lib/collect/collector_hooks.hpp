@@ -5,14 +5,16 @@
 //   for (const collector_hooks* c : build_collectors())
 //     if (asked.contains(c->kind) && c->start(opts, named, forked)) collecting = collecting | activity_set{c->kind};
 //
-// A collector defines its hooks beside its code (cuda/cuda_hooks.cpp) and
-// adds one line to build_collectors(). Every hook may be null: nothing to do.
+// A collector defines its hooks in its folder (collect/<name>/<name>_hooks.cpp,
+// absent_collector() where the build lacks it) and adds one line to
+// build_collectors()'s table. Every hook may be null: nothing to do.
 #pragma once
 
 #include <cstdint>
 #include <span>
 
 #include "records/gpu_batch.hpp"
+#include "proftrace/detail/recorder.hpp"
 #include "drain/flusher.hpp"
 #include "proftrace/collectors.hpp"
 #include "proftrace/profile.hpp"
@@ -34,7 +36,15 @@ struct collector_hooks {
   void (*open_window)(const profile_options& opts, window_options& w);
   // Its records for the trace that closes now (GPU activities).
   gpu_batch (*take)();
+  // False for a collector this build was configured without.
+  bool in_build = true;
 };
+
+// What a collector this build lacks registers: its kind, nothing to call.
+constexpr collector_hooks absent_collector(activity kind) noexcept {
+  return {.kind = kind, .start = nullptr, .stop = nullptr, .state_bits = nullptr, .open_window = nullptr, .take = nullptr,
+          .in_build = false};
+}
 
 // The collectors compiled into this build.
 std::span<const collector_hooks* const> build_collectors();

@@ -1,20 +1,25 @@
 // The counters collector at a session's edges (collector_hooks.hpp): start()
 // checks each named counter on the calling thread, warns once naming those
 // that cannot be had, and hands the rest to the threads' scopes.
+#include "collect/collector_hooks.hpp"
+
+#if PROFTRACE_WITH_COUNTERS
 #include <unistd.h>
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include "collect/collector_hooks.hpp"
 #include "thread_counters.hpp"
 #include "proftrace/detail/recorder.hpp"
 #include "helpers/warn.hpp"
+#endif
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
+
+#if PROFTRACE_WITH_COUNTERS
 namespace {
 
 // The kinds of `names` this machine counts; one warning names the others.
@@ -69,6 +74,9 @@ extern const collector_hooks counters_hooks{
     .state_bits = [](const profile_options&) -> std::uint32_t { return state_counters; },
     .open_window = nullptr,
     .take = nullptr};
+#else
+extern const collector_hooks counters_hooks = absent_collector(activity::counters);
+#endif
 
 }  // namespace detail
 }  // namespace PROFTRACE_ABI_NAMESPACE

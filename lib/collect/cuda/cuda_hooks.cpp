@@ -1,8 +1,7 @@
-// The CUDA collectors at a session's edges (collector_hooks.hpp): CUPTI's
-// kernels, copies, API calls and allocations, and NVTX ranges.
+// The CUDA collector at a session's edges (collector_hooks.hpp): CUPTI's
+// kernels, copies, API calls and allocations.
 #include "collect/collector_hooks.hpp"
 #include "cuda_collection.hpp"
-#include "proftrace/detail/recorder.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
@@ -21,18 +20,8 @@ extern const collector_hooks cuda_kernels_hooks{
           w.cuda = true;
         },
     .take = [] { return cuda_collection_take(); }};
-#endif
-
-#if PROFTRACE_WITH_NVTX
-// NVTX ranges need a tool (Nsight), attached when the process starts; with
-// none they would cost two calls per scope for nothing. They need no CUPTI.
-extern const collector_hooks nvtx_ranges_hooks{
-    .kind = activity::nvtx,
-    .start = [](const profile_options&, bool, bool) { return nvtx_tool_attached(); },
-    .stop = nullptr,
-    .state_bits = [](const profile_options&) -> std::uint32_t { return state_nvtx; },
-    .open_window = nullptr,
-    .take = nullptr};
+#else
+extern const collector_hooks cuda_kernels_hooks = absent_collector(activity::cuda);
 #endif
 
 }  // namespace detail

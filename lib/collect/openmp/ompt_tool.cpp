@@ -19,7 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "collect/collector_hooks.hpp"
+#include "ompt_tool.hpp"
 #include "code_location.hpp"
 #include "proftrace/detail/recorder.hpp"
 #include "recording/registry.hpp"
@@ -342,6 +342,8 @@ bool tool_ready() {
   return true;
 }
 
+}  // namespace
+
 bool start_openmp(const profile_options&, bool named, bool) {
   if (tool_ready()) return true;
   std::string runtime;
@@ -356,16 +358,6 @@ bool start_openmp(const profile_options&, bool named, bool) {
                 "has, unless OMP_TOOL=disabled); everything else is recorded");
   return false;
 }
-
-}  // namespace
-
-extern const collector_hooks openmp_hooks{
-    .kind = activity::openmp,
-    .start = &start_openmp,
-    .stop = nullptr,
-    .state_bits = nullptr,
-    .open_window = nullptr,
-    .take = nullptr};
 
 }  // namespace detail
 }  // namespace PROFTRACE_ABI_NAMESPACE

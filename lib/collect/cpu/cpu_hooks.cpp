@@ -1,0 +1,19 @@
+// The CPU ranges collector: scopes are ring events, so all it sets is
+// what the hot path records.
+#include "collect/collector_hooks.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+extern const collector_hooks cpu_hooks{
+    .kind = activity::cpu,
+    .start = nullptr,
+    .stop = nullptr,
+    .state_bits = [](const profile_options&) -> std::uint32_t { return state_recording; },
+    .open_window = nullptr,
+    .take = nullptr};
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

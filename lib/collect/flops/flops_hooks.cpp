@@ -1,0 +1,18 @@
+// The FLOPs collector: estimates are ring events added to the innermost scope.
+#include "collect/collector_hooks.hpp"
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+extern const collector_hooks flops_hooks{
+    .kind = activity::flops,
+    .start = nullptr,
+    .stop = nullptr,
+    .state_bits = [](const profile_options& o) -> std::uint32_t { return o.with_flops ? std::uint32_t{state_flops} : 0u; },
+    .open_window = nullptr,
+    .take = nullptr};
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace

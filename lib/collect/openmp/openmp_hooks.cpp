@@ -1,0 +1,26 @@
+// The OpenMP collector at a session's edges (collector_hooks.hpp): OMPT's
+// callbacks record parallel regions, loops and tasks.
+#include "collect/collector_hooks.hpp"
+#if PROFTRACE_WITH_OPENMP
+#include "ompt_tool.hpp"
+#endif
+
+namespace proftrace {
+inline namespace PROFTRACE_ABI_NAMESPACE {
+namespace detail {
+
+#if PROFTRACE_WITH_OPENMP
+extern const collector_hooks openmp_hooks{
+    .kind = activity::openmp,
+    .start = &start_openmp,
+    .stop = nullptr,
+    .state_bits = nullptr,
+    .open_window = nullptr,
+    .take = nullptr};
+#else
+extern const collector_hooks openmp_hooks = absent_collector(activity::openmp);
+#endif
+
+}  // namespace detail
+}  // namespace PROFTRACE_ABI_NAMESPACE
+}  // namespace proftrace
