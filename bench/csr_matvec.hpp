@@ -2,7 +2,7 @@
 // kernel of a CG solver, compiled plain and with the three macros a real
 // solver carried around it (PROF_SCOPE_SHAPES, PROF_FLOPS, a nested
 // PROF_SCOPE). proftrace_bench_placement times them with no session
-// recording; tests/codegen checks what the macros leave in the function.
+// recording; tests/build/codegen checks what the macros leave in the function.
 //
 //   const auto a = proftrace_bench::laplacian_2d(300);
 //   proftrace_bench::matvec_instrumented<0>(a.view(), x.data(), y.data());

@@ -122,7 +122,7 @@
 // that the compiler moves each call, and the work around it (a shape list,
 // a FLOP estimate), out of the instrumented function's body into its
 // `.cold` part. Off at run time, a macro then leaves one load, one branch
-// and the scope's one-word token in the function (tests/codegen). The
+// and the scope's one-word token in the function (tests/build/codegen). The
 // library compiles their definitions without the attribute
 // (PROFTRACE_DETAIL_BUILDING_LIBRARY), optimised for speed, not size.
 #if defined(__GNUC__) && !defined(PROFTRACE_DETAIL_BUILDING_LIBRARY)

@@ -1,7 +1,7 @@
 // The "key=value,..." configuration of proftrace_start(), the Fortran
 // module's proftrace_start and PROFTRACE_CONFIG: one table of keys, each
 // naming the profile_options member it sets, so that the three take the
-// same options with the same names as C++ (tests/c_api_test.cpp holds the
+// same options with the same names as C++ (tests/c_api/c_api_test.cpp holds the
 // table against profile_options).
 #include <charconv>
 #include <stdexcept>
