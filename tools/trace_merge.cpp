@@ -236,37 +236,82 @@ void move_times(json::object& e, const input& in, std::int64_t shift_ns, const W
   }
 }
 
-}  // namespace
-
-merge_result merge_traces(std::vector<std::filesystem::path> files, const std::filesystem::path& output) {
-  if (!named_json(output))  // (the command line merges to JSON first for a .pftrace)
-    throw trace_error(output.string() + ": unknown output format (.json, .json.gz, .json.zst)");
+// The inputs' headers, by rank, then a rank's traces (schedule cycles) in
+// time order.
+std::vector<input> read_headers(const std::vector<std::filesystem::path>& files) {
   std::vector<input> inputs;
   for (const auto& f : files) inputs.push_back(read_header(f));
-  // By rank, then a rank's traces (schedule cycles) in time order.
   std::sort(inputs.begin(), inputs.end(), [](const input& a, const input& b) {
     if ((a.rank >= 0) != (b.rank >= 0)) return a.rank >= 0;
     if (a.rank != b.rank) return a.rank < b.rank;
     return a.base_ns != b.base_ns ? a.base_ns < b.base_ns : a.file < b.file;
   });
-  // The merged time base: the earliest aligned base, so no ts is negative.
-  std::int64_t base = INT64_MAX;
-  for (const auto& in : inputs) base = std::min(base, in.aligned_base_ns);
+  return inputs;
+}
 
-  merge_result result;
-  {
-    std::vector<int> ranks;
-    for (const auto& in : inputs)
-      if (in.rank >= 0) ranks.push_back(in.rank);
-    std::sort(ranks.begin(), ranks.end());
-    result.ranks = static_cast<std::uint64_t>(std::unique(ranks.begin(), ranks.end()) - ranks.begin());
-    for (const auto& in : inputs) result.ranks += in.rank < 0;
+// Distinct ranks; each trace without one counts alone.
+std::uint64_t count_ranks(const std::vector<input>& inputs) {
+  std::vector<int> ranks;
+  for (const auto& in : inputs)
+    if (in.rank >= 0) ranks.push_back(in.rank);
+  std::sort(ranks.begin(), ranks.end());
+  auto count = static_cast<std::uint64_t>(std::unique(ranks.begin(), ranks.end()) - ranks.begin());
+  for (const auto& in : inputs) count += in.rank < 0;
+  return count;
+}
+
+// What to add to every ts of `in` (as ns) to put it on the merged clock.
+std::int64_t shift_onto(const input& in, std::int64_t base) {
+  std::int64_t shift_ns = 0;
+  if (__builtin_sub_overflow(in.aligned_base_ns, base, &shift_ns))
+    throw trace_error(in.file.string() + ": its clock (baseTimeNanoseconds and clockAlignment) is more than 292 years after the "
+                      "earliest input's; merge cannot place them on one timeline");
+  return shift_ns;
+}
+
+// The merged file, written beside MERGED and renamed over it by commit(): a
+// merge that fails (a bad input, a full disk) leaves an existing MERGED as
+// it was.
+class merged_output {
+ public:
+  explicit merged_output(const std::filesystem::path& output)
+      : output_(output), temp_(output.string() + ".merging-" + std::to_string(::getpid())), cleanup_{temp_} {
+    file_.open(temp_, std::ios::binary | std::ios::trunc);
+    if (!file_) throw trace_error(output.string() + ": cannot write: " + std::strerror(errno ? errno : EIO));
+    pd::push_compressor(out_, pd::compression_of(output));
+    out_.push(file_);
   }
 
-  // Written beside MERGED and renamed over it at the end: a merge that fails
-  // (a bad input, a full disk) leaves an existing MERGED as it was.
-  std::filesystem::path temp = output;
-  temp += ".merging-" + std::to_string(::getpid());
+  void begin(std::int64_t base, std::uint64_t ranks, std::size_t traces) {
+    out_ << "{\n  \"schemaVersion\": 1,\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": " << base
+         << ",\n  \"proftraceMerged\": {\"ranks\": " << ranks << ", \"traces\": " << traces << "},\n  \"traceEvents\": [\n";
+  }
+
+  // An element of traceEvents (the merged process names included).
+  void write(const json::value& v) {
+    text_buf_.clear();
+    if (!first_) text_buf_ += ",\n";
+    first_ = false;
+    append_json(text_buf_, v);
+    out_.write(text_buf_.data(), static_cast<std::streamsize>(text_buf_.size()));
+    ++events_;
+  }
+  std::uint64_t events() const noexcept { return events_; }
+
+  void commit() {
+    out_ << "\n  ],\n  \"traceName\": " << json::serialize(json::value(output_.string())) << "\n}\n";
+    out_.reset();
+    file_.flush();
+    if (!file_) throw trace_error(output_.string() + ": write failed: " + std::strerror(errno ? errno : EIO));
+    file_.close();
+    if (!file_) throw trace_error(output_.string() + ": write failed: " + std::strerror(errno ? errno : EIO));
+    std::error_code ec;
+    std::filesystem::rename(temp_, output_, ec);
+    if (ec) throw trace_error(output_.string() + ": cannot write: " + ec.message());
+    cleanup_.armed = false;
+  }
+
+ private:
   struct remove_on_failure {
     const std::filesystem::path& path;
     bool armed = true;
@@ -274,139 +319,163 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
       std::error_code ec;
       if (armed) std::filesystem::remove(path, ec);
     }
-  } cleanup{temp};
-  std::ofstream file(temp, std::ios::binary | std::ios::trunc);
-  if (!file) throw trace_error(output.string() + ": cannot write: " + std::strerror(errno ? errno : EIO));
-  io::filtering_ostream out;
-  pd::push_compressor(out, pd::compression_of(output));
-  out.push(file);
+  };
 
-  out << "{\n  \"schemaVersion\": 1,\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": " << base
-      << ",\n  \"proftraceMerged\": {\"ranks\": " << result.ranks << ", \"traces\": " << inputs.size()
-      << "},\n  \"traceEvents\": [\n";
-  bool first = true;
-  std::string text_buf;
-  const auto write = [&](const json::value& v) {
-    text_buf.clear();
-    if (!first) text_buf += ",\n";
-    first = false;
-    append_json(text_buf, v);
-    out.write(text_buf.data(), static_cast<std::streamsize>(text_buf.size()));
-    ++result.events;  // every element of traceEvents, the merged process names included
-  };
-  // The merged processes. A rank's traces (one per schedule cycle) share
-  // them: the same program's process and devices, at later times. Their
-  // names are written after the events, once every cycle's steps are known.
-  struct process {
-    std::int64_t pid = 0;
-    std::string label;     // "rank 3 (host)", "rank 3 device 0", or a file name without a rank
-    std::string original;  // the pid in its trace, as JSON text
-    bool host = false;
-    std::vector<std::pair<std::int64_t, std::int64_t>> steps;  // per cycle (host only)
-  };
+  const std::filesystem::path& output_;
+  std::filesystem::path temp_;
+  remove_on_failure cleanup_;  // destroyed after the streams below: they are closed first
+  std::ofstream file_;
+  io::filtering_ostream out_;
+  bool first_ = true;
+  std::string text_buf_;
+  std::uint64_t events_ = 0;
+};
+
+// A merged process. A rank's traces (one per schedule cycle) share them:
+// the same program's process and devices, at later times. Their names are
+// written after the events, once every cycle's steps are known.
+struct process {
+  std::int64_t pid = 0;
+  std::string label;     // "rank 3 (host)", "rank 3 device 0", or a file name without a rank
+  std::string original;  // the pid in its trace, as JSON text
+  bool host = false;
+  std::vector<std::pair<std::int64_t, std::int64_t>> steps;  // per cycle (host only)
+};
+
+struct process_table {
   std::vector<process> processes;
   std::map<std::int64_t, std::map<std::string, std::size_t>> pids_by_rank;  // rank key -> pid text -> processes index
-  for (std::size_t index = 0; index < inputs.size(); ++index) {
-    const input& in = inputs[index];
-    const std::int64_t rank_key = in.rank >= 0 ? in.rank : unranked_key + static_cast<std::int64_t>(index);
-    std::int64_t shift_ns = 0;  // add to every ts of this input (as ns)
-    if (__builtin_sub_overflow(in.aligned_base_ns, base, &shift_ns))
-      throw trace_error(in.file.string() + ": its clock (baseTimeNanoseconds and clockAlignment) is more than 292 years after the "
-                        "earliest input's; merge cannot place them on one timeline");
-    auto& pids = pids_by_rank[rank_key];
-    std::size_t host_process = SIZE_MAX;  // the first pid of this trace: the host (proftrace writes it first)
-    const auto merged_pid = [&](const json::value& pid) {
-      const std::string key = json::serialize(pid);
-      if (pids.size() >= max_processes_per_rank && !pids.contains(key))
-        throw trace_error(in.file.string() + ": " +
-                          (in.rank >= 0 ? "rank " + std::to_string(in.rank) : std::string("this trace")) +
-                          " has more than " + std::to_string(max_processes_per_rank) +
-                          " processes (pids); merge numbers a rank's processes rank * 1000 + n");
-      auto [it, fresh] = pids.try_emplace(key, processes.size());
-      if (fresh) {
-        process p;
-        p.pid = rank_key * static_cast<std::int64_t>(max_processes_per_rank) + static_cast<std::int64_t>(pids.size() - 1);
-        p.host = host_process == SIZE_MAX;
-        p.original = key;
-        p.label = (in.rank >= 0 ? "rank " + std::to_string(in.rank) : in.file.filename().string()) +
-                  (p.host ? (in.host.empty() ? "" : " (" + in.host + ")") : " device " + key);
-        processes.push_back(std::move(p));
-      }
-      if (host_process == SIZE_MAX) host_process = it->second;
-      return processes[it->second].pid;
-    };
-    std::int64_t first_step = INT64_MAX, last_step = INT64_MIN;
-    std::ifstream source(in.file, std::ios::binary);
+};
+
+// One input's events, rewritten onto the merged timeline and processes and
+// written out.
+class input_merge {
+ public:
+  input_merge(const input& in, std::int64_t rank_key, std::int64_t shift_ns, process_table& table, merged_output& out)
+      : in_(in), rank_key_(rank_key), shift_ns_(shift_ns), table_(table), pids_(table.pids_by_rank[rank_key]), out_(out) {}
+
+  void run() {
+    std::ifstream source(in_.file, std::ios::binary);
     io::filtering_istream text;
-    pd::push_decompressor(text, pd::compression_of(in.file));
+    pd::push_decompressor(text, pd::compression_of(in_.file));
     text.push(source);
-    for_each_event_text(text, in.file.string(), max_event_bytes, [&](std::uint64_t index, std::string_view element) {
-      const auto where = [&] { return in.file.string() + ": event " + std::to_string(index); };
-      json::error_code ec;
-      json::value v = json::parse(element, ec);
-      if (ec) throw trace_error(where() + ": invalid JSON: " + ec.message());
-      if (!v.is_object()) throw trace_error(where() + " is not an object");
-      json::object& e = v.as_object();
-      const auto* ph = e.if_contains("ph");
-      const bool is_ph = ph && ph->is_string();
-      // The input's own process names give way to the merged ones.
-      if (is_ph && ph->as_string() == "M") {
-        const auto* n = e.if_contains("name");
-        if (n && n->is_string() && (n->as_string() == "process_name" || n->as_string() == "process_sort_index")) {
-          if (const auto* pid = e.if_contains("pid")) merged_pid(*pid);
-          return;
-        }
-      }
-      // The cycle's steps, for the process name.
-      if (is_ph && ph->as_string() == "X")
-        if (const auto* n = e.if_contains("name"); n && n->is_string() && n->as_string().starts_with("ProfilerStep#")) {
-          const auto digits = n->as_string().subview().substr(13);
-          std::int64_t step = 0;
-          const auto [end, err] = std::from_chars(digits.data(), digits.data() + digits.size(), step);
-          if (err == std::errc{} && end == digits.data() + digits.size()) {
-            first_step = std::min(first_step, step);
-            last_step = std::max(last_step, step);
-          }
-        }
-      if (auto* pid = e.if_contains("pid")) *pid = merged_pid(*pid);
-      // Metadata ("M") have no time of their own: their ts stays as it is.
-      if (!(is_ph && ph->as_string() == "M")) move_times(e, in, shift_ns, where);
-      // Flow ids and CUPTI correlations are per process: keep them apart per
-      // rank. Only integers are moved (a fractional or huge id stays as it is).
-      const std::int64_t rank_bits = rank_key << 40;
-      const auto offset_id = [&](json::value& id) {
-        std::int64_t moved = 0;
-        if (id.is_int64() && !__builtin_add_overflow(id.get_int64(), rank_bits, &moved)) id = moved;
-        else if (id.is_uint64() && id.get_uint64() <= static_cast<std::uint64_t>(INT64_MAX - rank_bits))
-          id = static_cast<std::int64_t>(id.get_uint64()) + rank_bits;
-      };
-      if (auto* id = e.if_contains("id"); id && id->is_number()) offset_id(*id);
-      if (auto* args = e.if_contains("args"); args && args->is_object())
-        if (auto* c = args->as_object().if_contains("correlation"); c && c->is_number()) offset_id(*c);
-      try {
-        write(v);
-      } catch (const std::range_error& r) {
-        throw trace_error(where() + ": " + r.what() + " (JSON cannot hold it)");
-      }
-    });
-    if (host_process != SIZE_MAX && first_step <= last_step) processes[host_process].steps.emplace_back(first_step, last_step);
-    ++result.traces;
-    if (!in.aligned) ++result.unaligned;
-    if (in.drift) ++result.drift_corrected;
+    for_each_event_text(text, in_.file.string(), max_event_bytes,
+                        [&](std::uint64_t index, std::string_view element) { event(index, element); });
+    if (host_process_ != SIZE_MAX && first_step_ <= last_step_)
+      table_.processes[host_process_].steps.emplace_back(first_step_, last_step_);
   }
-  // Process names: the host's with its cycles' steps; unique (a rank whose
-  // traces came from different processes tells them apart by their pids).
+
+ private:
+  void event(std::uint64_t index, std::string_view element) {
+    const auto where = [&] { return in_.file.string() + ": event " + std::to_string(index); };
+    json::error_code ec;
+    json::value v = json::parse(element, ec);
+    if (ec) throw trace_error(where() + ": invalid JSON: " + ec.message());
+    if (!v.is_object()) throw trace_error(where() + " is not an object");
+    json::object& e = v.as_object();
+    const auto* ph = e.if_contains("ph");
+    const bool is_metadata = ph && ph->is_string() && ph->as_string() == "M";
+    // The input's own process names give way to the merged ones.
+    if (is_metadata && names_process(e)) {
+      if (const auto* pid = e.if_contains("pid")) merged_pid(*pid);
+      return;
+    }
+    if (ph && ph->is_string() && ph->as_string() == "X") note_step(e);
+    if (auto* pid = e.if_contains("pid")) *pid = merged_pid(*pid);
+    // Metadata ("M") have no time of their own: their ts stays as it is.
+    if (!is_metadata) move_times(e, in_, shift_ns_, where);
+    offset_ids(e);
+    try {
+      out_.write(v);
+    } catch (const std::range_error& r) {
+      throw trace_error(where() + ": " + r.what() + " (JSON cannot hold it)");
+    }
+  }
+
+  static bool names_process(const json::object& e) {
+    const auto* n = e.if_contains("name");
+    return n && n->is_string() && (n->as_string() == "process_name" || n->as_string() == "process_sort_index");
+  }
+
+  // The cycle's steps, for the process name.
+  void note_step(const json::object& e) {
+    const auto* n = e.if_contains("name");
+    if (!n || !n->is_string() || !n->as_string().starts_with("ProfilerStep#")) return;
+    const auto digits = n->as_string().subview().substr(13);
+    std::int64_t step = 0;
+    const auto [end, err] = std::from_chars(digits.data(), digits.data() + digits.size(), step);
+    if (err == std::errc{} && end == digits.data() + digits.size()) {
+      first_step_ = std::min(first_step_, step);
+      last_step_ = std::max(last_step_, step);
+    }
+  }
+
+  // The merged pid of this input's `pid`; the first one seen is the host's
+  // (proftrace writes it first).
+  std::int64_t merged_pid(const json::value& pid) {
+    const std::string key = json::serialize(pid);
+    if (pids_.size() >= max_processes_per_rank && !pids_.contains(key))
+      throw trace_error(in_.file.string() + ": " +
+                        (in_.rank >= 0 ? "rank " + std::to_string(in_.rank) : std::string("this trace")) +
+                        " has more than " + std::to_string(max_processes_per_rank) +
+                        " processes (pids); merge numbers a rank's processes rank * 1000 + n");
+    auto [it, fresh] = pids_.try_emplace(key, table_.processes.size());
+    if (fresh) {
+      process p;
+      p.pid = rank_key_ * static_cast<std::int64_t>(max_processes_per_rank) + static_cast<std::int64_t>(pids_.size() - 1);
+      p.host = host_process_ == SIZE_MAX;
+      p.original = key;
+      p.label = (in_.rank >= 0 ? "rank " + std::to_string(in_.rank) : in_.file.filename().string()) +
+                (p.host ? (in_.host.empty() ? "" : " (" + in_.host + ")") : " device " + key);
+      table_.processes.push_back(std::move(p));
+    }
+    if (host_process_ == SIZE_MAX) host_process_ = it->second;
+    return table_.processes[it->second].pid;
+  }
+
+  // Flow ids and CUPTI correlations are per process: keep them apart per
+  // rank. Only integers are moved (a fractional or huge id stays as it is).
+  void offset_ids(json::object& e) const {
+    const std::int64_t rank_bits = rank_key_ << 40;
+    const auto offset_id = [&](json::value& id) {
+      std::int64_t moved = 0;
+      if (id.is_int64() && !__builtin_add_overflow(id.get_int64(), rank_bits, &moved)) id = moved;
+      else if (id.is_uint64() && id.get_uint64() <= static_cast<std::uint64_t>(INT64_MAX - rank_bits))
+        id = static_cast<std::int64_t>(id.get_uint64()) + rank_bits;
+    };
+    if (auto* id = e.if_contains("id"); id && id->is_number()) offset_id(*id);
+    if (auto* args = e.if_contains("args"); args && args->is_object())
+      if (auto* c = args->as_object().if_contains("correlation"); c && c->is_number()) offset_id(*c);
+  }
+
+  const input& in_;
+  std::int64_t rank_key_;
+  std::int64_t shift_ns_;
+  process_table& table_;
+  std::map<std::string, std::size_t>& pids_;  // this input's rank's
+  merged_output& out_;
+  std::size_t host_process_ = SIZE_MAX;  // the first pid of this trace: the host
+  std::int64_t first_step_ = INT64_MAX, last_step_ = INT64_MIN;
+};
+
+// A host process's label gets its cycles' steps: " steps 10-14, 20-24".
+void add_steps_to_label(process& p) {
+  if (p.steps.empty()) return;
+  std::sort(p.steps.begin(), p.steps.end());
+  p.label += " ";
+  p.label += p.steps.size() == 1 && p.steps[0].first == p.steps[0].second ? "step" : "steps";
+  for (std::size_t i = 0; i < p.steps.size(); ++i) {
+    p.label += (i ? ", " : " ") + std::to_string(p.steps[i].first);
+    if (p.steps[i].second != p.steps[i].first) p.label += "-" + std::to_string(p.steps[i].second);
+  }
+}
+
+// Process names: the host's with its cycles' steps; unique (a rank whose
+// traces came from different processes tells them apart by their pids).
+void write_process_names(std::vector<process>& processes, merged_output& out) {
   std::map<std::string, int> seen;
   for (auto& p : processes) {
-    if (!p.steps.empty()) {
-      std::sort(p.steps.begin(), p.steps.end());
-      p.label += " ";
-      p.label += p.steps.size() == 1 && p.steps[0].first == p.steps[0].second ? "step" : "steps";
-      for (std::size_t i = 0; i < p.steps.size(); ++i) {
-        p.label += (i ? ", " : " ") + std::to_string(p.steps[i].first);
-        if (p.steps[i].second != p.steps[i].first) p.label += "-" + std::to_string(p.steps[i].second);
-      }
-    }
+    add_steps_to_label(p);
     ++seen[p.label];
   }
   std::map<std::string, int> used;
@@ -414,21 +483,39 @@ merge_result merge_traces(std::vector<std::filesystem::path> files, const std::f
     std::string label = p.label;
     if (seen[p.label] > 1) label += " (pid " + p.original + ")";
     if (++used[label] > 1) label += " #" + std::to_string(used[label]);
-    write(json::object{{"ph", "M"}, {"name", "process_name"}, {"pid", p.pid}, {"tid", 0},
-                       {"args", json::object{{"name", label}}}});
-    write(json::object{{"ph", "M"}, {"name", "process_sort_index"}, {"pid", p.pid}, {"tid", 0},
-                       {"args", json::object{{"sort_index", p.pid}}}});
+    out.write(json::object{{"ph", "M"}, {"name", "process_name"}, {"pid", p.pid}, {"tid", 0},
+                           {"args", json::object{{"name", label}}}});
+    out.write(json::object{{"ph", "M"}, {"name", "process_sort_index"}, {"pid", p.pid}, {"tid", 0},
+                           {"args", json::object{{"sort_index", p.pid}}}});
   }
-  out << "\n  ],\n  \"traceName\": " << json::serialize(json::value(output.string())) << "\n}\n";
-  out.reset();
-  file.flush();
-  if (!file) throw trace_error(output.string() + ": write failed: " + std::strerror(errno ? errno : EIO));
-  file.close();
-  if (!file) throw trace_error(output.string() + ": write failed: " + std::strerror(errno ? errno : EIO));
-  std::error_code ec;
-  std::filesystem::rename(temp, output, ec);
-  if (ec) throw trace_error(output.string() + ": cannot write: " + ec.message());
-  cleanup.armed = false;
+}
+
+}  // namespace
+
+merge_result merge_traces(std::vector<std::filesystem::path> files, const std::filesystem::path& output) {
+  if (!named_json(output))  // (the command line merges to JSON first for a .pftrace)
+    throw trace_error(output.string() + ": unknown output format (.json, .json.gz, .json.zst)");
+  const std::vector<input> inputs = read_headers(files);
+  // The merged time base: the earliest aligned base, so no ts is negative.
+  std::int64_t base = INT64_MAX;
+  for (const auto& in : inputs) base = std::min(base, in.aligned_base_ns);
+
+  merge_result result;
+  result.ranks = count_ranks(inputs);
+  merged_output out(output);
+  out.begin(base, result.ranks, inputs.size());
+  process_table table;
+  for (std::size_t index = 0; index < inputs.size(); ++index) {
+    const input& in = inputs[index];
+    const std::int64_t rank_key = in.rank >= 0 ? in.rank : unranked_key + static_cast<std::int64_t>(index);
+    input_merge(in, rank_key, shift_onto(in, base), table, out).run();
+    ++result.traces;
+    if (!in.aligned) ++result.unaligned;
+    if (in.drift) ++result.drift_corrected;
+  }
+  write_process_names(table.processes, out);
+  result.events = out.events();
+  out.commit();
   return result;
 }
 

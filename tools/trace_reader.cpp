@@ -150,59 +150,66 @@ struct sax {
       return;
     }
     if (depth == 1 && top_is_object) {
-      if (top_key == "traceEvents") {
-        res->has_trace_events = true;
-        res->trace_events_is_array = t == json_type::array;
-        return;
-      }
-      metadata_entry m{top_key, t, t == json_type::object ? "{...}" : t == json_type::array ? "[...]" : text};
-      if (res->metadata.size() < 4096) res->metadata.push_back(std::move(m));
-      return;
-    }
-    if (depth == 2 && in_meta) {  // a field of a metadata object: "distributedInfo.rank"
+      top_level_value(t, text);
+    } else if (depth == 2 && in_meta) {  // a field of a metadata object: "distributedInfo.rank"
       if (res->metadata.size() < 4096) res->metadata.push_back({top_key + "." + meta_key, t, text});
-      return;
-    }
-    if (depth == 2 && in_events) {
+    } else if (depth == 2 && in_events) {
       if (t != json_type::object) {
         ev.clear();
         ev.index = res->events++;
         ev.type = t;
         deliver();
       }
+    } else if (depth == 3 && in_event) {
+      event_field(t, text, num);
+    } else if (depth == 4 && in_args) {
+      event_arg(t, text, num);
+    }
+  }
+
+  // A value under the top-level object: traceEvents, or a metadata entry.
+  void top_level_value(json_type t, const std::string& text) {
+    if (top_key == "traceEvents") {
+      res->has_trace_events = true;
+      res->trace_events_is_array = t == json_type::array;
       return;
     }
-    if (depth == 3 && in_event) {
-      switch (field_id) {
-        case key_id::ph: ev.ph_type = t, ev.ph = t == json_type::string ? text : std::string(); break;
-        case key_id::cat: ev.cat_type = t, ev.cat = t == json_type::string ? text : std::string(); break;
-        case key_id::name: ev.name_type = t, ev.name = t == json_type::string ? text : std::string(); break;
-        case key_id::ts: ev.ts_type = t, ev.ts = num; break;
-        case key_id::dur: ev.dur_type = t, ev.dur = num; break;
-        case key_id::pid: ev.pid_type = t, ev.pid = text; break;
-        case key_id::tid: ev.tid_type = t, ev.tid = text; break;
-        case key_id::args: ev.has_args = t == json_type::object; break;
-        default: break;
-      }
-      return;
+    metadata_entry m{top_key, t, t == json_type::object ? "{...}" : t == json_type::array ? "[...]" : text};
+    if (res->metadata.size() < 4096) res->metadata.push_back(std::move(m));
+  }
+
+  // A field of the event being read (field_id names it).
+  void event_field(json_type t, const std::string& text, double num) {
+    switch (field_id) {
+      case key_id::ph: ev.ph_type = t, ev.ph = t == json_type::string ? text : std::string(); break;
+      case key_id::cat: ev.cat_type = t, ev.cat = t == json_type::string ? text : std::string(); break;
+      case key_id::name: ev.name_type = t, ev.name = t == json_type::string ? text : std::string(); break;
+      case key_id::ts: ev.ts_type = t, ev.ts = num; break;
+      case key_id::dur: ev.dur_type = t, ev.dur = num; break;
+      case key_id::pid: ev.pid_type = t, ev.pid = text; break;
+      case key_id::tid: ev.tid_type = t, ev.tid = text; break;
+      case key_id::args: ev.has_args = t == json_type::object; break;
+      default: break;
     }
-    if (depth == 4 && in_args) {
-      if (arg_id == key_id::flops && t == json_type::number) {
-        ev.flops = num > 0 ? saturated_int64(num) : 0;
-      } else if (arg_id == key_id::external_id && t == json_type::number) {
-        ev.has_external_id = true;
-        ev.external_id = saturated_int64(num);
-      } else if (arg_id == key_id::bytes && t == json_type::number) {
-        ev.has_bytes = true;
-        ev.bytes = saturated_int64(num);
-      } else if (arg_id == key_id::device_type && t == json_type::number) {
-        ev.device_type = saturated_int64(num);
-      } else if (arg_id == key_id::stream) {
-        ev.has_stream = true;
-      } else if (arg_id == key_id::input_dims) {
-        ev.has_input_dims = true;
-        if (t != json_type::array) ev.input_dims = text;
-      }
+  }
+
+  // A value in the event's args (arg_id names it).
+  void event_arg(json_type t, const std::string& text, double num) {
+    if (arg_id == key_id::flops && t == json_type::number) {
+      ev.flops = num > 0 ? saturated_int64(num) : 0;
+    } else if (arg_id == key_id::external_id && t == json_type::number) {
+      ev.has_external_id = true;
+      ev.external_id = saturated_int64(num);
+    } else if (arg_id == key_id::bytes && t == json_type::number) {
+      ev.has_bytes = true;
+      ev.bytes = saturated_int64(num);
+    } else if (arg_id == key_id::device_type && t == json_type::number) {
+      ev.device_type = saturated_int64(num);
+    } else if (arg_id == key_id::stream) {
+      ev.has_stream = true;
+    } else if (arg_id == key_id::input_dims) {
+      ev.has_input_dims = true;
+      if (t != json_type::array) ev.input_dims = text;
     }
   }
 
@@ -404,130 +411,161 @@ struct sax {
   bool on_comment(string_view, error_code&) { return true; }
 };
 
-}  // namespace
-
-read_result read_trace(const std::filesystem::path& path, const read_options& options) {
-  if (is_perfetto_trace(path)) return read_perfetto_trace(path, options);
-  const std::string file_name = path.string();
-  const auto fail = [&](const std::string& what) { throw trace_error(file_name + ": " + what); };
-
-  std::error_code fs_ec;
-  trace_input in(path);
-  const auto file_size = std::filesystem::file_size(path, fs_ec);
-  const char* codec = in.codec();
-
-  read_result result;
+json::parse_options trace_parse_options() {
   json::parse_options popts;
   popts.allow_comments = false;
   popts.allow_trailing_commas = false;
   popts.allow_invalid_utf8 = true;  // names are cut at arbitrary bytes by some writers; not our concern here
-  json::basic_parser<sax> parser(popts);
-  parser.handler().opts = &options;
-  parser.handler().res = &result;
-
-  std::vector<char> buf(in.buffer_size(options.chunk_size));
-  std::uint64_t offset = 0;
-  error_code ec;
-  const bool progress = options.progress && file_size > 0;
-  int last_pct = -1;
-  for (;;) {
-    const std::size_t got = in.read(buf.data(), buf.size());
-    if (in.status() == trace_input::state::corrupt || in.status() == trace_input::state::cut_off) {
-      // A probe decides by what decoded before the damage: a trace cut
-      // after its "traceEvents" opened is a trace (and its read an error).
-      if (options.stop_at_events && got > 0) {
-        (void)parser.write_some(true, buf.data(), got, ec);
-        if (parser.handler().stopped) {
-          result.bytes = offset;
-          result.stopped = true;
-          return result;
-        }
-      }
-      if (progress) std::fputs("\r\033[K", stderr);
-      const std::string kind = codec ? codec : "read";
-      if (in.status() == trace_input::state::cut_off)
-        fail(kind + " stream cut off after " + std::to_string(offset + got) + " uncompressed bytes (truncated " + kind +
-             " data; 'proftrace validate --repair' keeps its complete events)");
-      fail(kind + " error after " + std::to_string(offset + got) + " uncompressed bytes (corrupt " +
-           (codec ? kind + " data" : std::string("file")) + "): " + in.error());
-    }
-    const bool more = in.status() == trace_input::state::reading;
-    // Always told more may follow: told it is the last chunk, the parser
-    // calls a number cut after its '.' or 'e' a syntax error, not a cut.
-    const std::size_t used = parser.write_some(true, buf.data(), got, ec);
-    if (ec) {
-      offset += used;
-      break;
-    }
-    offset += static_cast<std::uint64_t>(got);
-    if (progress) {
-      const int pct = static_cast<int>(100.0 * static_cast<double>(std::min<std::uint64_t>(in.file_bytes_read(), file_size)) /
-                                       static_cast<double>(file_size));
-      if (pct != last_pct) {
-        std::fprintf(stderr, "\rproftrace: reading %s: %3d%%", file_name.c_str(), pct);
-        last_pct = pct;
-      }
-    }
-    if (!more) break;
-  }
-  if (progress) std::fputs("\r\033[K", stderr);
-  result.bytes = offset;
-  auto& h = parser.handler();
-  if (h.stopped) {
-    result.stopped = true;
-    return result;
-  }
-  if (ec == json::error::incomplete || (!ec && !parser.done())) {
-    if (h.in_events) {
-      result.truncated = true;
-      if (h.in_event && result.events > 0) --result.events;  // the cut one was never delivered
-      return result;
-    }
-    std::string why = offset == 0 ? " (empty file)" : "";
-    fail("unexpected end of input at byte " + std::to_string(offset) + why);
-  }
-  if (!h.refusal.empty())
-    throw refused_value_error(file_name + ": " + h.refusal + " at byte " + std::to_string(offset), offset);
-  if (ec) fail("invalid JSON at byte " + std::to_string(offset) + ": " + ec.message());
-  return result;
+  return popts;
 }
 
-trace_probe probe_trace(const std::filesystem::path& path) {
+// One streaming read of a Kineto JSON trace: its input, the parser, and
+// how far it got.
+class json_trace_read {
+ public:
+  json_trace_read(const std::filesystem::path& path, const read_options& options)
+      : file_name_(path.string()), in_(path), options_(options), parser_(trace_parse_options()) {
+    std::error_code fs_ec;
+    file_size_ = std::filesystem::file_size(path, fs_ec);
+    progress_ = options.progress && file_size_ > 0;
+    parser_.handler().opts = &options;
+    parser_.handler().res = &result_;
+  }
+
+  read_result run() {
+    std::vector<char> buf(in_.buffer_size(options_.chunk_size));
+    for (;;) {
+      const std::size_t got = in_.read(buf.data(), buf.size());
+      if (in_.status() == trace_input::state::corrupt || in_.status() == trace_input::state::cut_off) {
+        // A probe decides by what decoded before the damage: a trace cut
+        // after its "traceEvents" opened is a trace (and its read an error).
+        if (options_.stop_at_events && got > 0) {
+          (void)parser_.write_some(true, buf.data(), got, ec_);
+          if (parser_.handler().stopped) {
+            result_.bytes = offset_;
+            result_.stopped = true;
+            return result_;
+          }
+        }
+        fail_on_damaged_input(got);
+      }
+      const bool more = in_.status() == trace_input::state::reading;
+      // Always told more may follow: told it is the last chunk, the parser
+      // calls a number cut after its '.' or 'e' a syntax error, not a cut.
+      const std::size_t used = parser_.write_some(true, buf.data(), got, ec_);
+      if (ec_) {
+        offset_ += used;
+        break;
+      }
+      offset_ += static_cast<std::uint64_t>(got);
+      if (progress_) show_progress();
+      if (!more) break;
+    }
+    if (progress_) std::fputs("\r\033[K", stderr);
+    result_.bytes = offset_;
+    return finish();
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const { throw trace_error(file_name_ + ": " + what); }
+
+  // The input's decompression failed or stopped short after `got` more bytes.
+  [[noreturn]] void fail_on_damaged_input(std::size_t got) const {
+    if (progress_) std::fputs("\r\033[K", stderr);
+    const char* codec = in_.codec();
+    const std::string kind = codec ? codec : "read";
+    if (in_.status() == trace_input::state::cut_off)
+      fail(kind + " stream cut off after " + std::to_string(offset_ + got) + " uncompressed bytes (truncated " + kind +
+           " data; 'proftrace validate --repair' keeps its complete events)");
+    fail(kind + " error after " + std::to_string(offset_ + got) + " uncompressed bytes (corrupt " +
+         (codec ? kind + " data" : std::string("file")) + "): " + in_.error());
+  }
+
+  void show_progress() {
+    const int pct = static_cast<int>(100.0 * static_cast<double>(std::min<std::uint64_t>(in_.file_bytes_read(), file_size_)) /
+                                     static_cast<double>(file_size_));
+    if (pct != last_pct_) {
+      std::fprintf(stderr, "\rproftrace: reading %s: %3d%%", file_name_.c_str(), pct);
+      last_pct_ = pct;
+    }
+  }
+
+  // The result once the input is read: stopped, cut inside traceEvents, or
+  // an error.
+  read_result finish() {
+    const sax& h = parser_.handler();
+    if (h.stopped) {
+      result_.stopped = true;
+      return result_;
+    }
+    if (ec_ == json::error::incomplete || (!ec_ && !parser_.done())) {
+      if (h.in_events) {
+        result_.truncated = true;
+        if (h.in_event && result_.events > 0) --result_.events;  // the cut one was never delivered
+        return result_;
+      }
+      std::string why = offset_ == 0 ? " (empty file)" : "";
+      fail("unexpected end of input at byte " + std::to_string(offset_) + why);
+    }
+    if (!h.refusal.empty())
+      throw refused_value_error(file_name_ + ": " + h.refusal + " at byte " + std::to_string(offset_), offset_);
+    if (ec_) fail("invalid JSON at byte " + std::to_string(offset_) + ": " + ec_.message());
+    return result_;
+  }
+
+  std::string file_name_;
+  trace_input in_;
+  const read_options& options_;
+  std::uintmax_t file_size_ = 0;
+  bool progress_ = false;
+  int last_pct_ = -1;
+  read_result result_;
+  json::basic_parser<sax> parser_;
+  std::uint64_t offset_ = 0;
+  error_code ec_;
+};
+
+std::string not_kineto_trace(std::string why) { return "not a Kineto trace (" + std::move(why) + ")"; }
+
+// A Perfetto trace is decided by content as JSON is: its first
+// (decompressed) byte starts a packet.
+trace_probe probe_perfetto_trace(const std::filesystem::path& path) {
   trace_probe p;
-  const auto not_trace = [&](std::string why) {
-    p.reason = "not a Kineto trace (" + std::move(why) + ")";
-    return p;
-  };
-  if (is_perfetto_trace(path)) {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) {
-      p.reason = "cannot be read: not a regular file";
-      return p;
-    }
-    // Decided by content as JSON is: its first (decompressed) byte starts a packet.
-    try {
-      trace_input in(path);
-      unsigned char first = 0;
-      if (in.read(reinterpret_cast<char*>(&first), 1) != 1) {
-        p.reason = "not a Perfetto trace (" + std::string(in.status() == trace_input::state::corrupt
-                                                             ? "not " + std::string(in.codec() ? in.codec() : "") + " data"
-                                                             : "empty") + ")";
-        return p;
-      }
-      if (!proftrace::detail::looks_like_perfetto(first)) {
-        p.reason = "not a Perfetto trace (its first byte is not a Trace.packet's)";
-        return p;
-      }
-    } catch (const trace_error& e) {
-      p.reason = std::string("cannot be read: ") + e.what();
-      return p;
-    }
-    p.is_trace = true;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    p.reason = "cannot be read: not a regular file";
     return p;
   }
-  // The first byte of the (decompressed) text: a trace is an object.
-  char first = 0;
-  std::uint64_t leading = 0;
+  try {
+    trace_input in(path);
+    unsigned char first = 0;
+    if (in.read(reinterpret_cast<char*>(&first), 1) != 1) {
+      p.reason = "not a Perfetto trace (" + std::string(in.status() == trace_input::state::corrupt
+                                                           ? "not " + std::string(in.codec() ? in.codec() : "") + " data"
+                                                           : "empty") + ")";
+      return p;
+    }
+    if (!proftrace::detail::looks_like_perfetto(first)) {
+      p.reason = "not a Perfetto trace (its first byte is not a Trace.packet's)";
+      return p;
+    }
+  } catch (const trace_error& e) {
+    p.reason = std::string("cannot be read: ") + e.what();
+    return p;
+  }
+  p.is_trace = true;
+  return p;
+}
+
+// The first byte of the (decompressed) text that is not white space.
+struct leading_byte {
+  char first = 0;             // 0: there is none
+  std::uint64_t leading = 0;  // the bytes before it
+  std::string reason;         // set when the input cannot be read: probe_trace's reason
+};
+
+leading_byte first_text_byte(const std::filesystem::path& path) {
+  leading_byte b;
   try {
     trace_input in(path);
     char buf[4096];
@@ -535,22 +573,45 @@ trace_probe probe_trace(const std::filesystem::path& path) {
       const std::size_t got = in.read(buf, sizeof buf);
       if (in.status() == trace_input::state::corrupt || (got == 0 && in.status() == trace_input::state::cut_off)) {
         const std::string codec = in.codec() ? in.codec() : "file";
-        return not_trace(in.status() == trace_input::state::cut_off ? "an empty or cut " + codec + " stream"
-                                                                     : "not " + codec + " data: " + in.error());
+        b.reason = not_kineto_trace(in.status() == trace_input::state::cut_off ? "an empty or cut " + codec + " stream"
+                                                                               : "not " + codec + " data: " + in.error());
+        return b;
       }
-      for (std::size_t i = 0; i < got && !found; ++i, ++leading) {
+      for (std::size_t i = 0; i < got && !found; ++i, ++b.leading) {
         const char c = buf[i];
-        if (c != ' ' && c != '\t' && c != '\n' && c != '\r') first = c, found = true;
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r') b.first = c, found = true;
       }
       if (got == 0) break;
     }
   } catch (const trace_error& e) {
-    p.reason = std::string("cannot be read: ") + e.what();
+    b.reason = std::string("cannot be read: ") + e.what();
+  }
+  return b;
+}
+
+}  // namespace
+
+read_result read_trace(const std::filesystem::path& path, const read_options& options) {
+  if (is_perfetto_trace(path)) return read_perfetto_trace(path, options);
+  return json_trace_read(path, options).run();
+}
+
+trace_probe probe_trace(const std::filesystem::path& path) {
+  if (is_perfetto_trace(path)) return probe_perfetto_trace(path);
+  trace_probe p;
+  const auto not_trace = [&](std::string why) {
+    p.reason = not_kineto_trace(std::move(why));
+    return p;
+  };
+  // A trace is an object.
+  const leading_byte b = first_text_byte(path);
+  if (!b.reason.empty()) {
+    p.reason = b.reason;
     return p;
   }
-  if (first == 0) return not_trace(leading == 0 ? "an empty file" : "only white space");
-  if (first == '[') return not_trace("a JSON array, not an object: a memory timeline?");
-  if (first != '{') return not_trace("not JSON");
+  if (b.first == 0) return not_trace(b.leading == 0 ? "an empty file" : "only white space");
+  if (b.first == '[') return not_trace("a JSON array, not an object: a memory timeline?");
+  if (b.first != '{') return not_trace("not JSON");
   read_options opts;
   opts.stop_at_events = true;
   read_result r;

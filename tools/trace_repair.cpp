@@ -127,27 +127,12 @@ class json_prefix_scanner {
     switch (c) {
       case '{':
       case '[':
-        if (!value_expected) break;
-        if (!value_start(c)) return false;
-        if (stack_.size() >= max_depth_) return fail("nested too deep");
-        stack_.push_back(c == '[');
-        if (stack_.size() == 1) object_open_end_ = offset_ + 1;
-        if (stack_.size() == 2 && key_is_trace_events_) {
-          phase_ = phase::in_events;
-          events_open_end_ = offset_ + 1;
-        }
-        expect_ = c == '[' ? expect::value_or_close : expect::key_or_close;
-        return true;
+        if (value_expected) return open_container(c);
+        break;
       case '}':
-      case ']': {
-        const bool closes_array = c == ']';
-        const bool may_close = expect_ == (closes_array ? expect::value_or_close : expect::key_or_close) ||
-                               (expect_ == expect::comma_or_close && !stack_.empty() && stack_.back() == closes_array);
-        if (!may_close) break;
-        stack_.pop_back();
-        value_end(offset_ + 1);
-        return true;
-      }
+      case ']':
+        if (may_close(c == ']')) return close_container();
+        break;
       case ',':
         if (expect_ != expect::comma_or_close) break;
         expect_ = stack_.back() ? expect::value : expect::key;
@@ -157,35 +142,77 @@ class json_prefix_scanner {
         expect_ = expect::value;
         return true;
       case '"':
-        if (expect_ == expect::key || expect_ == expect::key_or_close) {
-          in_key_ = true;
-          key_.clear();
-        } else if (value_expected) {
-          if (!value_start(c)) return false;
-          in_key_ = false;
-        } else {
-          break;
-        }
-        lexeme_ = lexeme::string;
-        return true;
+        if (expect_ == expect::key || expect_ == expect::key_or_close) return key_start();
+        if (value_expected) return string_start(c);
+        break;
       case 't':
       case 'f':
       case 'n':
-        if (!value_expected) break;
-        if (!value_start(c)) return false;
-        literal_rest_ = c == 't' ? "rue" : c == 'f' ? "alse" : "ull";
-        lexeme_ = lexeme::literal;
-        return true;
+        if (value_expected) return literal_start(c);
+        break;
       default:
-        if (!value_expected || !(c == '-' || (c >= '0' && c <= '9'))) break;
-        if (!value_start(c)) return false;
-        lexeme_ = lexeme::number;
-        number_ = c == '-' ? number_part::minus : c == '0' ? number_part::zero : number_part::integer;
-        exponent_ = 0;
-        return true;
+        if (value_expected && (c == '-' || (c >= '0' && c <= '9'))) return number_start(c);
+        break;
     }
+    return unexpected_byte(c);
+  }
+
+  bool unexpected_byte(unsigned char c) {
     if (expect_ == expect::nothing) return fail("data after the end of the JSON");
     return fail(std::string("unexpected ") + (c >= 0x20 && c < 0x7f ? std::string("'") + char(c) + "'" : "byte " + std::to_string(c)));
+  }
+
+  bool open_container(unsigned char c) {
+    if (!value_start(c)) return false;
+    if (stack_.size() >= max_depth_) return fail("nested too deep");
+    stack_.push_back(c == '[');
+    if (stack_.size() == 1) object_open_end_ = offset_ + 1;
+    if (stack_.size() == 2 && key_is_trace_events_) {
+      phase_ = phase::in_events;
+      events_open_end_ = offset_ + 1;
+    }
+    expect_ = c == '[' ? expect::value_or_close : expect::key_or_close;
+    return true;
+  }
+
+  bool may_close(bool closes_array) const {
+    return expect_ == (closes_array ? expect::value_or_close : expect::key_or_close) ||
+           (expect_ == expect::comma_or_close && !stack_.empty() && stack_.back() == closes_array);
+  }
+
+  bool close_container() {
+    stack_.pop_back();
+    value_end(offset_ + 1);
+    return true;
+  }
+
+  bool key_start() {
+    in_key_ = true;
+    key_.clear();
+    lexeme_ = lexeme::string;
+    return true;
+  }
+
+  bool string_start(unsigned char c) {
+    if (!value_start(c)) return false;
+    in_key_ = false;
+    lexeme_ = lexeme::string;
+    return true;
+  }
+
+  bool literal_start(unsigned char c) {
+    if (!value_start(c)) return false;
+    literal_rest_ = c == 't' ? "rue" : c == 'f' ? "alse" : "ull";
+    lexeme_ = lexeme::literal;
+    return true;
+  }
+
+  bool number_start(unsigned char c) {
+    if (!value_start(c)) return false;
+    lexeme_ = lexeme::number;
+    number_ = c == '-' ? number_part::minus : c == '0' ? number_part::zero : number_part::integer;
+    exponent_ = 0;
+    return true;
   }
 
   // A value begins at depth stack_.size(), with `c` its first byte.
@@ -460,82 +487,114 @@ std::optional<repair_plan> plan_perfetto_repair(const std::filesystem::path& pat
 
 namespace {
 
-repair_plan plan_json_repair(const std::filesystem::path& path) {
-  const std::string file_name = path.string();
-  trace_input in(path);
+// One pass of the scanner over a JSON trace, and how its input ended.
+struct json_scan {
   json_prefix_scanner scanner;
-  std::uint64_t trailer_at = 0;
-  const bool trailer = !in.codec() && spool_trailer(path, trailer_at);
-  if (trailer) scanner.limit_events_to(trailer_at);
-  std::vector<char> buf(in.buffer_size(std::size_t{1} << 20));
   bool json_ok = true;
+  trace_input::state status = trace_input::state::reading;
+  bool trailer = false;  // the plain file ends with a spool trailer
+  std::uint64_t trailer_at = 0;
+  std::string reason;   // what ended the scan: a cut, invalid JSON, a cut or corrupt stream
+  std::string byte_at;  // " at byte N": where
+};
+
+json_scan scan_json(const std::filesystem::path& path) {
+  json_scan s;
+  trace_input in(path);
+  s.trailer = !in.codec() && spool_trailer(path, s.trailer_at);
+  if (s.trailer) s.scanner.limit_events_to(s.trailer_at);
+  std::vector<char> buf(in.buffer_size(std::size_t{1} << 20));
   for (;;) {
     const std::size_t got = in.read(buf.data(), buf.size());
     if (got == 0) break;
-    if (!scanner.feed(buf.data(), got)) {
-      json_ok = false;
+    if (!s.scanner.feed(buf.data(), got)) {
+      s.json_ok = false;
       break;
     }
   }
+  s.status = in.status();
   const std::string codec = in.codec() ? in.codec() : "";
-  const std::string byte_at = (codec.empty() ? " at byte " : " at uncompressed byte ") + std::to_string(scanner.offset());
-  std::string reason = "cut";
-  if (!json_ok) reason = "invalid JSON (" + scanner.error() + ")";
-  else if (in.status() == trace_input::state::cut_off) reason = codec + " stream cut";
-  else if (in.status() == trace_input::state::corrupt) reason = "corrupt " + (codec.empty() ? "file" : codec + " data") + " (" + in.error() + ")";
+  s.byte_at = (codec.empty() ? " at byte " : " at uncompressed byte ") + std::to_string(s.scanner.offset());
+  s.reason = "cut";
+  if (!s.json_ok) s.reason = "invalid JSON (" + s.scanner.error() + ")";
+  else if (s.status == trace_input::state::cut_off) s.reason = codec + " stream cut";
+  else if (s.status == trace_input::state::corrupt) s.reason = "corrupt " + (codec.empty() ? "file" : codec + " data") + " (" + in.error() + ")";
+  return s;
+}
 
-  const auto refuse = [&](const std::string& why) { throw trace_error(file_name + ": nothing to repair: " + why); };
-  if (!scanner.started()) {
-    if (json_ok && in.status() == trace_input::state::complete)
-      refuse(scanner.offset() == 0 ? "the file is empty" : "the file holds only white space");
-    refuse(reason + byte_at + " before any JSON");
+[[noreturn]] void refuse_repair(const std::filesystem::path& path, const std::string& why) {
+  throw trace_error(path.string() + ": nothing to repair: " + why);
+}
+
+// A text that is no trace's start has nothing to keep.
+void refuse_non_trace(const std::filesystem::path& path, const json_scan& s) {
+  if (!s.scanner.started()) {
+    if (s.json_ok && s.status == trace_input::state::complete)
+      refuse_repair(path, s.scanner.offset() == 0 ? "the file is empty" : "the file holds only white space");
+    refuse_repair(path, s.reason + s.byte_at + " before any JSON");
   }
-  if (!scanner.top_is_object()) refuse("the top-level value is not an object");
-  if (scanner.events_not_array()) refuse("\"traceEvents\" is not an array");
+  if (!s.scanner.top_is_object()) refuse_repair(path, "the top-level value is not an object");
+  if (s.scanner.events_not_array()) refuse_repair(path, "\"traceEvents\" is not an array");
+}
 
+// A spool whose last commit was cut short: it ends with the trailer of a
+// closing part that its text no longer has (the new events overwrote the
+// start of that part, the rest is left over). Everything before the
+// offset the trailer names was written by complete commits; what follows
+// mixes the cut commit's bytes with the old part's, and may even parse as
+// "events". Keep only the events before that offset. (A whole spool's
+// text closes exactly where its own trailer says.)
+bool ends_with_cut_commit(const json_scan& s) {
+  const json_prefix_scanner& scanner = s.scanner;
+  const bool closes_as_its_trailer_says =
+      scanner.finished() && scanner.has_trailer_after_end() && scanner.events_close_at(scanner.trailer_after_end());
+  return s.trailer && !closes_as_its_trailer_says && scanner.where() != json_prefix_scanner::phase::before_events &&
+         s.trailer_at <= scanner.offset() && !(scanner.finished() && scanner.events_close_at(s.trailer_at));
+}
+
+// The top-level object is whole: complete, or followed by a cut or damage.
+void plan_whole_object(const std::filesystem::path& path, const json_scan& s, repair_plan& plan) {
+  const json_prefix_scanner& scanner = s.scanner;
+  plan.complete = s.json_ok && s.status == trace_input::state::complete;
+  plan.keep_bytes = plan.complete ? scanner.offset() : scanner.top_end();  // a copy keeps the final newline
+  if (plan.complete) return;
+  if (scanner.where() == json_prefix_scanner::phase::before_events)
+    refuse_repair(path, "the JSON object ends at byte " + std::to_string(scanner.top_end()) + " without \"traceEvents\", then " +
+                            s.reason + s.byte_at);
+  plan.cut = s.reason + " " + where_text(scanner) + s.byte_at;
+}
+
+repair_plan plan_json_repair(const std::filesystem::path& path) {
+  const json_scan s = scan_json(path);
+  refuse_non_trace(path, s);
+  const json_prefix_scanner& scanner = s.scanner;
   repair_plan plan;
   plan.bytes = scanner.offset();
   plan.events_kept = scanner.events();
   using phase = json_prefix_scanner::phase;
-  // A spool whose last commit was cut short: it ends with the trailer of a
-  // closing part that its text no longer has (the new events overwrote the
-  // start of that part, the rest is left over). Everything before the
-  // offset the trailer names was written by complete commits; what follows
-  // mixes the cut commit's bytes with the old part's, and may even parse as
-  // "events". Keep only the events before that offset. (A whole spool's
-  // text closes exactly where its own trailer says.)
-  const bool closes_as_its_trailer_says =
-      scanner.finished() && scanner.has_trailer_after_end() && scanner.events_close_at(scanner.trailer_after_end());
-  if (trailer && !closes_as_its_trailer_says && scanner.where() != phase::before_events && trailer_at <= scanner.offset() &&
-      !(scanner.finished() && scanner.events_close_at(trailer_at))) {
+  if (ends_with_cut_commit(s)) {
     plan.keep_bytes = scanner.limited_end();
     plan.events_kept = scanner.limited_events();
     plan.closing = "]}";
     plan.cut = "a commit cut short: the spool ends with leftovers of the closing part written at byte " +
-               std::to_string(trailer_at) + "; kept the events of the commits before it";
+               std::to_string(s.trailer_at) + "; kept the events of the commits before it";
     return plan;
   }
   if (scanner.finished()) {
-    plan.complete = json_ok && in.status() == trace_input::state::complete;
-    plan.keep_bytes = plan.complete ? scanner.offset() : scanner.top_end();  // a copy keeps the final newline
-    if (plan.complete) return plan;
-    if (scanner.where() == json_prefix_scanner::phase::before_events)
-      refuse("the JSON object ends at byte " + std::to_string(scanner.top_end()) + " without \"traceEvents\", then " +
-             reason + byte_at);
-    plan.cut = reason + " " + where_text(scanner) + byte_at;
+    plan_whole_object(path, s, plan);
     return plan;
   }
   // Before traceEvents only the end of the data is a cut; damage there
   // leaves nothing that is recognisably a trace.
-  if (scanner.where() == phase::before_events && (!json_ok || in.status() == trace_input::state::corrupt))
-    refuse(reason + byte_at + " before \"traceEvents\"");
+  if (scanner.where() == phase::before_events && (!s.json_ok || s.status == trace_input::state::corrupt))
+    refuse_repair(path, s.reason + s.byte_at + " before \"traceEvents\"");
   plan.keep_bytes = scanner.keep_end();
   switch (scanner.where()) {
     case phase::before_events: plan.closing = scanner.members() ? ", \"traceEvents\": []}" : "\"traceEvents\": []}"; break;
     case phase::in_events: plan.closing = "]}"; break;
     case phase::after_events: plan.closing = "}"; break;
   }
-  plan.cut = reason + " " + where_text(scanner) + byte_at;
+  plan.cut = s.reason + " " + where_text(scanner) + s.byte_at;
   return plan;
 }
 

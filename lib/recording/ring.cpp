@@ -238,12 +238,83 @@ std::uint64_t ring::push_record_unguarded(std::uint64_t ticks, std::uint64_t whe
   return h;
 }
 
+// One attempt of consume(): copies whole records, from the tail `t` up to
+// `available` slots past it, into `out` from out[k] on. Always inlined into
+// consume(): this is the flusher's inner loop.
+struct ring::drain_pass {
+  const std::uint64_t* words;
+  std::uint64_t mask;
+  event* out;
+  std::size_t max;
+  bool fuse_leaves;
+  std::uint64_t t;
+  std::uint64_t available;
+  std::uint64_t taken;  // slots copied
+  std::size_t k;        // events written
+
+  PROFTRACE_ALWAYS_INLINE static std::uint64_t load(const std::uint64_t& w) noexcept {
+    return std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(w)).load(std::memory_order_relaxed);
+  }
+  PROFTRACE_ALWAYS_INLINE const std::uint64_t* slot(std::uint64_t index) const noexcept {
+    return words + (index & mask) * words_per_slot;
+  }
+
+  // Whole records only: one cut by `max` (or, under drop_oldest, torn by an
+  // overwrite, which consume()'s compare-and-swap then rejects) stays.
+  PROFTRACE_ALWAYS_INLINE void copy_records() noexcept {
+    while (taken < available && k < max) {
+      const std::uint64_t index = t + taken;
+      const std::uint64_t* s = slot(index);
+      const std::uint64_t ticks = load(s[0]);
+      const std::uint64_t tag_word = load(s[1]);
+      const std::uint64_t tag = tag_word >> slot_tag_shift;
+      if (tag == tag_short_begin) {
+        copy_short_begin(index, ticks, tag_word);
+      } else if (tag == tag_short_end) {
+        out[k++] = event{ticks, 0, index - (tag_word & slot_low_bits), static_cast<std::uint32_t>(event_kind::end), 0};
+        taken += 1;
+      } else if (!copy_full(index, ticks, tag_word)) {
+        break;
+      }
+    }
+  }
+
+  // A one-slot begin; with fuse_leaves, one followed at once by its end is a leaf.
+  PROFTRACE_ALWAYS_INLINE void copy_short_begin(std::uint64_t index, std::uint64_t ticks,
+                                                std::uint64_t tag_word) noexcept {
+    if (fuse_leaves && taken + 1 < available) {
+      const std::uint64_t* s1 = slot(index + 1);
+      if (load(s1[1]) == (std::uint64_t{tag_short_end} << slot_tag_shift | 1)) {  // the end one slot after it
+        out[k++] = event{ticks, tag_word & slot_low_bits, load(s1[0]), static_cast<std::uint32_t>(event_kind::leaf), 0};
+        taken += 2;
+        return;
+      }
+    }
+    out[k++] = event{ticks, tag_word & slot_low_bits, 0, static_cast<std::uint32_t>(event_kind::begin), 0};
+    taken += 1;
+  }
+
+  // A full record and its extensions; false (nothing copied) when it is not
+  // all published yet or does not fit in `out`.
+  PROFTRACE_ALWAYS_INLINE bool copy_full(std::uint64_t index, std::uint64_t ticks, std::uint64_t tag_word) noexcept {
+    const std::uint64_t slots = slots_of(tag_word);
+    const std::uint32_t extra = static_cast<std::uint32_t>((slots - 2) / 2);
+    if (taken + slots > available || k + 1 + extra > max) return false;
+    const std::uint64_t* s1 = slot(index + 1);
+    out[k++] = event{ticks, load(s1[0]), load(s1[1]), static_cast<std::uint32_t>(tag_word), extra};
+    for (std::uint32_t x = 0; x < extra; ++x) {
+      const std::uint64_t* a = slot(index + 2 + 2 * x);
+      const std::uint64_t* b = slot(index + 3 + 2 * x);
+      out[k++] = event{load(a[0]), load(a[1]), load(b[0]), static_cast<std::uint32_t>(event_kind::extension), 0};
+    }
+    taken += slots;
+    return true;
+  }
+};
+
 std::size_t ring::consume(event* out, std::size_t max, std::size_t* first, bool fuse_leaves) noexcept {
   *first = 0;
   if (max < 2) return 0;
-  const auto load = [](const std::uint64_t& w) {
-    return std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(w)).load(std::memory_order_relaxed);
-  };
   // A producer overwriting as fast as this copies could make it retry for
   // ever: a few rounds, then the next call goes on.
   for (int attempt = 0; attempt < 8; ++attempt) {
@@ -252,62 +323,23 @@ std::size_t ring::consume(event* out, std::size_t max, std::size_t* first, bool 
       gap_owed_ = true;
       consumed_ = t;
     }
-    const std::size_t at = gap_owed_ ? 1 : 0;
-    const std::uint64_t available = head_.load(std::memory_order_acquire) - t;
-    // Whole records only: one cut by `max` (or, under drop_oldest, torn by
-    // an overwrite, which the compare-and-swap below then rejects) stays.
-    std::uint64_t taken = 0;
-    std::size_t k = at;
-    while (taken < available && k < max) {
-      const std::uint64_t index = t + taken;
-      const std::uint64_t* s = words_ + (index & mask_) * words_per_slot;
-      const std::uint64_t ticks = load(s[0]);
-      const std::uint64_t tag_word = load(s[1]);
-      const std::uint64_t tag = tag_word >> slot_tag_shift;
-      if (tag == tag_short_begin) {
-        if (fuse_leaves && taken + 1 < available) {
-          const std::uint64_t* s1 = words_ + ((index + 1) & mask_) * words_per_slot;
-          if (load(s1[1]) == (std::uint64_t{tag_short_end} << slot_tag_shift | 1)) {  // the end one slot after it
-            out[k++] = event{ticks, tag_word & slot_low_bits, load(s1[0]), static_cast<std::uint32_t>(event_kind::leaf), 0};
-            taken += 2;
-            continue;
-          }
-        }
-        out[k++] = event{ticks, tag_word & slot_low_bits, 0, static_cast<std::uint32_t>(event_kind::begin), 0};
-        taken += 1;
-        continue;
-      }
-      if (tag == tag_short_end) {
-        out[k++] = event{ticks, 0, index - (tag_word & slot_low_bits), static_cast<std::uint32_t>(event_kind::end), 0};
-        taken += 1;
-        continue;
-      }
-      const std::uint64_t slots = slots_of(tag_word);
-      const std::uint32_t extra = static_cast<std::uint32_t>((slots - 2) / 2);
-      if (taken + slots > available || k + 1 + extra > max) break;
-      const std::uint64_t* s1 = words_ + ((index + 1) & mask_) * words_per_slot;
-      out[k++] = event{ticks, load(s1[0]), load(s1[1]), static_cast<std::uint32_t>(tag_word), extra};
-      for (std::uint32_t x = 0; x < extra; ++x) {
-        const std::uint64_t* a = words_ + ((index + 2 + 2 * x) & mask_) * words_per_slot;
-        const std::uint64_t* b = words_ + ((index + 3 + 2 * x) & mask_) * words_per_slot;
-        out[k++] = event{load(a[0]), load(a[1]), load(b[0]), static_cast<std::uint32_t>(event_kind::extension), 0};
-      }
-      taken += slots;
-    }
-    if (taken == 0) return 0;
+    const std::size_t at = gap_owed_ ? 1 : 0;  // out[0] is kept for the gap record
+    drain_pass pass{words_, mask_, out, max, fuse_leaves, t, head_.load(std::memory_order_acquire) - t, 0, at};
+    pass.copy_records();
+    if (pass.taken == 0) return 0;
     // Fails only when the producer overwrote records below t + taken
     // meanwhile: what was copied may be torn, so copy again from the new tail.
-    if (!tail_.compare_exchange_strong(t, t + taken, std::memory_order_seq_cst, std::memory_order_acquire)) continue;
-    consumed_ = t + taken;
+    if (!tail_.compare_exchange_strong(t, t + pass.taken, std::memory_order_seq_cst, std::memory_order_acquire)) continue;
+    consumed_ = t + pass.taken;
     if (producer_sleeps_.load(std::memory_order_seq_cst) != 0 &&
-        t + taken >= resume_tail_.load(std::memory_order_relaxed)) {
+        consumed_ >= resume_tail_.load(std::memory_order_relaxed)) {
       room_epoch_.fetch_add(1, std::memory_order_release);
       futex_wake_all(room_epoch_);
     }
-    if (!gap_owed_) return k;
+    if (!gap_owed_) return pass.k;
     gap_owed_ = false;
     out[0] = event{out[1].ticks, 0, t, static_cast<std::uint32_t>(event_kind::gap), 0};  // payload: where the survivors start
-    return k;
+    return pass.k;
   }
   return 0;
 }

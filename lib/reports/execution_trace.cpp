@@ -41,27 +41,42 @@ boost::json::object node(std::int64_t id, std::string_view name, std::int64_t pa
           {"async", false}};
 }
 
-// The nodes of a window's events: the process, one node per thread, one
-// per scope under its enclosing scope (or its thread).
-std::vector<boost::json::object> build_graph(std::vector<traced_event> events, std::int64_t start_ns,
-                                             std::int64_t stop_ns) {
-  std::stable_sort(events.begin(), events.end(), [](const traced_event& a, const traced_event& b) {
-    if (a.e.start_unix_ns != b.e.start_unix_ns) return a.e.start_unix_ns < b.e.start_unix_ns;
-    return a.e.duration_ns > b.e.duration_ns;
-  });
+// A scope's node, under `parent`.
+boost::json::object scope_node(const traced_event& t, std::int64_t id, std::int64_t parent) {
+  const function_event& e = t.e;
+  boost::json::object n = node(id, e.name, parent, e.category.empty() ? "user_annotation" : e.category, e.thread,
+                               e.start_unix_ns, e.duration_ns);
+  n["external_id"] = e.external_id;
+  n["trace"] = static_cast<std::int64_t>(t.trace);
+  n["async"] = e.is_async;
+  if (e.is_async) n["end_thread"] = e.end_thread;
+  if (!e.input_shapes.empty()) {
+    boost::system::error_code ec;
+    boost::json::value shapes = boost::json::parse(e.input_shapes, ec);
+    if (!ec && shapes.is_array()) {
+      boost::json::array types;
+      for (std::size_t i = 0; i < shapes.as_array().size(); ++i) types.emplace_back("Tensor");
+      n["inputs"] = boost::json::object{{"shapes", std::move(shapes)}, {"types", std::move(types)}};
+    }
+  }
+  if (e.flops > 0) n["flops"] = e.flops;
+  if (e.bytes >= 0) n["bytes"] = e.bytes;
+  return n;
+}
+
+// Per thread, the scope nodes open at the current start, innermost last:
+// (end_ns, id).
+using open_scopes = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
+// build_graph()'s state while it adds the events in start order.
+struct graph_builder {
   std::vector<boost::json::object> nodes;
-  if (events.empty()) return nodes;
-  nodes.push_back(node(1, "[proftrace|execution_trace|process]", 0, "process", 0, start_ns, stop_ns - start_ns));
-  nodes.back()["pid"] = static_cast<std::int64_t>(::getpid());
   std::map<std::int64_t, std::size_t> thread_node;                       // tid -> index in nodes
   std::map<std::pair<std::size_t, std::uint64_t>, std::int64_t> by_scope;  // (trace, External id) -> node id
   std::map<std::int64_t, std::int64_t> last_child;                      // parent node id -> its latest child
-  // Per thread, the scope nodes open at the current start, innermost last:
-  // (end_ns, id). A scope whose recorded parent is no node (an async
-  // range: a scope that ended on another thread) goes under the innermost
-  // of them that encloses it in time.
-  std::map<std::int64_t, std::vector<std::pair<std::int64_t, std::int64_t>>> open_on;
-  const auto thread_of = [&](std::int64_t tid, std::int64_t first_ns) -> boost::json::object& {
+  std::map<std::int64_t, open_scopes> open_on;                          // tid -> its open scopes
+
+  boost::json::object& thread_of(std::int64_t tid, std::int64_t first_ns) {
     auto [it, fresh] = thread_node.try_emplace(tid, nodes.size());
     if (fresh) {
       // No ctrl_deps: a thread follows no sibling on its own thread.
@@ -69,40 +84,31 @@ std::vector<boost::json::object> build_graph(std::vector<traced_event> events, s
                            "thread", tid, first_ns, 0));
     }
     return nodes[it->second];
-  };
-  for (const traced_event& t : events) {
+  }
+
+  // The recorded parent's node, else its thread's. A scope whose recorded
+  // parent is no node (an async range: a scope that ended on another
+  // thread) goes under the innermost open scope that encloses it in time.
+  std::int64_t parent_of(const traced_event& t, std::int64_t thread_id, const open_scopes& open) const {
+    const function_event& e = t.e;
+    if (e.is_async) return thread_id;
+    const auto p = e.parent_external_id != 0 ? by_scope.find({t.trace, e.parent_external_id}) : by_scope.end();
+    if (p != by_scope.end()) return p->second;
+    if (e.parent_external_id != 0 && !open.empty()) return open.back().second;
+    return thread_id;
+  }
+
+  void add(const traced_event& t) {
     const function_event& e = t.e;
     const std::int64_t end_ns = e.start_unix_ns + e.duration_ns;
     boost::json::object& thread = thread_of(e.thread, e.start_unix_ns);
     const std::int64_t thread_start = thread["start_ns"].as_int64();
     thread["dur_ns"] = std::max(thread["dur_ns"].as_int64(), end_ns - thread_start);
-    const std::int64_t thread_id = thread["id"].as_int64();
     const std::int64_t id = static_cast<std::int64_t>(nodes.size()) + 1;
-    std::int64_t parent = thread_id;
-    auto& open = open_on[e.thread];
+    open_scopes& open = open_on[e.thread];
     while (!open.empty() && open.back().first <= e.start_unix_ns) open.pop_back();
-    if (!e.is_async) {
-      const auto p = e.parent_external_id != 0 ? by_scope.find({t.trace, e.parent_external_id}) : by_scope.end();
-      if (p != by_scope.end()) parent = p->second;
-      else if (e.parent_external_id != 0 && !open.empty()) parent = open.back().second;
-    }
-    boost::json::object n = node(id, e.name, parent, e.category.empty() ? "user_annotation" : e.category, e.thread,
-                                 e.start_unix_ns, e.duration_ns);
-    n["external_id"] = e.external_id;
-    n["trace"] = static_cast<std::int64_t>(t.trace);
-    n["async"] = e.is_async;
-    if (e.is_async) n["end_thread"] = e.end_thread;
-    if (!e.input_shapes.empty()) {
-      boost::system::error_code ec;
-      boost::json::value shapes = boost::json::parse(e.input_shapes, ec);
-      if (!ec && shapes.is_array()) {
-        boost::json::array types;
-        for (std::size_t i = 0; i < shapes.as_array().size(); ++i) types.emplace_back("Tensor");
-        n["inputs"] = boost::json::object{{"shapes", std::move(shapes)}, {"types", std::move(types)}};
-      }
-    }
-    if (e.flops > 0) n["flops"] = e.flops;
-    if (e.bytes >= 0) n["bytes"] = e.bytes;
+    const std::int64_t parent = parent_of(t, thread["id"].as_int64(), open);
+    boost::json::object n = scope_node(t, id, parent);
     if (!e.is_async) {
       if (auto prev = last_child.find(parent); prev != last_child.end())
         n["ctrl_deps"].as_array().push_back(prev->second);
@@ -112,7 +118,22 @@ std::vector<boost::json::object> build_graph(std::vector<traced_event> events, s
     }
     nodes.push_back(std::move(n));
   }
-  return nodes;
+};
+
+// The nodes of a window's events: the process, one node per thread, one
+// per scope under its enclosing scope (or its thread).
+std::vector<boost::json::object> build_graph(std::vector<traced_event> events, std::int64_t start_ns,
+                                             std::int64_t stop_ns) {
+  std::stable_sort(events.begin(), events.end(), [](const traced_event& a, const traced_event& b) {
+    if (a.e.start_unix_ns != b.e.start_unix_ns) return a.e.start_unix_ns < b.e.start_unix_ns;
+    return a.e.duration_ns > b.e.duration_ns;
+  });
+  graph_builder graph;
+  if (events.empty()) return {};
+  graph.nodes.push_back(node(1, "[proftrace|execution_trace|process]", 0, "process", 0, start_ns, stop_ns - start_ns));
+  graph.nodes.back()["pid"] = static_cast<std::int64_t>(::getpid());
+  for (const traced_event& t : events) graph.add(t);
+  return std::move(graph.nodes);
 }
 
 void write_graph(const std::filesystem::path& path, const std::vector<boost::json::object>& nodes,

@@ -166,6 +166,168 @@ const sort_key& sort_key_named(const std::string& name) {
   return *key;
 }
 
+// An event without shapes shows torch's "[]".
+std::string shapes_text(const event_average& r) { return r.input_shapes.empty() ? std::string("[]") : r.input_shapes; }
+
+void add_line(std::string& out, const std::string& s) { out += s + "\n"; }
+
+// The rows the table lists, in its order: top-level only, sorted, limited.
+std::vector<const event_average*> listed_rows(const std::vector<event_average>& rows, const table_options& options) {
+  std::vector<const event_average*> order;
+  order.reserve(rows.size());
+  for (const auto& r : rows)
+    if (!options.top_level_events_only || r.top_level) order.push_back(&r);
+  if (!options.sort_by.empty()) {
+    const sort_key* key = &sort_key_named(options.sort_by);
+    std::stable_sort(order.begin(), order.end(), [&](auto* a, auto* b) { return key->value(*a) > key->value(*b); });
+  }
+  if (options.row_limit >= 0 && order.size() > static_cast<std::size_t>(options.row_limit))
+    order.resize(static_cast<std::size_t>(options.row_limit));
+  return order;
+}
+
+// The table's columns and what its rows share.
+struct table_columns {
+  event_averages::quantities shown;
+  table_layout layout;
+  std::vector<std::string> headers;
+  int shapes_width = 0;
+  int src_width = 0;
+  bool has_input_shapes = false;
+  bool has_stack = false;
+  std::size_t src_column = 0;
+  std::int64_t smallest_flops = 0;
+  double flops_factor = 1;
+  std::vector<std::string> counter_names;  // in the order first seen
+  bool has_ipc = false;
+  double self_total_us = 0;
+  double self_cuda_total_us = 0;
+};
+
+// Counters (profile_options::counters): a total and a self column each,
+// in the order first seen; instructions per cycle where both are counted.
+void add_counter_columns(table_columns& cols, const std::vector<event_average>& rows) {
+  for (const auto& r : rows)
+    for (const auto& c : r.counters)
+      if (std::find(cols.counter_names.begin(), cols.counter_names.end(), c.name) == cols.counter_names.end())
+        cols.counter_names.push_back(c.name);
+  const auto counted = [&](const char* n) {
+    return std::find(cols.counter_names.begin(), cols.counter_names.end(), n) != cols.counter_names.end();
+  };
+  cols.has_ipc = counted("instructions") && counted("cycles");
+  for (const auto& n : cols.counter_names) {
+    for (const std::string& h : {n, "Self " + n}) {
+      cols.headers.push_back(h);
+      cols.layout.add(std::max(column_width, static_cast<int>(h.size())));
+    }
+  }
+  if (cols.has_ipc) {
+    cols.headers.push_back("IPC");
+    cols.layout.add(column_width);
+  }
+}
+
+// As torch's _build_table: the columns and their widths come from every
+// row, also those the row limit or --top-level-only leave out.
+table_columns plan_columns(const event_averages& averages, const table_options& options) {
+  table_columns cols;
+  std::size_t longest = 0, shapes_longest = 0, src_longest = 0;
+  for (const auto& r : averages.rows) {
+    longest = std::max(longest, columns(r.key));
+    shapes_longest = std::max(shapes_longest, columns(shapes_text(r)));
+    cols.has_input_shapes =
+        cols.has_input_shapes || (averages.grouped_by_input_shape && !r.input_shapes.empty() && r.input_shapes != "[]");
+    for (std::size_t i = 0; i < r.stack.size() && i < max_stack_entries; ++i) src_longest = std::max(src_longest, columns(r.stack[i]));
+    cols.has_stack = cols.has_stack || !r.stack.empty();
+  }
+  const int name_width = std::min(static_cast<int>(longest) + 4, options.max_name_column_width);
+  cols.shapes_width = std::min(static_cast<int>(shapes_longest) + 4, options.max_shapes_column_width);
+  cols.src_width = std::min(static_cast<int>(src_longest) + 4, options.max_src_column_width);
+  cols.shown = averages.shown_quantities();
+  cols.smallest_flops = smallest_positive_flops(averages.rows);
+
+  cols.headers = leading_headers(cols.shown);
+  // torch right-aligns every column but the source location, Name and
+  // Input Shapes included.
+  cols.layout.add(name_width);
+  for (std::size_t i = 1; i < cols.headers.size(); ++i) cols.layout.add(column_width);
+  if (cols.has_input_shapes) {
+    cols.headers.push_back("Input Shapes");
+    cols.layout.add(cols.shapes_width);
+  }
+  cols.src_column = cols.headers.size();
+  if (cols.has_stack) {
+    cols.headers.push_back("Source Location");
+    cols.layout.add(cols.src_width, true);
+  }
+  const auto [flops_factor, flops_unit] = flops_scale(cols.smallest_flops);
+  cols.flops_factor = flops_factor;
+  if (cols.smallest_flops > 0) {
+    cols.headers.push_back("Total " + flops_unit);
+    cols.layout.add(column_width);
+  }
+  add_counter_columns(cols, averages.rows);
+  cols.self_total_us = static_cast<double>(averages.self_cpu_time_total_ns()) / 1e3;
+  cols.self_cuda_total_us = static_cast<double>(averages.self_cuda_time_total_ns()) / 1e3;
+  return cols;
+}
+
+void append_counter_cells(std::vector<std::string>& cells, const table_columns& cols, const event_average& r) {
+  for (const auto& n : cols.counter_names) {
+    const counter_total* c = r.counter(n);
+    const bool is_time = n == "task-clock" || n == "cpu-clock";  // nanoseconds, as perf reports them
+    for (const std::int64_t v : {c ? c->total : 0, c ? c->self : 0})
+      cells.push_back(!c ? std::string("--") : is_time ? format_time(static_cast<double>(v) / 1e3) : std::to_string(v));
+  }
+  if (cols.has_ipc) {
+    const counter_total* ins = r.counter("instructions");
+    const counter_total* cyc = r.counter("cycles");
+    cells.push_back(ins && cyc && cyc->total > 0 ? format("%.2f", static_cast<double>(ins->total) / static_cast<double>(cyc->total))
+                                                 : std::string("--"));
+  }
+}
+
+std::vector<std::string> row_cells(const table_columns& cols, const event_average& r, const table_options& options) {
+  std::string name = r.key;
+  const auto max_name = static_cast<std::size_t>(options.max_name_column_width);
+  if (columns(name) >= max_name - 3) name = first_columns(name, max_name - 3) + "...";
+  std::vector<std::string> cells = leading_cells(r, name, cols.shown, cols.self_total_us, cols.self_cuda_total_us);
+  if (cols.has_input_shapes) cells.push_back(first_columns(shapes_text(r), static_cast<std::size_t>(cols.shapes_width)));
+  if (cols.has_stack) cells.push_back(r.stack.empty() ? "" : trim_path(r.stack[0], static_cast<std::size_t>(cols.src_width)));
+  if (cols.smallest_flops > 0)
+    cells.push_back(r.flops <= 0 ? std::string("--") : format("%8.3f", static_cast<double>(r.flops) * cols.flops_factor));
+  append_counter_cells(cells, cols, r);
+  return cells;
+}
+
+// A row's line, and under a table with stacks its further frames' lines.
+void append_row(std::string& out, const table_columns& cols, const event_average& r, const table_options& options) {
+  const std::vector<std::string> cells = row_cells(cols, r, options);
+  add_line(out, cols.layout.row(cells));
+  // Further stack frames go on their own lines under the source column.
+  for (std::size_t i = 1; cols.has_stack && i < r.stack.size() && i < max_stack_entries; ++i) {
+    std::vector<std::string> more(cells.size());
+    more[cols.src_column] = trim_path(r.stack[i], static_cast<std::size_t>(cols.src_width));
+    add_line(out, cols.layout.row(more));
+  }
+  // torch closes each row of a table with stacks with an empty row.
+  if (cols.has_stack) add_line(out, cols.layout.row(std::vector<std::string>(cells.size())));
+}
+
+// The totals, the losses and the note under the table.
+void append_footer(std::string& out, const event_averages& averages, const table_columns& cols) {
+  add_line(out, "Self CPU time total: " + format_time(cols.self_total_us));
+  if (cols.shown.cuda_time) add_line(out, "Self CUDA time total: " + format_time(cols.self_cuda_total_us));
+  const loss_counts& losses = averages.losses;
+  if (losses.total() > 0) {
+    add_line(out, "Lost events: " + std::to_string(losses.total()) + " (dropped " + std::to_string(losses.dropped) +
+                      ", overwritten " + std::to_string(losses.overwritten) + ", unattached " +
+                      std::to_string(losses.unattached) + ", late " + std::to_string(losses.late) + ", unpaired " +
+                      std::to_string(losses.unpaired) + ")");
+  }
+  if (!averages.note.empty()) add_line(out, "Note: " + averages.note);
+}
+
 }  // namespace
 
 std::int64_t event_averages::self_cpu_time_total_ns() const noexcept {
@@ -193,134 +355,26 @@ std::string event_averages::table(const table_options& options) const {
     if (!options.sort_by.empty()) (void)sort_key_named(options.sort_by);
     return "Note: " + note + "\n";
   }
-  std::vector<const event_average*> order;
-  order.reserve(rows.size());
-  for (const auto& r : rows)
-    if (!options.top_level_events_only || r.top_level) order.push_back(&r);
-  if (!options.sort_by.empty()) {
-    const sort_key* key = &sort_key_named(options.sort_by);
-    std::stable_sort(order.begin(), order.end(), [&](auto* a, auto* b) { return key->value(*a) > key->value(*b); });
-  }
-  if (options.row_limit >= 0 && order.size() > static_cast<std::size_t>(options.row_limit))
-    order.resize(static_cast<std::size_t>(options.row_limit));
-
-  // As torch's _build_table: the columns and their widths come from every
-  // row, also those the row limit or --top-level-only leave out. An event
-  // without shapes shows torch's "[]".
-  const auto shapes_text = [](const event_average& r) { return r.input_shapes.empty() ? std::string("[]") : r.input_shapes; };
-  std::size_t longest = 0, shapes_longest = 0, src_longest = 0;
-  bool has_stack = false, has_input_shapes = false;
-  for (const auto& r : rows) {
-    longest = std::max(longest, columns(r.key));
-    shapes_longest = std::max(shapes_longest, columns(shapes_text(r)));
-    has_input_shapes = has_input_shapes || (grouped_by_input_shape && !r.input_shapes.empty() && r.input_shapes != "[]");
-    for (std::size_t i = 0; i < r.stack.size() && i < max_stack_entries; ++i) src_longest = std::max(src_longest, columns(r.stack[i]));
-    has_stack = has_stack || !r.stack.empty();
-  }
-  const int name_width = std::min(static_cast<int>(longest) + 4, options.max_name_column_width);
-  const int shapes_width = std::min(static_cast<int>(shapes_longest) + 4, options.max_shapes_column_width);
-  const int src_width = std::min(static_cast<int>(src_longest) + 4, options.max_src_column_width);
-
-  const quantities shown = shown_quantities();
-  const bool has_cuda_time = shown.cuda_time;
-  const std::int64_t smallest_flops = smallest_positive_flops(rows);
-
-  table_layout layout;
-  std::vector<std::string> headers = leading_headers(shown);
-  // torch right-aligns every column but the source location, Name and
-  // Input Shapes included.
-  layout.add(name_width);
-  for (std::size_t i = 1; i < headers.size(); ++i) layout.add(column_width);
-  if (has_input_shapes) {
-    headers.push_back("Input Shapes");
-    layout.add(shapes_width);
-  }
-  const std::size_t src_column = headers.size();
-  if (has_stack) {
-    headers.push_back("Source Location");
-    layout.add(src_width, true);
-  }
-  const auto [flops_factor, flops_unit] = flops_scale(smallest_flops);
-  if (smallest_flops > 0) {
-    headers.push_back("Total " + flops_unit);
-    layout.add(column_width);
-  }
-  // Counters (profile_options::counters): a total and a self column each,
-  // in the order first seen; instructions per cycle where both are counted.
-  std::vector<std::string> counter_names;
-  for (const auto& r : rows)
-    for (const auto& c : r.counters)
-      if (std::find(counter_names.begin(), counter_names.end(), c.name) == counter_names.end()) counter_names.push_back(c.name);
-  const auto counted = [&](const char* n) { return std::find(counter_names.begin(), counter_names.end(), n) != counter_names.end(); };
-  const bool has_ipc = counted("instructions") && counted("cycles");
-  for (const auto& n : counter_names) {
-    for (const std::string& h : {n, "Self " + n}) {
-      headers.push_back(h);
-      layout.add(std::max(column_width, static_cast<int>(h.size())));
-    }
-  }
-  if (has_ipc) {
-    headers.push_back("IPC");
-    layout.add(column_width);
-  }
-
-  const double self_total_us = static_cast<double>(self_cpu_time_total_ns()) / 1e3;
-  const double self_cuda_total_us = static_cast<double>(self_cuda_time_total_ns()) / 1e3;
+  const std::vector<const event_average*> order = listed_rows(rows, options);
+  const table_columns cols = plan_columns(*this, options);
   // torch's line_length: the columns and the spaces between them, not the
   // two after the last.
-  const std::size_t line_length = layout.separator.size() - spacing;
+  const std::size_t line_length = cols.layout.separator.size() - spacing;
   std::string out;
-  const auto line = [&](const std::string& s) { out += s + "\n"; };
   if (!options.header.empty()) {
-    line(std::string(line_length, '='));
-    line(options.header);
+    add_line(out, std::string(line_length, '='));
+    add_line(out, options.header);
   }
   if (options.top_level_events_only) {
-    line(std::string(line_length, '='));
-    line("This report only display top-level ops statistics");
+    add_line(out, std::string(line_length, '='));
+    add_line(out, "This report only display top-level ops statistics");
   }
-  line(layout.separator);
-  line(layout.row(headers));
-  line(layout.separator);
-  for (auto* r : order) {
-    std::string name = r->key;
-    const auto max_name = static_cast<std::size_t>(options.max_name_column_width);
-    if (columns(name) >= max_name - 3) name = first_columns(name, max_name - 3) + "...";
-    std::vector<std::string> cells = leading_cells(*r, name, shown, self_total_us, self_cuda_total_us);
-    if (has_input_shapes) cells.push_back(first_columns(shapes_text(*r), static_cast<std::size_t>(shapes_width)));
-    if (has_stack) cells.push_back(r->stack.empty() ? "" : trim_path(r->stack[0], static_cast<std::size_t>(src_width)));
-    if (smallest_flops > 0) cells.push_back(r->flops <= 0 ? std::string("--") : format("%8.3f", static_cast<double>(r->flops) * flops_factor));
-    for (const auto& n : counter_names) {
-      const counter_total* c = r->counter(n);
-      const bool is_time = n == "task-clock" || n == "cpu-clock";  // nanoseconds, as perf reports them
-      for (const std::int64_t v : {c ? c->total : 0, c ? c->self : 0})
-        cells.push_back(!c ? std::string("--") : is_time ? format_time(static_cast<double>(v) / 1e3) : std::to_string(v));
-    }
-    if (has_ipc) {
-      const counter_total* ins = r->counter("instructions");
-      const counter_total* cyc = r->counter("cycles");
-      cells.push_back(ins && cyc && cyc->total > 0 ? format("%.2f", static_cast<double>(ins->total) / static_cast<double>(cyc->total))
-                                                   : std::string("--"));
-    }
-    line(layout.row(cells));
-    // Further stack frames go on their own lines under the source column.
-    for (std::size_t i = 1; has_stack && i < r->stack.size() && i < max_stack_entries; ++i) {
-      std::vector<std::string> more(cells.size());
-      more[src_column] = trim_path(r->stack[i], static_cast<std::size_t>(src_width));
-      line(layout.row(more));
-    }
-    // torch closes each row of a table with stacks with an empty row.
-    if (has_stack) line(layout.row(std::vector<std::string>(cells.size())));
-  }
-  line(layout.separator);
-  line("Self CPU time total: " + format_time(self_total_us));
-  if (has_cuda_time) line("Self CUDA time total: " + format_time(self_cuda_total_us));
-  if (losses.total() > 0) {
-    line("Lost events: " + std::to_string(losses.total()) + " (dropped " + std::to_string(losses.dropped) +
-         ", overwritten " + std::to_string(losses.overwritten) + ", unattached " + std::to_string(losses.unattached) +
-         ", late " + std::to_string(losses.late) + ", unpaired " + std::to_string(losses.unpaired) + ")");
-  }
-  if (!note.empty()) line("Note: " + note);
+  add_line(out, cols.layout.separator);
+  add_line(out, cols.layout.row(cols.headers));
+  add_line(out, cols.layout.separator);
+  for (const event_average* r : order) append_row(out, cols, *r, options);
+  add_line(out, cols.layout.separator);
+  append_footer(out, *this, cols);
   return out;
 }
 

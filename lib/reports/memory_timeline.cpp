@@ -165,51 +165,92 @@ std::string tick_text(double v, double step) {
   return fixed(v, decimals);
 }
 
-}  // namespace
+// Runs of equal values [from, to) of f over columns 0..count.
+template <class F>
+std::vector<std::pair<std::size_t, std::size_t>> equal_runs(std::size_t count, const F& f) {
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  for (std::size_t col = 0; col < count;) {
+    std::size_t end = col + 1;
+    while (end < count && f(end) == f(col)) ++end;
+    out.emplace_back(col, end);
+    col = end;
+  }
+  return out;
+}
 
-std::string timeline_html(const memory_timeline& t, int device, const memory_peaks& peaks) {
+// One device's timeline as an SVG page: measured once (the categories
+// present, the peak, the envelope, the axes' scales), then written.
+struct timeline_plot {
   // The drawing's own coordinates: the page scales it to its width.
-  constexpr double width = 1200, height = 520, left = 90, right = 190, top = 70, bottom = 50;
-  constexpr double plot_w = width - left - right, plot_h = height - top - bottom;
+  static constexpr double width = 1200, height = 520, left = 90, right = 190, top = 70, bottom = 50;
+  static constexpr double plot_w = width - left - right, plot_h = height - top - bottom;
   // One column per unit of plot width: a long timeline is drawn as its
   // envelope, the max of each stacked edge per column, so a peak is never lost
   // and the page stays small and readable at any length.
-  constexpr std::size_t columns = static_cast<std::size_t>(plot_w);
+  static constexpr std::size_t columns = static_cast<std::size_t>(plot_w);
 
-  const std::size_t n = t.times_us.size();
-  std::vector<bool> present(memory_category_count, false);
+  const memory_timeline& t;
+  const memory_peaks& peaks;
+  std::size_t n;  // samples
+  std::vector<bool> present = std::vector<bool>(memory_category_count, false);
   double max_total = 0;
   std::size_t peak_at = 0;
-  std::vector<double> stacked(memory_category_count, 0.0);  // sums of categories 0..c of one sample
-  const auto stack = [&](std::size_t i) {
+  std::int64_t t0 = 0;
+  double span_ms = 0;
+  // env[col][c] = the max over the column's time of the stacked edge c.
+  std::vector<std::vector<double>> env;
+  byte_unit unit{};
+  double y_step = 0, y_max = 0;
+  bool seconds = false;
+  double time_scale = 1;  // ms per axis unit
+  double x_step = 0;
+
+  timeline_plot(const memory_timeline& timeline, const memory_peaks& device_peaks)
+      : t(timeline), peaks(device_peaks), n(timeline.times_us.size()) {
+    find_peak();
+    t0 = n ? t.times_us.front() : 0;
+    const double data_ms = n ? static_cast<double>(t.times_us.back() - t0) / 1000.0 : 0.0;
+    // A little room after the last point, so that its value shows.
+    span_ms = std::max(data_ms * 1.02, 1e-3);
+    build_envelope();
+    choose_scales();
+  }
+
+  double x_of_ms(double ms) const { return left + ms / span_ms * plot_w; }
+  double y_of(double bytes) const { return top + plot_h - std::max(bytes, 0.0) / y_max * plot_h; }
+  double col_x(std::size_t col) const {
+    return left + plot_w * static_cast<double>(col) / static_cast<double>(columns);
+  }
+
+  // Sample i's sums of categories 0..c into stacked[c]; returns its total.
+  double stack(std::size_t i, std::vector<double>& stacked) const {
     double sum = 0;
     for (std::size_t c = 0; c < memory_category_count; ++c) {
       sum += static_cast<double>(t.sizes[i][c + 1]);
       stacked[c] = sum;
     }
     return sum;
-  };
-  for (std::size_t i = 0; i < n; ++i) {
-    for (std::size_t c = 0; c < memory_category_count; ++c)
-      if (t.sizes[i][c + 1] != 0) present[c] = true;
-    const double sum = stack(i);
-    if (sum > max_total) {
-      max_total = sum;
-      peak_at = i;
+  }
+
+  void find_peak() {
+    std::vector<double> stacked(memory_category_count, 0.0);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t c = 0; c < memory_category_count; ++c)
+        if (t.sizes[i][c + 1] != 0) present[c] = true;
+      const double sum = stack(i, stacked);
+      if (sum > max_total) {
+        max_total = sum;
+        peak_at = i;
+      }
     }
   }
-  const std::int64_t t0 = n ? t.times_us.front() : 0;
-  const double data_ms = n ? static_cast<double>(t.times_us.back() - t0) / 1000.0 : 0.0;
-  // A little room after the last point, so that its value shows.
-  const double span_ms = std::max(data_ms * 1.02, 1e-3);
-  const auto x_of_ms = [&](double ms) { return left + ms / span_ms * plot_w; };
 
-  // The envelope: env[col][c] = the max over the column's time of the
-  // stacked edge c, counting the value held from before the column. Columns
-  // no sample reaches hold the previous value.
-  std::vector<std::vector<double>> env(columns, std::vector<double>(memory_category_count, 0.0));
-  {
+  // A column's envelope counts the value held from before the column;
+  // columns no sample reaches hold the previous value.
+  void build_envelope() {
+    env.assign(columns, std::vector<double>(memory_category_count, 0.0));
     std::size_t i = 0;
+    std::vector<double> stacked(memory_category_count, 0.0);
     std::vector<double> held(memory_category_count, 0.0);
     bool have_held = false;
     for (std::size_t col = 0; col < columns; ++col) {
@@ -217,7 +258,7 @@ std::string timeline_html(const memory_timeline& t, int device, const memory_pea
       auto& e = env[col];
       if (have_held) e = held;
       for (; i < n && (static_cast<double>(t.times_us[i] - t0) / 1000.0 < col_end_ms || col + 1 == columns); ++i) {
-        stack(i);
+        stack(i, stacked);
         for (std::size_t c = 0; c < memory_category_count; ++c) e[c] = std::max(e[c], stacked[c]);
         held = stacked;
         have_held = true;
@@ -227,99 +268,113 @@ std::string timeline_html(const memory_timeline& t, int device, const memory_pea
   }
 
   // Round ticks: bytes in the unit of the peak, time in ms or s.
-  const byte_unit unit = unit_for(std::max({max_total, static_cast<double>(peaks.max_reserved), 1.0}));
-  const double y_step = nice_step(std::max(max_total, 1.0) / unit.scale * 1.05, 5);
-  const double y_max = std::max(std::ceil(std::max(max_total, 1.0) / unit.scale * 1.05 / y_step), 1.0) * y_step * unit.scale;
-  const auto y_of = [&](double bytes) { return top + plot_h - std::max(bytes, 0.0) / y_max * plot_h; };
-  const bool seconds = span_ms >= 2000;
-  const double time_scale = seconds ? 1000.0 : 1.0;  // ms per axis unit
-  const double x_step = nice_step(span_ms / time_scale, 8);
-
-  const std::string title = "Memory timeline (" + device_name(device) + ")";
-  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-                  "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" +
-                  html_escape(title) +
-                  "</title>\n<style>body{font-family:sans-serif;margin:16px}svg{display:block;width:100%;height:auto}"
-                  "svg text{font-size:12px}"
-                  ".axis{stroke:#333}.grid{stroke:#ddd}.peak{stroke:#c00;stroke-dasharray:6 4}</style>\n</head>\n<body>\n";
-  h += "<h1>" + html_escape(title) + "</h1>\n";
-  h += "<p id=\"peaks\">Max memory allocated: " + fixed(static_cast<double>(peaks.max_allocated) / unit.scale, 2) + " " +
-       unit.name + " &middot; Max memory reserved: " + fixed(static_cast<double>(peaks.max_reserved) / unit.scale, 2) +
-       " " + unit.name + "</p>\n";
-  if (n == 0) h += "<p id=\"empty\">No memory events were recorded for " + device_name(device) + ".</p>\n";
-  h += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100%\" viewBox=\"0 0 " + fixed(width, 0) + " " + fixed(height, 0) +
-       "\" preserveAspectRatio=\"xMidYMid meet\" role=\"img\" data-columns=\"" + std::to_string(columns) + "\" data-samples=\"" +
-       std::to_string(n) + "\">\n";
-
-  // Grid and axes at round values.
-  for (int k = 0;; ++k) {
-    const double v = y_step * k;
-    if (v * unit.scale > y_max * (1 + 1e-9)) break;
-    const double y = y_of(v * unit.scale);
-    h += "<line class=\"grid\" x1=\"" + fixed(left, 1) + "\" y1=\"" + fixed(y, 1) + "\" x2=\"" + fixed(left + plot_w, 1) +
-         "\" y2=\"" + fixed(y, 1) + "\"/><text class=\"ytick\" x=\"" + fixed(left - 6, 1) + "\" y=\"" + fixed(y + 4, 1) +
-         "\" text-anchor=\"end\">" + tick_text(v, y_step) + "</text>\n";
+  void choose_scales() {
+    unit = unit_for(std::max({max_total, static_cast<double>(peaks.max_reserved), 1.0}));
+    y_step = nice_step(std::max(max_total, 1.0) / unit.scale * 1.05, 5);
+    y_max = std::max(std::ceil(std::max(max_total, 1.0) / unit.scale * 1.05 / y_step), 1.0) * y_step * unit.scale;
+    seconds = span_ms >= 2000;
+    time_scale = seconds ? 1000.0 : 1.0;
+    x_step = nice_step(span_ms / time_scale, 8);
   }
-  for (int k = 0;; ++k) {
-    const double v = x_step * k;
-    if (v * time_scale > span_ms * (1 + 1e-9)) break;
-    const double x = x_of_ms(v * time_scale);
-    h += "<line class=\"grid\" x1=\"" + fixed(x, 1) + "\" y1=\"" + fixed(top, 1) + "\" x2=\"" + fixed(x, 1) + "\" y2=\"" +
-         fixed(top + plot_h, 1) + "\"/><text class=\"xtick\" x=\"" + fixed(x, 1) + "\" y=\"" + fixed(top + plot_h + 18, 1) +
-         "\" text-anchor=\"middle\">" + tick_text(v, x_step) + "</text>\n";
-  }
-  h += "<line class=\"axis\" x1=\"" + fixed(left, 1) + "\" y1=\"" + fixed(top + plot_h, 1) + "\" x2=\"" +
-       fixed(left + plot_w, 1) + "\" y2=\"" + fixed(top + plot_h, 1) + "\"/>";
-  h += "<line class=\"axis\" x1=\"" + fixed(left, 1) + "\" y1=\"" + fixed(top, 1) + "\" x2=\"" + fixed(left, 1) +
-       "\" y2=\"" + fixed(top + plot_h, 1) + "\"/>\n";
-  h += "<text x=\"" + fixed(left + plot_w / 2, 1) + "\" y=\"" + fixed(height - 10, 1) + "\" text-anchor=\"middle\">Time (" +
-       (seconds ? "s" : "ms") + ")</text>";
-  h += "<text transform=\"translate(20," + fixed(top + plot_h / 2, 1) + ") rotate(-90)\" text-anchor=\"middle\">Memory (" +
-       unit.name + ")</text>\n";
 
-  // One stacked area per category that holds memory: its upper edge column
-  // by column left to right (a run of equal columns as one segment), then
-  // its lower edge (the category below's upper edge) back.
-  const auto col_x = [&](std::size_t col) { return left + plot_w * static_cast<double>(col) / static_cast<double>(columns); };
-  // Runs of equal values [from, to) of f over the columns.
-  const auto runs = [&](const auto& f) {
-    std::vector<std::pair<std::size_t, std::size_t>> out;
-    for (std::size_t col = 0; col < columns;) {
-      std::size_t end = col + 1;
-      while (end < columns && f(end) == f(col)) ++end;
-      out.emplace_back(col, end);
-      col = end;
+  std::string html(int device) const {
+    std::string h = head(device);
+    append_grid(h);
+    append_axes(h);
+    append_series(h);
+    if (n > 0 && max_total > 0) append_peak_marker(h);
+    h += "</svg>\n</body>\n</html>\n";
+    return h;
+  }
+
+  // The page up to the opening of the drawing, with the peaks' line.
+  std::string head(int device) const {
+    const std::string title = "Memory timeline (" + device_name(device) + ")";
+    std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" +
+                    html_escape(title) +
+                    "</title>\n<style>body{font-family:sans-serif;margin:16px}svg{display:block;width:100%;height:auto}"
+                    "svg text{font-size:12px}"
+                    ".axis{stroke:#333}.grid{stroke:#ddd}.peak{stroke:#c00;stroke-dasharray:6 4}</style>\n</head>\n<body>\n";
+    h += "<h1>" + html_escape(title) + "</h1>\n";
+    h += "<p id=\"peaks\">Max memory allocated: " + fixed(static_cast<double>(peaks.max_allocated) / unit.scale, 2) + " " +
+         unit.name + " &middot; Max memory reserved: " + fixed(static_cast<double>(peaks.max_reserved) / unit.scale, 2) +
+         " " + unit.name + "</p>\n";
+    if (n == 0) h += "<p id=\"empty\">No memory events were recorded for " + device_name(device) + ".</p>\n";
+    h += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100%\" viewBox=\"0 0 " + fixed(width, 0) + " " + fixed(height, 0) +
+         "\" preserveAspectRatio=\"xMidYMid meet\" role=\"img\" data-columns=\"" + std::to_string(columns) + "\" data-samples=\"" +
+         std::to_string(n) + "\">\n";
+    return h;
+  }
+
+  // Grid lines and tick labels at round values.
+  void append_grid(std::string& h) const {
+    for (int k = 0;; ++k) {
+      const double v = y_step * k;
+      if (v * unit.scale > y_max * (1 + 1e-9)) break;
+      const double y = y_of(v * unit.scale);
+      h += "<line class=\"grid\" x1=\"" + fixed(left, 1) + "\" y1=\"" + fixed(y, 1) + "\" x2=\"" + fixed(left + plot_w, 1) +
+           "\" y2=\"" + fixed(y, 1) + "\"/><text class=\"ytick\" x=\"" + fixed(left - 6, 1) + "\" y=\"" + fixed(y + 4, 1) +
+           "\" text-anchor=\"end\">" + tick_text(v, y_step) + "</text>\n";
     }
-    return out;
-  };
-  std::size_t legend_row = 0;
-  for (std::size_t c = 0; c < memory_category_count; ++c) {
-    if (!present[c]) continue;
+    for (int k = 0;; ++k) {
+      const double v = x_step * k;
+      if (v * time_scale > span_ms * (1 + 1e-9)) break;
+      const double x = x_of_ms(v * time_scale);
+      h += "<line class=\"grid\" x1=\"" + fixed(x, 1) + "\" y1=\"" + fixed(top, 1) + "\" x2=\"" + fixed(x, 1) + "\" y2=\"" +
+           fixed(top + plot_h, 1) + "\"/><text class=\"xtick\" x=\"" + fixed(x, 1) + "\" y=\"" + fixed(top + plot_h + 18, 1) +
+           "\" text-anchor=\"middle\">" + tick_text(v, x_step) + "</text>\n";
+    }
+  }
+
+  void append_axes(std::string& h) const {
+    h += "<line class=\"axis\" x1=\"" + fixed(left, 1) + "\" y1=\"" + fixed(top + plot_h, 1) + "\" x2=\"" +
+         fixed(left + plot_w, 1) + "\" y2=\"" + fixed(top + plot_h, 1) + "\"/>";
+    h += "<line class=\"axis\" x1=\"" + fixed(left, 1) + "\" y1=\"" + fixed(top, 1) + "\" x2=\"" + fixed(left, 1) +
+         "\" y2=\"" + fixed(top + plot_h, 1) + "\"/>\n";
+    h += "<text x=\"" + fixed(left + plot_w / 2, 1) + "\" y=\"" + fixed(height - 10, 1) + "\" text-anchor=\"middle\">Time (" +
+         (seconds ? "s" : "ms") + ")</text>";
+    h += "<text transform=\"translate(20," + fixed(top + plot_h / 2, 1) + ") rotate(-90)\" text-anchor=\"middle\">Memory (" +
+         unit.name + ")</text>\n";
+  }
+
+  // Category c's stacked area: its upper edge column by column left to
+  // right (a run of equal columns as one segment), then its lower edge (the
+  // category below's upper edge) back.
+  std::string area_path(std::size_t c) const {
     std::string d;
-    if (n > 0) {
-      const auto upper = [&](std::size_t col) { return env[col][c]; };
-      const auto lower = [&](std::size_t col) { return c == 0 ? 0.0 : env[col][c - 1]; };
-      for (const auto& [from, to] : runs(upper)) {
-        const std::string y = fixed(y_of(upper(from)), 2);
-        d += (d.empty() ? "M" : " L") + fixed(col_x(from), 2) + " " + y + " L" + fixed(col_x(to), 2) + " " + y;
-      }
-      const auto back = runs(lower);
-      for (auto it = back.rbegin(); it != back.rend(); ++it) {
-        const std::string y = fixed(y_of(lower(it->first)), 2);
-        d += " L" + fixed(col_x(it->second), 2) + " " + y + " L" + fixed(col_x(it->first), 2) + " " + y;
-      }
-      d += " Z";
+    const auto upper = [&](std::size_t col) { return env[col][c]; };
+    const auto lower = [&](std::size_t col) { return c == 0 ? 0.0 : env[col][c - 1]; };
+    for (const auto& [from, to] : equal_runs(columns, upper)) {
+      const std::string y = fixed(y_of(upper(from)), 2);
+      d += (d.empty() ? "M" : " L") + fixed(col_x(from), 2) + " " + y + " L" + fixed(col_x(to), 2) + " " + y;
     }
-    const std::string name(to_string(memory_categories_in_timeline_order[c]));
-    h += "<path class=\"series\" data-category=\"" + name + "\" fill=\"" + std::string(category_colors[c]) +
-         "\" fill-opacity=\"0.7\" stroke=\"none\" d=\"" + d + "\"><title>" + name + "</title></path>\n";
-    const double ly = top + 10 + 20 * static_cast<double>(legend_row++);
-    h += "<rect x=\"" + fixed(width - right + 20, 1) + "\" y=\"" + fixed(ly - 10, 1) + "\" width=\"14\" height=\"14\" fill=\"" +
-         std::string(category_colors[c]) + "\" fill-opacity=\"0.7\"/><text x=\"" + fixed(width - right + 40, 1) +
-         "\" y=\"" + fixed(ly + 2, 1) + "\">" + name + "</text>\n";
+    const auto back = equal_runs(columns, lower);
+    for (auto it = back.rbegin(); it != back.rend(); ++it) {
+      const std::string y = fixed(y_of(lower(it->first)), 2);
+      d += " L" + fixed(col_x(it->second), 2) + " " + y + " L" + fixed(col_x(it->first), 2) + " " + y;
+    }
+    d += " Z";
+    return d;
   }
 
-  if (n > 0 && max_total > 0) {
+  // One stacked area, and its legend row, per category that holds memory.
+  void append_series(std::string& h) const {
+    std::size_t legend_row = 0;
+    for (std::size_t c = 0; c < memory_category_count; ++c) {
+      if (!present[c]) continue;
+      const std::string d = n > 0 ? area_path(c) : std::string();
+      const std::string name(to_string(memory_categories_in_timeline_order[c]));
+      h += "<path class=\"series\" data-category=\"" + name + "\" fill=\"" + std::string(category_colors[c]) +
+           "\" fill-opacity=\"0.7\" stroke=\"none\" d=\"" + d + "\"><title>" + name + "</title></path>\n";
+      const double ly = top + 10 + 20 * static_cast<double>(legend_row++);
+      h += "<rect x=\"" + fixed(width - right + 20, 1) + "\" y=\"" + fixed(ly - 10, 1) + "\" width=\"14\" height=\"14\" fill=\"" +
+           std::string(category_colors[c]) + "\" fill-opacity=\"0.7\"/><text x=\"" + fixed(width - right + 40, 1) +
+           "\" y=\"" + fixed(ly + 2, 1) + "\">" + name + "</text>\n";
+    }
+  }
+
+  void append_peak_marker(std::string& h) const {
     const double peak_ms = static_cast<double>(t.times_us[peak_at] - t0) / 1000.0;
     const double px = x_of_ms(peak_ms), py = y_of(max_total);
     h += "<g class=\"peak-marker\"><line class=\"peak\" x1=\"" + fixed(left, 1) + "\" y1=\"" + fixed(py, 2) + "\" x2=\"" +
@@ -328,8 +383,12 @@ std::string timeline_html(const memory_timeline& t, int device, const memory_pea
          "\" y=\"" + fixed(py - 8, 1) + "\" fill=\"#c00\">peak " + fixed(max_total / unit.scale, 2) + " " + unit.name +
          " at " + fixed(peak_ms, 3) + " ms</text></g>\n";
   }
-  h += "</svg>\n</body>\n</html>\n";
-  return h;
+};
+
+}  // namespace
+
+std::string timeline_html(const memory_timeline& t, int device, const memory_peaks& peaks) {
+  return timeline_plot(t, peaks).html(device);
 }
 
 int parse_memory_device(std::string_view name) {

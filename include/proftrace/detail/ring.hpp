@@ -230,6 +230,8 @@ class ring {
   void sleep_until_consumed(std::uint64_t h, std::uint64_t resume) noexcept;
   // drop_oldest: frees the oldest whole records until `n` slots fit at `h`.
   void overwrite_oldest(std::uint64_t h, std::uint32_t n) noexcept;
+  // One attempt of consume(): copies whole records from the tail (ring.cpp).
+  struct drain_pass;
 
   // Producer cache line.
   alignas(64) std::atomic<std::uint64_t> head_{0};

@@ -140,6 +140,111 @@ void gpu_trace_writer::name_track(std::uint32_t dev, std::uint32_t stream, std::
   }
 }
 
+gpu_trace_writer::track gpu_trace_writer::track_of(const gpu_activity& a) const {
+  if (on_device(a.kind)) return {static_cast<std::int64_t>(a.device), static_cast<std::int64_t>(a.stream), true};
+  return {host_pid_, host_tid(a.thread), false};
+}
+
+void gpu_trace_writer::write_span(const gpu_activity& a, const track& where, std::string& out, bool& first) const {
+  const std::int64_t dur = a.end_ns > a.start_ns ? a.end_ns - a.start_ns : 0;
+  begin(out, first);
+  out += "{\"ph\": \"X\", \"cat\": \"";
+  out += gpu_category_name(a.kind);
+  out += "\", \"name\": ";
+  append_json_string(out, a.name);
+  out += ", \"pid\": ";
+  append_int(out, where.pid);
+  out += ", \"tid\": ";
+  append_int(out, where.tid);
+  out += ", \"ts\": ";
+  append_us3(out, a.start_ns - base_ns_);
+  out += ", \"dur\": ";
+  append_us3(out, dur);
+  append_span_args(a, where, dur, out);
+  out += "}}";
+}
+
+void gpu_trace_writer::append_span_args(const gpu_activity& a, const track& where, std::int64_t dur,
+                                        std::string& out) const {
+  out += ", \"args\": {\"External id\": ";
+  append_int(out, a.external_id);
+  if (where.on_device) {
+    if (a.kind == gpu_activity_kind::kernel) {
+      out += ", \"queued\": ";
+      append_int(out, a.queued_ns > 0 && a.queued_ns < a.start_ns ? a.start_ns - a.queued_ns : 0);
+    }
+    out += ", \"device\": ";
+    append_int(out, a.device);
+    out += ", \"context\": ";
+    append_int(out, a.context);
+    out += ", \"stream\": ";
+    append_int(out, a.stream);
+    out += ", \"correlation\": ";
+    append_int(out, a.correlation);
+  } else if (launches(a.kind)) {
+    out += ", \"cbid\": ";
+    append_int(out, a.cbid);
+    out += ", \"correlation\": ";
+    append_int(out, a.correlation);
+  }
+  if (a.kind == gpu_activity_kind::kernel) append_kernel_args(a, out);
+  if (a.kind == gpu_activity_kind::memcpy || a.kind == gpu_activity_kind::memset) {
+    out += ", \"bytes\": ";
+    append_int(out, a.bytes);
+    out += ", \"memory bandwidth (GB/s)\": ";
+    append_fixed(out, dur > 0 ? static_cast<double>(a.bytes) / static_cast<double>(dur) : 0.0, 3);
+  }
+}
+
+void gpu_trace_writer::append_kernel_args(const gpu_activity& a, std::string& out) const {
+  out += ", \"registers per thread\": ";
+  append_int(out, a.registers_per_thread);
+  out += ", \"shared memory\": ";
+  append_int(out, a.shared_memory);
+  if (const gpu_device_properties* d = device(a.device)) {
+    const kernel_occupancy o = estimate_occupancy(a, *d);
+    out += ", \"blocks per SM\": ";
+    append_fixed(out, o.blocks_per_sm, 2);
+    out += ", \"warps per SM\": ";
+    append_fixed(out, o.warps_per_sm, 2);
+    if (o.known) {
+      out += ", \"est. achieved occupancy %\": ";
+      append_int(out, static_cast<std::int64_t>(std::lround(o.occupancy_percent)));
+    }
+  }
+  out += ", \"grid\": ";
+  append_triple(out, a.grid);
+  out += ", \"block\": ";
+  append_triple(out, a.block);
+  if (a.graph_id != 0) {
+    out += ", \"graph id\": ";
+    append_int(out, a.graph_id);
+  }
+}
+
+// The ac2g flow's two ends: the launching call `call`, and `a` on its track.
+void gpu_trace_writer::write_flow(const gpu_activity& a, const gpu_activity& call, const track& where,
+                                  std::string& out, bool& first) const {
+  const auto flow = [&](const char* ph, std::int64_t fpid, std::int64_t ftid, std::int64_t ns, bool end) {
+    begin(out, first);
+    out += "{\"ph\": \"";
+    out += ph;
+    out += "\", \"id\": ";
+    append_int(out, a.correlation);
+    out += ", \"pid\": ";
+    append_int(out, fpid);
+    out += ", \"tid\": ";
+    append_int(out, ftid);
+    out += ", \"ts\": ";
+    append_us3(out, ns - base_ns_);
+    out += ", \"cat\": \"ac2g\", \"name\": \"ac2g\"";
+    if (end) out += ", \"bp\": \"e\"";
+    out += '}';
+  };
+  flow("s", host_pid_, host_tid(call.thread), call.start_ns, false);
+  flow("f", where.pid, where.tid, a.start_ns, true);
+}
+
 void gpu_trace_writer::write(const std::vector<gpu_activity>& batch, std::string& out, bool& first) {
   // The launching call of each correlation id, for the flows; one flow per
   // launch (a graph launch's kernels share one id: the first is linked).
@@ -150,101 +255,13 @@ void gpu_trace_writer::write(const std::vector<gpu_activity>& batch, std::string
 
   for (const auto& a : batch) {
     if (a.kind == gpu_activity_kind::memory) continue;
-    const bool device_side = on_device(a.kind);
-    if (device_side) name_track(a.device, a.stream, out, first);
-    const std::int64_t pid = device_side ? static_cast<std::int64_t>(a.device) : host_pid_;
-    const std::int64_t tid = device_side ? static_cast<std::int64_t>(a.stream) : host_tid(a.thread);
-    const std::int64_t dur = a.end_ns > a.start_ns ? a.end_ns - a.start_ns : 0;
-
-    begin(out, first);
-    out += "{\"ph\": \"X\", \"cat\": \"";
-    out += gpu_category_name(a.kind);
-    out += "\", \"name\": ";
-    append_json_string(out, a.name);
-    out += ", \"pid\": ";
-    append_int(out, pid);
-    out += ", \"tid\": ";
-    append_int(out, tid);
-    out += ", \"ts\": ";
-    append_us3(out, a.start_ns - base_ns_);
-    out += ", \"dur\": ";
-    append_us3(out, dur);
-    out += ", \"args\": {\"External id\": ";
-    append_int(out, a.external_id);
-    if (device_side) {
-      if (a.kind == gpu_activity_kind::kernel) {
-        out += ", \"queued\": ";
-        append_int(out, a.queued_ns > 0 && a.queued_ns < a.start_ns ? a.start_ns - a.queued_ns : 0);
-      }
-      out += ", \"device\": ";
-      append_int(out, a.device);
-      out += ", \"context\": ";
-      append_int(out, a.context);
-      out += ", \"stream\": ";
-      append_int(out, a.stream);
-      out += ", \"correlation\": ";
-      append_int(out, a.correlation);
-    } else if (launches(a.kind)) {
-      out += ", \"cbid\": ";
-      append_int(out, a.cbid);
-      out += ", \"correlation\": ";
-      append_int(out, a.correlation);
-    }
-    if (a.kind == gpu_activity_kind::kernel) {
-      out += ", \"registers per thread\": ";
-      append_int(out, a.registers_per_thread);
-      out += ", \"shared memory\": ";
-      append_int(out, a.shared_memory);
-      if (const gpu_device_properties* d = device(a.device)) {
-        const kernel_occupancy o = estimate_occupancy(a, *d);
-        out += ", \"blocks per SM\": ";
-        append_fixed(out, o.blocks_per_sm, 2);
-        out += ", \"warps per SM\": ";
-        append_fixed(out, o.warps_per_sm, 2);
-        if (o.known) {
-          out += ", \"est. achieved occupancy %\": ";
-          append_int(out, static_cast<std::int64_t>(std::lround(o.occupancy_percent)));
-        }
-      }
-      out += ", \"grid\": ";
-      append_triple(out, a.grid);
-      out += ", \"block\": ";
-      append_triple(out, a.block);
-      if (a.graph_id != 0) {
-        out += ", \"graph id\": ";
-        append_int(out, a.graph_id);
-      }
-    }
-    if (a.kind == gpu_activity_kind::memcpy || a.kind == gpu_activity_kind::memset) {
-      out += ", \"bytes\": ";
-      append_int(out, a.bytes);
-      out += ", \"memory bandwidth (GB/s)\": ";
-      append_fixed(out, dur > 0 ? static_cast<double>(a.bytes) / static_cast<double>(dur) : 0.0, 3);
-    }
-    out += "}}";
-
+    const track where = track_of(a);
+    if (where.on_device) name_track(a.device, a.stream, out, first);
+    write_span(a, where, out, first);
     // ac2g: from the launching call to the first GPU op of its correlation.
     const auto launch = launch_of.find(a.correlation);
-    if (!device_side || launch == launch_of.end() || !flowed.insert(a.correlation).second) continue;
-    const gpu_activity& call = *launch->second;
-    const auto flow = [&](const char* ph, std::int64_t fpid, std::int64_t ftid, std::int64_t ns, bool end) {
-      begin(out, first);
-      out += "{\"ph\": \"";
-      out += ph;
-      out += "\", \"id\": ";
-      append_int(out, a.correlation);
-      out += ", \"pid\": ";
-      append_int(out, fpid);
-      out += ", \"tid\": ";
-      append_int(out, ftid);
-      out += ", \"ts\": ";
-      append_us3(out, ns - base_ns_);
-      out += ", \"cat\": \"ac2g\", \"name\": \"ac2g\"";
-      if (end) out += ", \"bp\": \"e\"";
-      out += '}';
-    };
-    flow("s", host_pid_, host_tid(call.thread), call.start_ns, false);
-    flow("f", pid, tid, a.start_ns, true);
+    if (!where.on_device || launch == launch_of.end() || !flowed.insert(a.correlation).second) continue;
+    write_flow(a, *launch->second, where, out, first);
   }
 }
 

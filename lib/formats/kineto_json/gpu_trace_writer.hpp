@@ -47,7 +47,21 @@ class gpu_trace_writer {
   void write(const std::vector<gpu_activity>& batch, std::string& out, bool& first);
 
  private:
+  // Where an activity's event goes: its (device, stream) track, or the
+  // host thread that made the call.
+  struct track {
+    std::int64_t pid;
+    std::int64_t tid;
+    bool on_device;
+  };
+
   void begin(std::string& out, bool& first) const;
+  track track_of(const gpu_activity& a) const;
+  void write_span(const gpu_activity& a, const track& where, std::string& out, bool& first) const;
+  void append_span_args(const gpu_activity& a, const track& where, std::int64_t dur, std::string& out) const;
+  void append_kernel_args(const gpu_activity& a, std::string& out) const;
+  void write_flow(const gpu_activity& a, const gpu_activity& call, const track& where, std::string& out,
+                  bool& first) const;
   void name_track(std::uint32_t device, std::uint32_t stream, std::string& out, bool& first);
   std::int64_t host_tid(std::uint32_t cupti_thread) const;
   const gpu_device_properties* device(std::uint32_t id) const;
