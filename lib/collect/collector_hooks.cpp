@@ -1,6 +1,6 @@
 #include "collector_hooks.hpp"
 
-#include <vector>
+#include <iterator>
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
@@ -20,14 +20,20 @@ constexpr const collector_hooks* all_collectors[] = {
     &openmp_hooks,
 };
 
+// Trivially destructible: exit hooks that run after static destructors still read it.
+struct collector_list {
+  const collector_hooks* items[std::size(all_collectors)] = {};
+  std::size_t size = 0;
+};
+
 std::span<const collector_hooks* const> build_collectors() {
-  static const std::vector<const collector_hooks*> in_build = [] {
-    std::vector<const collector_hooks*> v;
+  static const collector_list in_build = [] {
+    collector_list l;
     for (const collector_hooks* c : all_collectors)
-      if (c->in_build) v.push_back(c);
-    return v;
+      if (c->in_build) l.items[l.size++] = c;
+    return l;
   }();
-  return in_build;
+  return {in_build.items, in_build.size};
 }
 
 }  // namespace detail
