@@ -8,8 +8,53 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <unordered_map>
+
+#include "aggregation/torch_rules.hpp"
+#include "trace_layout.hpp"
+#include "trace_summary.hpp"
 
 namespace proftrace::tools {
+
+double diff_row::self_change_pct() const noexcept {
+  if (self_a_ns == 0) return self_b_ns > 0 ? std::numeric_limits<double>::infinity() : 0.0;
+  return static_cast<double>(self_b_ns - self_a_ns) * 100.0 / static_cast<double>(self_a_ns);
+}
+
+std::string diff_key(const proftrace::event_average& r) {
+  return r.input_shapes.empty() ? r.key : r.key + " " + r.input_shapes;
+}
+
+std::vector<diff_row> diff(const proftrace::event_averages& a, const proftrace::event_averages& b) {
+  std::vector<diff_row> rows;
+  std::unordered_map<std::string, std::size_t> index;
+  const auto key_of = diff_key;
+  const auto row = [&](const proftrace::event_average& r) -> diff_row& {
+    auto [it, fresh] = index.try_emplace(key_of(r), rows.size());
+    if (fresh) rows.push_back(diff_row{.key = key_of(r)});
+    return rows[it->second];
+  };
+  // One side's rows into its columns of the diff.
+  using count_field = std::int64_t diff_row::*;
+  const auto add_side = [&](const proftrace::event_averages& side, bool diff_row::*in, count_field count, count_field self,
+                            count_field total) {
+    for (const auto& r : side.rows) {
+      auto& d = row(r);
+      d.*in = true;
+      proftrace::detail::add_saturating(d.*count, r.count);
+      proftrace::detail::add_saturating(d.*self, r.self_cpu_time_total_ns);
+      proftrace::detail::add_saturating(d.*total, r.cpu_time_total_ns);
+    }
+  };
+  add_side(a, &diff_row::in_a, &diff_row::count_a, &diff_row::self_a_ns, &diff_row::total_a_ns);
+  add_side(b, &diff_row::in_b, &diff_row::count_b, &diff_row::self_b_ns, &diff_row::total_b_ns);
+  std::stable_sort(rows.begin(), rows.end(), [](const diff_row& x, const diff_row& y) {
+    const auto ax = std::llabs(x.self_change_ns()), ay = std::llabs(y.self_change_ns());
+    if (ax != ay) return ax > ay;
+    return x.key < y.key;
+  });
+  return rows;
+}
 
 void add_trace(const std::filesystem::path& path, bool group_by_shape, const std::vector<diff_side*>& into,
                std::vector<std::string>& warnings, bool progress) {

@@ -15,6 +15,28 @@
 
 namespace proftrace::tools {
 
+// ---- the plain diff: totals per key ----
+
+struct diff_row {
+  std::string key;
+  std::int64_t count_a = 0, count_b = 0;
+  std::int64_t self_a_ns = 0, self_b_ns = 0;
+  std::int64_t total_a_ns = 0, total_b_ns = 0;
+  bool in_a = false, in_b = false;
+  std::int64_t self_change_ns() const noexcept { return self_b_ns - self_a_ns; }
+  // Percent change of self time; +inf for a key new in B with self time.
+  double self_change_pct() const noexcept;
+};
+
+// A row's key in a diff: its name, and its input shapes when grouped by them.
+std::string diff_key(const proftrace::event_average& row);
+// Rows sorted by |change of self time|, largest first (ties by key); a key's
+// rows on one side (several traces pooled) are summed. The statistics and
+// the table: tools/trace_diff.hpp.
+std::vector<diff_row> diff(const proftrace::event_averages& a, const proftrace::event_averages& b);
+
+// ---- the statistical diff ----
+
 // One side of a diff: its traces pooled.
 struct diff_side {
   proftrace::event_averages rows;  // every trace's rows in turn (diff() sums a key's)

@@ -1,28 +1,26 @@
-// Aggregation (summary, diff) and layout checks (validate) over the
-// streaming reader.
+// `proftrace summary` of one trace (trace_summary.hpp): the offline
+// aggregator, which nests a trace's host events by their intervals and
+// counts them by torch's rules (lib/aggregation/torch_rules.hpp).
+#include "trace_summary.hpp"
+
 #include <algorithm>
-#include <numeric>
-#include <set>
-#include <charconv>
 #include <climits>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <map>
+#include <optional>
 #include <string_view>
-#include <limits>
 
-#include "spool/sorted_runs.hpp"
-#include "trace_reader.hpp"
+#include "aggregation/torch_rules.hpp"
 #include "formats/perfetto/perfetto_reader.hpp"
+#include "spool/sorted_runs.hpp"
+#include "trace_layout.hpp"
 
 namespace proftrace::tools {
 
-namespace {
+// torch's key_averages() rules, shared with the live aggregator.
+namespace rules = proftrace::detail;
 
-std::string type_problem(const char* field, json_type got, const char* want) {
-  return std::string("\"") + field + "\" is " + to_string(got) + ", not " + want;
-}
+namespace {
 
 // Times are kept within +-4e18 ns (the year 2096 in Unix time), so that an
 // end (start + duration) always fits; totals saturate instead of wrapping.
@@ -34,31 +32,11 @@ std::int64_t to_ns(double us) {
   return static_cast<std::int64_t>(std::llround(std::clamp(ns, -max_abs_ns, max_abs_ns)));
 }
 
-void add_saturating(std::int64_t& to, std::int64_t v) {
-  if (__builtin_add_overflow(to, v, &to)) to = v > 0 ? INT64_MAX : INT64_MIN;
-}
-
 }  // namespace
 
-std::string format_time_signed(double us) {
-  char buf[64];
-  const double a = std::fabs(us);
-  const char* sign = us < 0 ? "-" : "";
-  if (a >= 1e6) std::snprintf(buf, sizeof buf, "%s%.3fs", sign, a / 1e6);
-  else if (a >= 1e3) std::snprintf(buf, sizeof buf, "%s%.3fms", sign, a / 1e3);
-  else std::snprintf(buf, sizeof buf, "%s%.3fus", sign, a);
-  return buf;
-}
-
 bool is_host_op(const trace_event& e) noexcept {
-  using namespace std::string_view_literals;  // compared as views: lengths first, no strlen
-  const std::string_view cat = e.cat;
-  if (e.ph != "X"sv || e.has_stream) return false;
-  // "proftrace": a producer's wait for room in its full ring, a row of its
-  // own and out of its scope's self time, as in the session's table;
-  // "openmp": the OMPT collector's regions, loops and waits, as there too.
-  return cat == "cpu_op"sv || cat == "user_annotation"sv || cat == "cuda_runtime"sv || cat == "cuda_driver"sv ||
-         cat == "proftrace"sv || cat == "openmp"sv;
+  using namespace std::string_view_literals;
+  return e.ph == "X"sv && !e.has_stream && rules::is_host_category(e.cat);
 }
 
 struct aggregator::event_runs {
@@ -82,23 +60,14 @@ aggregator::~aggregator() = default;
 std::size_t aggregator::spilled_runs() const noexcept { return runs_->runs.spilled_runs(); }
 
 std::size_t aggregator::row_for(const trace_event& e) {
-  const bool step = e.name.rfind("ProfilerStep#", 0) == 0;
-  if (step) {
-    std::int64_t n = 0;
-    const char* digits = e.name.data() + 13;
-    const auto [end, err] = std::from_chars(digits, e.name.data() + e.name.size(), n);
-    if (err == std::errc{} && end == e.name.data() + e.name.size() && n >= 0) {
-      first_step_ = std::min(first_step_, n);
-      last_step_ = std::max(last_step_, n);
-    }
+  const bool step = rules::is_step_event(e.name);
+  if (const auto n = step ? rules::step_number(e.name) : std::nullopt) {
+    first_step_ = std::min(first_step_, *n);
+    last_step_ = std::max(last_step_, *n);
   }
-  std::string key = step ? std::string("ProfilerStep*") : e.name;
+  std::string key = step ? std::string(rules::step_row_key) : e.name;
   const bool shaped = by_shape_ && !step && e.has_input_dims;
-  std::string index_key = key;
-  if (shaped) {
-    index_key += '\x1f';
-    index_key += e.input_dims;
-  }
+  std::string index_key = shaped ? rules::row_key(key, e.input_dims) : key;
   auto [it, fresh] = index_.try_emplace(std::move(index_key), rows_.size());
   if (fresh) {
     rows_.emplace_back();
@@ -118,7 +87,7 @@ void aggregator::add_weight(interval::stack_data& to, std::string path, std::int
   if (to.below.size() < indexed_from) {
     for (auto& [p, v] : to.below)
       if (p == path) {
-        add_saturating(v, ns);
+        rules::add_saturating(v, ns);
         return;
       }
   } else {
@@ -127,7 +96,7 @@ void aggregator::add_weight(interval::stack_data& to, std::string path, std::int
       for (std::size_t i = 0; i < to.below.size(); ++i) to.index->emplace(to.below[i].first, i);
     }
     if (const auto it = to.index->find(path); it != to.index->end()) {
-      add_saturating(to.below[it->second].second, ns);
+      rules::add_saturating(to.below[it->second].second, ns);
       return;
     }
     to.index->emplace(path, to.below.size());
@@ -144,10 +113,9 @@ void aggregator::emit_stacks(const interval& x) {
   const auto add = [&](const std::string& path, std::int64_t ns) {
     auto [it, fresh] = stack_self_ns_.try_emplace(path, 0);
     if (fresh) stack_order_.push_back(path);
-    add_saturating(it->second, ns);
+    rules::add_saturating(it->second, ns);
   };
-  const std::int64_t dur = x.end - x.start;
-  add(own, dur > x.child_ns ? dur - x.child_ns : 0);
+  add(own, rules::self_ns(rules::duration_ns(x.start, x.end), x.child_ns));
   for (const auto& [p, v] : x.stacks->below) add(own + '\x1f' + p, v);
 }
 
@@ -174,7 +142,7 @@ proftrace::event_averages aggregator::stacks() const {
 // torch's self memory: an event's own interval's bytes less its direct
 // children's (python_function children included).
 void aggregator::claim_memory(interval& parent, const interval& child) noexcept {
-  for (int d = 0; d < 2; ++d) add_saturating(parent.mem_self[d], child.mem_total[d] == INT64_MIN ? INT64_MAX : -child.mem_total[d]);
+  for (int d = 0; d < 2; ++d) rules::add_saturating(parent.mem_self[d], child.mem_total[d] == INT64_MIN ? INT64_MAX : -child.mem_total[d]);
 }
 
 void aggregator::finalize(const interval& x, bool has_parent) {
@@ -190,71 +158,11 @@ void aggregator::finalize(const interval& x, bool has_parent) {
     row_first_end_[x.row] = x.end;
     r.top_level = !has_parent;
   }
-  const std::int64_t dur = x.end - x.start;
-  r.count += 1;
-  const std::int64_t self = dur > x.child_ns ? dur - x.child_ns : 0;
-  add_saturating(r.cpu_time_total_ns, dur);
-  add_saturating(r.self_cpu_time_total_ns, self);
+  const std::int64_t dur = rules::duration_ns(x.start, x.end);
+  const std::int64_t self = rules::self_ns(dur, x.child_ns);
+  rules::add_event_time(r, dur, self);
   if (self_time_sink_) self_time_sink_(r, x.row, self);
-  add_saturating(r.flops, x.flops);
-  add_saturating(r.cpu_memory_usage, x.mem_total[0]);
-  add_saturating(r.self_cpu_memory_usage, x.mem_self[0]);
-  add_saturating(r.cuda_memory_usage, x.mem_total[1]);
-  add_saturating(r.self_cuda_memory_usage, x.mem_self[1]);
-}
-
-std::string event_problem(const trace_event& e) {
-  // Made only for a problem: this runs for every event.
-  const auto where = [&] { return "event " + std::to_string(e.index); };
-  if (e.type != json_type::object) return where() + " is " + to_string(e.type) + ", not an object";
-  if (e.ph_type == json_type::absent) return where() + " has no \"ph\"";
-  if (e.ph_type != json_type::string) return where() + ": " + type_problem("ph", e.ph_type, "a string");
-  if (e.ph != "X") return {};
-  if (e.name_type != json_type::string)
-    return where() + (e.name_type == json_type::absent ? " has no \"name\"" : ": " + type_problem("name", e.name_type, "a string"));
-  if (e.ts_type != json_type::number)
-    return where() + (e.ts_type == json_type::absent ? " has no \"ts\"" : ": " + type_problem("ts", e.ts_type, "a number"));
-  if (e.dur_type != json_type::number)
-    return where() + (e.dur_type == json_type::absent ? " has no \"dur\"" : ": " + type_problem("dur", e.dur_type, "a number"));
-  return {};
-}
-
-void require_trace_layout(const std::filesystem::path& path, const read_result& r) {
-  if (!r.top_level_object) throw trace_error(path.string() + ": the top-level value is not an object");
-  if (!r.has_trace_events) throw trace_error(path.string() + ": no \"traceEvents\" key");
-  if (!r.trace_events_is_array) throw trace_error(path.string() + ": \"traceEvents\" is not an array");
-}
-
-read_result read_readable_trace(const std::filesystem::path& path) {
-  std::string error;
-  read_options opts;
-  opts.on_event = [&](const trace_event& e) {
-    error = event_problem(e);
-    return error.empty();
-  };
-  const read_result r = read_trace(path, opts);
-  if (!error.empty()) throw trace_error(path.string() + ": " + error);
-  require_trace_layout(path, r);
-  return r;
-}
-
-std::string incompleteness(const read_result& r) {
-  const metadata_entry* reason = nullptr;
-  std::optional<std::int64_t> missing;
-  std::string unit = "events";
-  for (const metadata_entry& m : r.metadata) {
-    if (m.key == "proftrace.incomplete") reason = &m;
-    if (m.key == "proftrace.events_not_written" || m.key == "proftrace.packets_not_written") {
-      missing = integer_value(m, 0, INT64_MAX);
-      if (m.key == "proftrace.packets_not_written") unit = "packets";
-    }
-  }
-  if (reason == nullptr) return {};
-  const std::string why = reason->type == json_type::string ? reason->value : "(no reason given)";
-  const std::string how_much = missing ? std::to_string(*missing) + " " + unit + " the session recorded are not in it"
-                                       : "how much is missing was not recorded";
-  return "incomplete trace: " + how_much + " (it holds the " + std::to_string(r.events) +
-         " events written before the trace file failed: " + why + ")";
+  rules::add_event_flops_memory(r, x.flops, x.mem_total, x.mem_self);
 }
 
 std::string aggregator::add(const trace_event& e) {
@@ -377,13 +285,26 @@ void aggregator::count_memory(const record& r, interval& E) {
   }
 }
 
+// E, the next interval of thread T by start (the longer first), among the
+// pending ones: what it closes, what it claims, where it nests.
 void aggregator::place(interval E, thread_state& T, const std::string& thread) {
-  const std::int64_t dur = E.end - E.start;
+  const bool claimed = claim_arrived_children(E, T);
+  if (claimed && T.evicted_end != INT64_MIN && E.start < T.evicted_end && !T.warned) {
+    T.warned = true;
+    warnings_.push_back("thread " + thread + ": more than " + std::to_string(max_pending_) +
+                        " events waited for an enclosing event; self times of enclosing events may be overstated");
+  }
+  close_ended_before(E, T);
+  nest_in_open_parent(E, T);
+  if (stacks_on_ && E.stacks) take_enclosing_names(E, T);
+  push_pending(std::move(E), T);
+}
 
-  // (a) Intervals that arrived before E and lie inside it: E's children,
-  // written before their parent (proftrace writes a thread's events as they
-  // end). Only the ones not already counted under a parent are direct.
-  // A memory event (zero length) claims nothing.
+// (a) Intervals that arrived before E and lie inside it: E's children,
+// written before their parent (proftrace writes a thread's events as they
+// end). Only the ones not already counted under a parent are direct.
+// A memory event (zero length) claims nothing. Returns whether E claimed any.
+bool aggregator::claim_arrived_children(interval& E, thread_state& T) {
   bool claimed = false;
   while (!E.memory && !T.stack.empty()) {
     const interval& X = T.stack.back();
@@ -394,7 +315,7 @@ void aggregator::place(interval E, thread_state& T, const std::string& thread) {
     // may list it apart from the ops.
     if (!identical && T.mode == order::unknown && !X.memory) T.mode = order::by_end;
     if (!X.nested) {
-      add_saturating(E.child_ns, X.end - X.start);
+      rules::add_saturating(E.child_ns, X.end - X.start);
       claim_memory(E, X);
     } else if (T.stack.size() >= 2) {
       claim_memory(T.stack[T.stack.size() - 2], X);  // its parent lies right below it
@@ -403,20 +324,18 @@ void aggregator::place(interval E, thread_state& T, const std::string& thread) {
     if (stacks_on_ && !X.memory && !X.python && E.stacks) {
       // X and what hangs below it now hang below E.
       const std::string& name = rows_[X.row].key;
-      const std::int64_t xdur = X.end - X.start;
-      add_weight(*E.stacks, name, xdur > X.child_ns ? xdur - X.child_ns : 0);
+      add_weight(*E.stacks, name, rules::self_ns(rules::duration_ns(X.start, X.end), X.child_ns));
       for (const auto& [p, v] : X.stacks->below) add_weight(*E.stacks, name + '\x1f' + p, v);
     }
     finalize(X, true);
     T.stack.pop_back();
   }
-  if (claimed && T.evicted_end != INT64_MIN && E.start < T.evicted_end && !T.warned) {
-    T.warned = true;
-    warnings_.push_back("thread " + thread + ": more than " + std::to_string(max_pending_) +
-                        " events waited for an enclosing event; self times of enclosing events may be overstated");
-  }
-  // (b) Intervals that ended before E starts: done, unless (events written
-  // in end order) an enclosing event may still claim them.
+  return claimed;
+}
+
+// (b) Intervals that ended before E starts: done, unless (events written
+// in end order) an enclosing event may still claim them.
+void aggregator::close_ended_before(const interval& E, thread_state& T) {
   while (!T.stack.empty()) {
     const interval& X = T.stack.back();
     const bool contains = X.start <= E.start && E.end <= X.end;
@@ -427,38 +346,44 @@ void aggregator::place(interval E, thread_state& T, const std::string& thread) {
     finalize(X, X.nested);
     T.stack.pop_back();
   }
-  // (c) An open interval that contains E: E's parent (PyTorch lists a
-  // thread's events in start order).
-  if (!T.stack.empty()) {
-    interval& X = T.stack.back();
-    if (X.start <= E.start && E.end <= X.end) {
-      add_saturating(X.child_ns, dur);
-      E.nested = true;
-      if (T.mode == order::unknown && !E.memory && !(X.start == E.start && X.end == E.end)) T.mode = order::by_start;
-    }
+}
+
+// (c) An open interval that contains E: E's parent (PyTorch lists a
+// thread's events in start order).
+void aggregator::nest_in_open_parent(interval& E, thread_state& T) {
+  if (T.stack.empty()) return;
+  interval& X = T.stack.back();
+  if (X.start <= E.start && E.end <= X.end) {
+    rules::add_saturating(X.child_ns, E.end - E.start);
+    E.nested = true;
+    if (T.mode == order::unknown && !E.memory && !(X.start == E.start && X.end == E.end)) T.mode = order::by_start;
   }
-  if (stacks_on_ && E.stacks) {
-    // E's enclosing names: those of its nearest enclosing frame (the chain
-    // above E is its ancestors: events are nested in start order), plus that
-    // frame's own name. Python frames carry none and are passed over, a
-    // memory event passes its parent's names on unchanged (neither is a
-    // frame of the stack). Taken from that one interval, never by a walk over
-    // every pending interval: that walk made `stacks` quadratic in a
-    // thread's top-level events.
-    if (E.nested) {
-      for (auto it = T.stack.rbegin(); it != T.stack.rend(); ++it) {
-        const interval& P = *it;
-        if (!(P.start <= E.start && E.end <= P.end)) break;  // a finished sibling still pending: no ancestor
-        if (P.python || !P.stacks) continue;
-        E.stacks->path = P.stacks->path;
-        if (!P.memory) {
-          if (!E.stacks->path.empty()) E.stacks->path += '\x1f';
-          E.stacks->path += rows_[P.row].key;
-        }
-        break;
-      }
+}
+
+// E's enclosing names: those of its nearest enclosing frame (the chain
+// above E is its ancestors: events are nested in start order), plus that
+// frame's own name. Python frames carry none and are passed over, a
+// memory event passes its parent's names on unchanged (neither is a
+// frame of the stack). Taken from that one interval, never by a walk over
+// every pending interval: that walk made `stacks` quadratic in a
+// thread's top-level events.
+void aggregator::take_enclosing_names(interval& E, const thread_state& T) const {
+  if (!E.nested) return;
+  for (auto it = T.stack.rbegin(); it != T.stack.rend(); ++it) {
+    const interval& P = *it;
+    if (!(P.start <= E.start && E.end <= P.end)) break;  // a finished sibling still pending: no ancestor
+    if (P.python || !P.stacks) continue;
+    E.stacks->path = P.stacks->path;
+    if (!P.memory) {
+      if (!E.stacks->path.empty()) E.stacks->path += '\x1f';
+      E.stacks->path += rows_[P.row].key;
     }
+    break;
   }
+}
+
+// E joins the pending intervals; past max_pending_ the oldest is closed.
+void aggregator::push_pending(interval E, thread_state& T) {
   T.stack.push_back(std::move(E));
   if (T.stack.size() > max_pending_) {
     const interval& F = T.stack.front();
@@ -479,21 +404,16 @@ void aggregator::add_uncovered_memory_row() {
     if (row == SIZE_MAX) {
       row = rows_.size();
       rows_.emplace_back();
-      rows_.back().key = "[memory]";
-      rows_.back().top_level = true;
+      rows_.back().key = rules::memory_row_key;
       row_finalized_.push_back(true);
       row_first_start_.push_back(memory_[i].ts);
       row_first_end_.push_back(memory_[i].ts);
     }
-    proftrace::event_average& r = rows_[row];
-    r.count += 1;
     const bool same_process = i && memory_[i - 1].process == memory_[i].process;  // prefix sums restart per process
     const std::int64_t host = memory_[i].bytes[0] - (same_process ? memory_[i - 1].bytes[0] : 0);
     const std::int64_t device = memory_[i].bytes[1] - (same_process ? memory_[i - 1].bytes[1] : 0);
-    add_saturating(r.cpu_memory_usage, host);
-    add_saturating(r.self_cpu_memory_usage, host);
-    add_saturating(r.cuda_memory_usage, device);
-    add_saturating(r.self_cuda_memory_usage, device);
+    const std::int64_t bytes[2] = {host, device};
+    rules::add_unscoped_memory(rows_[row], bytes, 1);  // top-level, as torch's
   }
   memory_cover_.clear();
 }
@@ -506,7 +426,7 @@ void aggregator::sum_memory_by_process() {
   process_memory_.assign(process_ids_.size(), {0, 0});
   for (std::size_t i = 0; i < memory_.size(); ++i) {
     if (i && memory_[i - 1].process == memory_[i].process)
-      for (int d = 0; d < 2; ++d) add_saturating(memory_[i].bytes[d], memory_[i - 1].bytes[d]);
+      for (int d = 0; d < 2; ++d) rules::add_saturating(memory_[i].bytes[d], memory_[i - 1].bytes[d]);
     else process_memory_[memory_[i].process].first = i;
     process_memory_[memory_[i].process].second = i + 1;
   }
@@ -546,16 +466,7 @@ proftrace::event_averages aggregator::finish() {
   return out;
 }
 
-namespace {
 
-// Where a truncated trace ends ("the <what> ends at byte N inside
-// traceEvents"): a Perfetto trace names the packet instead.
-std::string where_cut(const read_result& r, std::string_view what) {
-  if (!r.cut_inside_packet.empty()) return r.cut_inside_packet;
-  return "the " + std::string(what) + " ends at byte " + std::to_string(r.bytes) + " inside \"traceEvents\"";
-}
-
-// Reads `path` through `agg`; the caller takes the results from it.
 read_result aggregate(const std::filesystem::path& path, aggregator& agg, std::vector<std::string>& warnings,
                       bool progress) {
   std::string error;
@@ -590,22 +501,6 @@ std::string us_text(std::int64_t ns) {
   return buf;
 }
 
-}  // namespace
-
-namespace {
-
-std::string steps_text(std::int64_t first, std::int64_t last) {
-  if (first < 0) return {};
-  return first == last ? "step " + std::to_string(first) : "steps " + std::to_string(first) + "-" + std::to_string(last);
-}
-
-}  // namespace
-
-std::string rank_summary::steps() const { return steps_text(first_step, last_step); }
-
-namespace {
-// proftrace's loss counters ("proftrace": {...}) give the table its "Lost
-// events" line, as the session's does.
 void take_loss_counter(const metadata_entry& m, proftrace::loss_counts& losses) {
   static const std::pair<const char*, std::uint64_t proftrace::loss_counts::*> counters[] = {
       {"proftrace.dropped_events", &proftrace::loss_counts::dropped},
@@ -616,190 +511,6 @@ void take_loss_counter(const metadata_entry& m, proftrace::loss_counts& losses) 
   for (const auto& [key, field] : counters)
     if (m.key == key)
       if (const auto n = integer_value(m, 0, INT64_MAX)) losses.*field = static_cast<std::uint64_t>(*n);
-}
-}  // namespace
-
-namespace {
-
-// The ranks a cycle's world_size names that left no trace: a view across
-// ranks that silently lacked one would lie.
-void warn_missing_ranks(const std::vector<rank_summary>& traces, std::size_t cycle, const std::string& label,
-                        std::vector<std::string>& warnings) {
-  std::set<int> present;
-  int world = -1;
-  for (const rank_summary& t : traces)
-    if (t.cycle == cycle && t.rank >= 0) present.insert(t.rank), world = std::max(world, t.world_size);
-  if (present.empty() || world <= 0) return;
-  std::string missing;
-  int count = 0;
-  for (int r = 0; r < world; ++r)
-    if (!present.contains(r) && ++count <= 16) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-  if (count == 0) return;
-  if (count > 16) missing += ", ...";
-  warnings.push_back("no trace of rank" + std::string(count == 1 ? " " : "s ") + missing + " of world_size " +
-                     std::to_string(world) + (label.empty() ? "" : " (" + label + ")") + ": the view across ranks shows " +
-                     std::to_string(present.size()) + " of " + std::to_string(world));
-}
-
-}  // namespace
-
-ranks_summary summarize_ranks(const std::filesystem::path& dir, bool group_by_input_shape,
-                              std::vector<std::string>& warnings) {
-  ranks_summary out;
-  const auto files = list_traces(dir, out.skipped);
-  if (files.empty()) {
-    std::string why = dir.string() + ": no Kineto trace in the directory";
-    if (!out.skipped.empty())
-      why += " (" + std::to_string(out.skipped.size()) + (out.skipped.size() == 1 ? " file" : " files") +
-             " skipped, e.g. " + out.skipped.front().file.filename().string() + ": " + out.skipped.front().reason + ")";
-    throw trace_error(why);
-  }
-  for (const auto& file : files) {
-    rank_summary s;
-    s.file = file;
-    aggregator agg(group_by_input_shape);
-    bool profile_memory = false;
-    proftrace::loss_counts losses;
-    for (const auto& m : aggregate(file, agg, warnings, false).metadata) {
-      take_loss_counter(m, losses);
-      if (m.key == "profile_memory" && m.value == "1") profile_memory = true;
-      if (m.key == "distributedInfo.host" && m.type == json_type::string) s.host = m.value;
-      if (m.key == "distributedInfo.world_size")
-        if (const auto world = integer_value(m, 1, INT_MAX)) s.world_size = static_cast<int>(*world);
-      if (m.key == "distributedInfo.rank") {
-        if (const auto rank = integer_value(m, 0, INT_MAX)) s.rank = static_cast<int>(*rank);
-        else warnings.push_back(file.string() + ": \"distributedInfo.rank\" is " + m.value +
-                                ", not a rank; the trace is summarised as one without a rank");
-      }
-      if (m.key == "baseTimeNanoseconds") {
-        if (const auto base = integer_value(m, INT64_MIN, INT64_MAX)) s.base_ns = *base;
-        else warnings.push_back(file.string() + ": \"baseTimeNanoseconds\" is " + m.value +
-                                ", not an integer of nanoseconds; taken as 0");
-      }
-    }
-    s.averages = agg.finish();
-    s.averages.losses = losses;
-    s.averages.profile_memory = profile_memory || agg.saw_memory();
-    s.first_step = agg.first_step();
-    s.last_step = agg.last_step();
-    if (__builtin_add_overflow(s.base_ns, agg.first_ts_ns(), &s.start_ns))  // a crafted base: order it last or first
-      s.start_ns = s.base_ns > 0 ? INT64_MAX : INT64_MIN;
-    out.traces.push_back(std::move(s));
-  }
-  // Cycles: traces with steps by their first step; a rank's traces without
-  // steps by their order in time (the k-th such trace of every rank together).
-  std::map<int, std::vector<std::size_t>> stepless_by_rank;
-  for (std::size_t i = 0; i < out.traces.size(); ++i)
-    if (out.traces[i].first_step < 0) stepless_by_rank[out.traces[i].rank].push_back(i);
-  // Key: (0, first step) or (1, ordinal); a trace without a rank is its own rank.
-  std::map<std::pair<int, std::int64_t>, std::vector<std::size_t>> cycles;
-  for (std::size_t i = 0; i < out.traces.size(); ++i)
-    if (out.traces[i].first_step >= 0) cycles[{0, out.traces[i].first_step}].push_back(i);
-  for (auto& [rank, idx] : stepless_by_rank) {
-    if (rank < 0) {
-      for (auto i : idx) cycles[{1, 0}].push_back(i);
-      continue;
-    }
-    std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
-      // Every proftrace and Kineto trace shares one base: order by first event.
-      return out.traces[a].start_ns != out.traces[b].start_ns ? out.traces[a].start_ns < out.traces[b].start_ns
-                                                              : out.traces[a].file < out.traces[b].file;
-    });
-    for (std::size_t k = 0; k < idx.size(); ++k) cycles[{1, static_cast<std::int64_t>(k)}].push_back(idx[k]);
-  }
-  const bool several_stepless = cycles.count({1, 1}) != 0;
-  std::vector<rank_summary> ordered;
-  for (auto& [key, idx] : cycles) {
-    cycle_summary c;
-    for (auto i : idx) {
-      const auto& t = out.traces[i];
-      if (t.first_step >= 0) {
-        c.first_step = c.first_step < 0 ? t.first_step : std::min(c.first_step, t.first_step);
-        c.last_step = std::max(c.last_step, t.last_step);
-      }
-    }
-    c.label = key.first == 0 ? steps_text(c.first_step, c.last_step)
-              : several_stepless ? "trace " + std::to_string(key.second + 1)
-                                 : std::string();
-    std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
-      const auto &x = out.traces[a], &y = out.traces[b];
-      if ((x.rank >= 0) != (y.rank >= 0)) return x.rank >= 0;
-      return x.rank != y.rank ? x.rank < y.rank : x.file < y.file;
-    });
-    const std::size_t cycle = out.cycles.size();
-    int previous_rank = -1;
-    std::string first_file;
-    for (auto i : idx) {
-      rank_summary t = std::move(out.traces[i]);
-      t.cycle = cycle;
-      if (t.rank < 0) c.all_ranked = false;
-      if (t.rank >= 0 && t.rank == previous_rank) {
-        t.duplicate = true;
-        warnings.push_back(t.file.string() + ": a second trace of rank " + std::to_string(t.rank) +
-                           (c.label.empty() ? "" : ", " + c.label) + " (after " + first_file +
-                           "): its table is shown, the view across ranks uses the first");
-      } else {
-        ++c.entities;
-        first_file = t.file.filename().string();
-      }
-      previous_rank = t.rank;
-      ordered.push_back(std::move(t));
-    }
-    warn_missing_ranks(ordered, cycle, c.label, warnings);
-    out.cycles.push_back(std::move(c));
-  }
-  out.traces = std::move(ordered);
-  return out;
-}
-
-std::string cross_rank_table(const ranks_summary& ranks, std::size_t cycle, int row_limit) {
-  struct key_stats {
-    std::vector<std::pair<std::int64_t, std::size_t>> self;  // (self CPU ns, index into ranks.traces)
-  };
-  std::map<std::string, key_stats> keys;
-  for (std::size_t i = 0; i < ranks.traces.size(); ++i) {
-    const auto& t = ranks.traces[i];
-    if (t.cycle != cycle || t.duplicate) continue;
-    for (const auto& row : t.averages.rows) keys[row.key].self.emplace_back(row.self_cpu_time_total_ns, i);
-  }
-  const std::size_t total = cycle < ranks.cycles.size() ? ranks.cycles[cycle].entities : 0;
-  struct line {
-    std::string key;
-    std::size_t present;
-    std::int64_t min, median, max;
-    std::size_t slowest;
-  };
-  std::vector<line> lines;
-  for (auto& [key, st] : keys) {
-    std::sort(st.self.begin(), st.self.end());
-    const std::size_t n = st.self.size();  // an even count's median: the mean of the middle two
-    const std::int64_t median = n % 2 ? st.self[n / 2].first : std::midpoint(st.self[n / 2 - 1].first, st.self[n / 2].first);
-    lines.push_back({key, n, st.self.front().first, median, st.self.back().first, st.self.back().second});
-  }
-  std::stable_sort(lines.begin(), lines.end(),
-                   [](const line& a, const line& b) { return a.max - a.min > b.max - b.min; });
-  const auto who = [&](std::size_t i) {
-    return ranks.traces[i].rank >= 0 ? "rank " + std::to_string(ranks.traces[i].rank)
-                                     : ranks.traces[i].file.filename().string();
-  };
-  std::size_t name_width = 4;
-  for (const auto& l : lines) name_width = std::max(name_width, std::min<std::size_t>(l.key.size(), 55));
-  std::string out;
-  char buf[512];
-  std::snprintf(buf, sizeof buf, "%-*s  %7s  %14s  %14s  %14s  %s\n", static_cast<int>(name_width), "Name", "Ranks",
-                "Self CPU min us", "median us", "max us", "Slowest");
-  out += buf;
-  int n = 0;
-  for (const auto& l : lines) {
-    if (row_limit >= 0 && n++ >= row_limit) break;
-    const std::string name = l.key.size() > 55 ? l.key.substr(0, 52) + "..." : l.key;
-    const std::string present = std::to_string(l.present) + "/" + std::to_string(total);
-    std::snprintf(buf, sizeof buf, "%-*s  %7s  %14s  %14s  %14s  %s\n", static_cast<int>(name_width), name.c_str(),
-                  present.c_str(), us_text(l.min).c_str(), us_text(l.median).c_str(), us_text(l.max).c_str(),
-                  l.max > l.min ? who(l.slowest).c_str() : "-");
-    out += buf;
-  }
-  return out;
 }
 
 std::string numeric_csv(const proftrace::event_averages& averages) {
@@ -872,98 +583,6 @@ proftrace::event_averages summarize_stacks(const std::filesystem::path& path, st
   aggregate(path, agg, warnings, progress);
   agg.finish();
   return agg.stacks();
-}
-
-std::uint64_t validate(const std::filesystem::path& path, const std::function<void(const problem&)>& on_problem,
-                       read_result* result) {
-  std::uint64_t n = 0;
-  const auto report = [&](std::int64_t index, std::string message) {
-    ++n;
-    on_problem(problem{index, std::move(message)});
-  };
-  std::uint64_t seen = 0;
-  read_options opts;
-  opts.on_event = [&](const trace_event& e) {
-    ++seen;
-    const auto i = static_cast<std::int64_t>(e.index);
-    if (e.type != json_type::object) {
-      report(i, std::string("is ") + to_string(e.type) + ", not an object");
-      return true;
-    }
-    if (e.ph_type == json_type::absent) report(i, "has no \"ph\"");
-    else if (e.ph_type != json_type::string) report(i, type_problem("ph", e.ph_type, "a string"));
-    if (e.name_type == json_type::absent) report(i, "has no \"name\" (TensorBoard needs one on every event)");
-    else if (e.name_type != json_type::string) report(i, type_problem("name", e.name_type, "a string"));
-    const bool complete = e.ph_type == json_type::string && e.ph == "X";
-    if (complete) {
-      if (e.cat_type == json_type::absent) report(i, "is a complete event (\"X\") without \"cat\"");
-      else if (e.cat_type != json_type::string) report(i, type_problem("cat", e.cat_type, "a string"));
-      if (e.ts_type == json_type::absent) report(i, "is a complete event (\"X\") without \"ts\"");
-      if (e.dur_type == json_type::absent) report(i, "is a complete event (\"X\") without \"dur\"");
-    }
-    if (e.ts_type != json_type::absent && e.ts_type != json_type::number) report(i, type_problem("ts", e.ts_type, "a number"));
-    if (e.dur_type != json_type::absent && e.dur_type != json_type::number) report(i, type_problem("dur", e.dur_type, "a number"));
-    if (e.ts_type == json_type::number && e.ts < 0) report(i, "\"ts\" is negative (" + format_time_signed(e.ts) + ")");
-    if (e.dur_type == json_type::number && e.dur < 0) report(i, "\"dur\" is negative (" + format_time_signed(e.dur) + ")");
-    return true;
-  };
-  read_result r;
-  try {
-    r = read_trace(path, opts);
-  } catch (const trace_error& e) {
-    r.events = seen;
-    report(-1, e.reason(path));
-    if (result) *result = r;
-    return n;
-  }
-  if (!r.top_level_object) report(-1, "the top-level value is not an object");
-  else if (!r.has_trace_events) report(-1, "no \"traceEvents\" key");
-  else if (!r.trace_events_is_array) report(-1, "\"traceEvents\" is not an array");
-  if (r.truncated)
-    report(-1, where_cut(r, "file") + " (truncated after " + std::to_string(r.events) + " events)");
-  if (const std::string note = incompleteness(r); !note.empty()) report(-1, note);
-  if (result) *result = r;
-  return n;
-}
-
-double diff_row::self_change_pct() const noexcept {
-  if (self_a_ns == 0) return self_b_ns > 0 ? std::numeric_limits<double>::infinity() : 0.0;
-  return static_cast<double>(self_b_ns - self_a_ns) * 100.0 / static_cast<double>(self_a_ns);
-}
-
-std::string diff_key(const proftrace::event_average& r) {
-  return r.input_shapes.empty() ? r.key : r.key + " " + r.input_shapes;
-}
-
-std::vector<diff_row> diff(const proftrace::event_averages& a, const proftrace::event_averages& b) {
-  std::vector<diff_row> rows;
-  std::unordered_map<std::string, std::size_t> index;
-  const auto key_of = diff_key;
-  const auto row = [&](const proftrace::event_average& r) -> diff_row& {
-    auto [it, fresh] = index.try_emplace(key_of(r), rows.size());
-    if (fresh) rows.push_back(diff_row{.key = key_of(r)});
-    return rows[it->second];
-  };
-  // One side's rows into its columns of the diff.
-  using count_field = std::int64_t diff_row::*;
-  const auto add_side = [&](const proftrace::event_averages& side, bool diff_row::*in, count_field count, count_field self,
-                            count_field total) {
-    for (const auto& r : side.rows) {
-      auto& d = row(r);
-      d.*in = true;
-      add_saturating(d.*count, r.count);
-      add_saturating(d.*self, r.self_cpu_time_total_ns);
-      add_saturating(d.*total, r.cpu_time_total_ns);
-    }
-  };
-  add_side(a, &diff_row::in_a, &diff_row::count_a, &diff_row::self_a_ns, &diff_row::total_a_ns);
-  add_side(b, &diff_row::in_b, &diff_row::count_b, &diff_row::self_b_ns, &diff_row::total_b_ns);
-  std::stable_sort(rows.begin(), rows.end(), [](const diff_row& x, const diff_row& y) {
-    const auto ax = std::llabs(x.self_change_ns()), ay = std::llabs(y.self_change_ns());
-    if (ax != ay) return ax > ay;
-    return x.key < y.key;
-  });
-  return rows;
 }
 
 }  // namespace proftrace::tools

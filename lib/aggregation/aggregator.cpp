@@ -18,7 +18,7 @@ namespace detail {
 const char* aggregator::row_name(const open_scope& s) noexcept {
   // A thread's own step span is its own key ("thread step"), so that the
   // table counts ProfilerStep* once per step, as torch's.
-  return s.step == step_kind::step || s.step == step_kind::api_step ? "ProfilerStep*" : s.where->name;
+  return s.step == step_kind::step || s.step == step_kind::api_step ? step_row_key : s.where->name;
 }
 
 event_average& aggregator::keyed_row(std::string key, const char* name) {
@@ -64,9 +64,9 @@ event_average& aggregator::find_row(const thread_state& ts, const open_scope& s)
   if (opts_.with_stack)
     for (std::size_t i = depth; i-- > 0;)
       if (is_frame(ts, ts.stack[i])) frames.push_back(frame_of(ts.stack[i]));
-  std::string key = s.dynamic_name.empty() ? std::string(name) : "\x1d" + s.dynamic_name;
-  key += '\x1f';
-  append_shapes_json(key, s.shapes);
+  std::string shapes = shapes_json(s.shapes);
+  // A runtime name's key is marked apart from a call site's of the same text.
+  std::string key = s.dynamic_name.empty() ? row_key(name, shapes) : row_key("\x1d" + s.dynamic_name, shapes);
   for (auto& f : frames) {
     key += '\n';
     key += f;
@@ -74,7 +74,7 @@ event_average& aggregator::find_row(const thread_state& ts, const open_scope& s)
   const std::size_t before = rows_.size();
   event_average& row = keyed_row(std::move(key), name);
   if (rows_.size() != before) {
-    row.input_shapes = is_step ? std::string() : shapes_json(s.shapes);
+    if (!is_step) row.input_shapes = std::move(shapes);
     row.stack = std::move(frames);
     row.top_level = depth == 0;
   }
@@ -121,13 +121,13 @@ void aggregator::retain(const thread_state& ts, const open_scope& s, std::int64_
   const site& where = *s.where;
   const std::size_t depth = ts.stack.size();
   function_event& e = retained_.emplace_back();
-  e.name = s.step == step_kind::step || s.step == step_kind::api_step ? "ProfilerStep#" + std::to_string(s.payload)
+  e.name = s.step == step_kind::step || s.step == step_kind::api_step ? step_event_name(s.payload)
                                                                       : std::string(where.name);
   if (!s.dynamic_name.empty()) e.name = s.dynamic_name;
   e.input_shapes = shapes_json(s.shapes);
   e.thread = ts.tid;
   e.start_unix_ns = s.begin_ns;
-  e.duration_ns = end_ns > s.begin_ns ? end_ns - s.begin_ns : 0;
+  e.duration_ns = duration_ns(s.begin_ns, end_ns);
   e.self_duration_ns = self;
   e.external_id = s.external_id;
   e.depth = static_cast<int>(depth);
@@ -140,7 +140,7 @@ void aggregator::retain(const thread_state& ts, const open_scope& s, std::int64_
 
 // An async range counts in its row's CPU total only.
 void aggregator::add_async(const open_async& a, std::int64_t end_ns, std::int64_t end_tid) {
-  const std::int64_t dur = end_ns > a.begin_ns ? end_ns - a.begin_ns : 0;
+  const std::int64_t dur = duration_ns(a.begin_ns, end_ns);
   std::string key = "\x1e";
   key += a.name();
   event_average& row = keyed_row(std::move(key), a.name());
@@ -174,17 +174,11 @@ void aggregator::add_memory(const memory_event& m, bool scoped) {
   std::int64_t bytes[2] = {0, 0};
   bytes[m.device < 0 ? 0 : 1] = m.resolved->attributed_bytes();
   add_unscoped_memory(bytes, 1);
-  began(rows_[by_key_.at("[memory]")], m.ns);
+  began(rows_[by_key_.at(memory_row_key)], m.ns);
 }
 
 void aggregator::add_unscoped_memory(const std::int64_t (&bytes)[2], std::int64_t events) {
-  event_average& r = keyed_row("[memory]", "[memory]");
-  r.top_level = true;
-  r.count += events;
-  r.cpu_memory_usage += bytes[0];
-  r.self_cpu_memory_usage += bytes[0];
-  r.cuda_memory_usage += bytes[1];
-  r.self_cuda_memory_usage += bytes[1];
+  detail::add_unscoped_memory(keyed_row(memory_row_key, memory_row_key), bytes, events);
 }
 
 // Calls fn(id, launcher, self) for the scope `external_id` names, then for
@@ -205,7 +199,7 @@ std::vector<gpu_span> aggregator::add_gpu(const std::vector<gpu_activity>& activ
     const bool device_op = a.kind == gpu_activity_kind::kernel || a.kind == gpu_activity_kind::memcpy ||
                            a.kind == gpu_activity_kind::memset;
     if (!device_op) continue;
-    const std::int64_t dur = a.end_ns > a.start_ns ? a.end_ns - a.start_ns : 0;
+    const std::int64_t dur = duration_ns(a.start_ns, a.end_ns);
     for_each_launcher(a.external_id, [&](std::uint64_t id, const launcher& l, bool self) {
       event_average& row = rows_[l.row];
       row.cuda_time_total_ns += dur;

@@ -2,6 +2,10 @@
 // finished records of a trace window as pairing delivers them — times, FLOPs
 // and memory per (name, input shapes[, stack]), GPU time attributed to the
 // scopes that launched it, the retained events and the memory records.
+// torch's rules for a row (its name, key, what an event adds to it) are
+// torch_rules.hpp's, shared with the command line's summary; this keeps
+// what is live: rows found by call site, a scope's parent from its
+// thread's stack of open scopes, GPU attribution, counters, retained events.
 #pragma once
 
 #include <array>
@@ -16,6 +20,7 @@
 #include "records/gpu_batch.hpp"
 #include "records/memory.hpp"
 #include "records/thread.hpp"
+#include "torch_rules.hpp"
 #include "proftrace/key_averages.hpp"
 
 namespace proftrace {
@@ -35,19 +40,13 @@ class aggregator {
   // `s` closed at end_ns inside ts.stack (its enclosing scopes, outermost first).
   // Inline: the drain loop's common case is a cached row and a few sums.
   void add_scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns) {
-    const std::int64_t dur = end_ns > s.begin_ns ? end_ns - s.begin_ns : 0;
-    const std::int64_t self = dur > s.child_ns ? dur - s.child_ns : 0;
+    const std::int64_t dur = duration_ns(s.begin_ns, end_ns);
+    const std::int64_t self = self_ns(dur, s.child_ns);
     event_average& row = row_for(ts, s);
     began(row, s.begin_ns);
     if (opts_.cuda) note_launcher(ts, s, row);
-    row.count += 1;
-    row.cpu_time_total_ns += dur;
-    row.self_cpu_time_total_ns += self;
-    if (__builtin_add_overflow(row.flops, s.flops, &row.flops)) row.flops = INT64_MAX;  // both counts are >= 0
-    row.cpu_memory_usage += s.mem_self[0] + s.mem_child[0];
-    row.self_cpu_memory_usage += s.mem_self[0];
-    row.cuda_memory_usage += s.mem_self[1] + s.mem_child[1];
-    row.self_cuda_memory_usage += s.mem_self[1];
+    const std::int64_t memory_total[2] = {s.mem_self[0] + s.mem_child[0], s.mem_self[1] + s.mem_child[1]};
+    add_event(row, dur, self, s.flops, memory_total, s.mem_self);
     if (PROFTRACE_UNLIKELY(!s.args.empty() || !counter_children_.empty())) add_counters(ts, s, row);
     if (opts_.retain_events) retain(ts, s, end_ns, self);
   }
@@ -68,10 +67,8 @@ class aggregator {
         row = slot.where == l.where ? &rows_[slot.row] : &find_row(ts, as_leaf(ts, l));
         began(*row, l.begin_ns);  // one thread's leaves, in order: the first of a site began first
       }
-      const std::int64_t dur = l.end_ns > l.begin_ns ? l.end_ns - l.begin_ns : 0;
-      row->count += 1;
-      row->cpu_time_total_ns += dur;
-      row->self_cpu_time_total_ns += dur;
+      const std::int64_t dur = duration_ns(l.begin_ns, l.end_ns);
+      add_event_time(*row, dur, dur);
     }
   }
   void add_async(const open_async& a, std::int64_t end_ns, std::int64_t end_tid);
