@@ -2,7 +2,7 @@
 // library's converters.
 #include "perfetto_input.hpp"
 #include "trace_input.hpp"
-#include "trace_reader.hpp"
+#include "trace_convert.hpp"
 #include "spool/compressed_output.hpp"
 #include "formats/perfetto/kineto_to_perfetto.hpp"
 #include "formats/perfetto/perfetto_to_kineto.hpp"

@@ -24,7 +24,7 @@
 
 #include <unistd.h>
 
-#include "trace_reader.hpp"
+#include "trace_merge.hpp"
 #include "formats/kineto_json/json_events_scanner.hpp"
 #include "spool/compression_filters.hpp"
 

@@ -12,7 +12,7 @@
 
 #include "perfetto_input.hpp"
 #include "trace_input.hpp"
-#include "trace_reader.hpp"
+#include "trace_pftrace.hpp"
 #include "formats/trace_formats.hpp"
 #include "formats/perfetto/perfetto_reader.hpp"
 #include "formats/perfetto/perfetto_to_kineto.hpp"

@@ -1,10 +1,7 @@
 // tools/trace_reader.hpp — a streaming reader for Kineto-layout trace files
-// (.json, .json.gz, .json.zst), and the declarations of what the `proftrace`
-// command line builds on it that have no header of their own yet (Perfetto
-// traces, convert, merge, repair). The reader contract (trace_layout.hpp),
-// the summary (trace_summary.hpp), summary DIR (rank_summary.hpp), validate
-// (trace_validate.hpp) and diff (trace_diff.hpp) have theirs, included at
-// the end.
+// (.json, .json.gz, .json.zst), and telling traces from the other files of a
+// directory. What the `proftrace` command line builds on it has a header per
+// job, included at the end for a caller that includes this one alone.
 //
 // The file is read once, in 1 MiB chunks, through boost::json::basic_parser
 // (a SAX parser): no document is ever built, so memory stays bounded whatever
@@ -138,36 +135,6 @@ struct read_options {
 // refused_value_error for a number beyond a double.
 read_result read_trace(const std::filesystem::path& path, const read_options& options);
 
-// ---- Perfetto traces (.pftrace, .pftrace.gz; tools/trace_pftrace.cpp) ----
-
-// A .pftrace, .pftrace.gz or .pftrace.zst name, or a file whose
-// (decompressed) first byte is 0x0a (Trace.packet) and whose first byte
-// other than white space is not '{' (that is JSON starting with a newline).
-// Never throws.
-bool is_perfetto_trace(const std::filesystem::path& path);
-bool named_perfetto_trace(const std::filesystem::path& path);  // by the suffix alone
-// The suffix of the format `path` holds (".json", ".pftrace"), as is_perfetto_trace tells it.
-std::string format_suffix_of(const std::filesystem::path& path);
-bool named_json(const std::filesystem::path& path);            // .json, .json.gz, .json.zst
-inline constexpr const char* trace_suffixes = ".json, .json.gz, .json.zst, .pftrace, .pftrace.gz, .pftrace.zst";
-
-// read_trace's work for a Perfetto trace: its slices become "X" events,
-// instants "i", counters "C" (in the order their END appears), with pid,
-// tid (a named track's name as tid), ts and dur in microseconds from the
-// first event's time base, and the args the summary reads. A file cut
-// inside a packet is `truncated`; malformed content throws trace_error.
-read_result read_perfetto_trace(const std::filesystem::path& path, const read_options& options);
-
-struct conversion_report {
-  std::string summary;  // one line: what was converted
-  std::vector<std::string> warnings;
-};
-// IN .json[.gz|.zst] -> OUT .pftrace[.gz]; IN .pftrace[.gz] -> OUT
-// .json[.gz|.zst]; the same format on both sides re-encodes (or copies).
-// Throws trace_error for unknown suffixes and unreadable or invalid input.
-// (tools/trace_convert.cpp)
-conversion_report convert_trace(const std::filesystem::path& input, const std::filesystem::path& output);
-
 // ---- telling traces from the other files of an output directory ----
 
 // Whether a file is a Kineto trace, decided by its content (not its name): a
@@ -198,69 +165,16 @@ std::vector<std::filesystem::path> list_traces(const std::filesystem::path& dir,
                                                const std::vector<std::filesystem::path>& exclude = {});
 
 
-struct merge_result {
-  std::uint64_t traces = 0;
-  std::uint64_t ranks = 0;  // distinct distributedInfo.rank values (each trace without one counts alone)
-  std::uint64_t events = 0;
-  std::uint64_t unaligned = 0;  // traces without a measured clock offset (taken as 0)
-  std::uint64_t drift_corrected = 0;  // traces whose offset at stop() gave the drift between start and stop
-};
-
-// Writes one trace holding every input's events: one process per rank (and
-// per device of a rank), named "rank N (host)" and sorted by rank; a rank's
-// traces of several schedule cycles share its processes (the cycles lie one
-// after another in time), the host process named with their step ranges,
-// "rank N (host) steps 10-14, 20-24"; process names are unique; times
-// moved onto rank 0's clock by each trace's clockAlignment offset (and,
-// where the offset was measured again at stop, clockAlignmentAtStop, by the
-// drift interpolated linearly between the two) and onto one base; flow ids and correlations kept apart per rank. Streaming: one
-// event in memory at a time. Writes JSON (.json, .json.gz, .json.zst; the
-// command line converts it for a .pftrace). Throws trace_error on a bad
-// input or output.
-merge_result merge_traces(std::vector<std::filesystem::path> files, const std::filesystem::path& output);
-
-// ---- repair ----
-
-// What `proftrace validate --repair` keeps of a trace that may be cut off
-// anywhere: the longest prefix of its uncompressed text that ends on a
-// complete event of "traceEvents" (or a complete top-level member, when the
-// cut is before or after that array), and the closing that makes it valid.
-struct repair_plan {
-  bool complete = false;          // whole JSON, whole compressed stream: nothing to repair
-  std::uint64_t bytes = 0;        // uncompressed bytes read before the input ended or went wrong
-  std::uint64_t keep_bytes = 0;   // the prefix of the uncompressed text that is kept
-  std::string closing;            // written after it: "]}", "}" or ", \"traceEvents\": []}"
-  std::uint64_t events_kept = 0;  // complete elements of traceEvents in the prefix
-  // How and where the input stops, e.g. "cut inside event 12 at byte 3456",
-  // "gzip stream cut between events at uncompressed byte 9000"; empty when complete.
-  std::string cut;
-};
-
-// Reads `path` once, streaming, in bounded memory. Throws trace_error
-// ("PATH: nothing to repair: ...") when no trace can be recovered: missing,
-// empty or unreadable file, a top-level value that is not an object, invalid
-// JSON or corrupt compressed data before "traceEvents", "traceEvents" not an
-// array. A cut (end of data, truncated gzip or zstd stream, corrupt
-// compressed data, invalid JSON such as a zero-filled tail) inside or after
-// traceEvents keeps every complete event before it; a cut before it keeps
-// the complete members and adds an empty "traceEvents".
-repair_plan plan_repair(const std::filesystem::path& path);
-
-// Writes the plan's prefix of `input` and its closing to `output`,
-// compressed by output's suffix (.gz, .zst, else plain), through a temporary
-// file renamed at the end (so `output` may be `input`). Throws trace_error.
-void write_repaired(const std::filesystem::path& input, const repair_plan& plan, const std::filesystem::path& output);
-
-// "<name>.repaired<suffixes>" next to `input`: t.pt.trace.json.gz ->
-// t.pt.trace.repaired.json.gz.
-std::filesystem::path default_repair_output(const std::filesystem::path& input);
-
 }  // namespace proftrace::tools
 
 // The commands' own headers, for a caller that includes this one alone
 // (each includes this header first: the reader's types above are all they need).
 #include "rank_summary.hpp"
+#include "trace_convert.hpp"
 #include "trace_diff.hpp"
 #include "trace_layout.hpp"
+#include "trace_merge.hpp"
+#include "trace_pftrace.hpp"
+#include "trace_repair.hpp"
 #include "trace_summary.hpp"
 #include "trace_validate.hpp"

@@ -23,7 +23,7 @@
 
 #include "perfetto_input.hpp"
 #include "trace_input.hpp"
-#include "trace_reader.hpp"
+#include "trace_repair.hpp"
 #include "formats/perfetto/perfetto_reader.hpp"
 #include "spool/compression_filters.hpp"
 

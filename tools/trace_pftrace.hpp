@@ -1,0 +1,30 @@
+// tools/trace_pftrace.hpp — Perfetto traces (.pftrace, .pftrace.gz, .pftrace.zst) read as the
+// Kineto-layout events the commands take (tools/trace_pftrace.cpp).
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "trace_reader.hpp"
+
+namespace proftrace::tools {
+
+// A .pftrace, .pftrace.gz or .pftrace.zst name, or a file whose
+// (decompressed) first byte is 0x0a (Trace.packet) and whose first byte
+// other than white space is not '{' (that is JSON starting with a newline).
+// Never throws.
+bool is_perfetto_trace(const std::filesystem::path& path);
+bool named_perfetto_trace(const std::filesystem::path& path);  // by the suffix alone
+// The suffix of the format `path` holds (".json", ".pftrace"), as is_perfetto_trace tells it.
+std::string format_suffix_of(const std::filesystem::path& path);
+bool named_json(const std::filesystem::path& path);            // .json, .json.gz, .json.zst
+inline constexpr const char* trace_suffixes = ".json, .json.gz, .json.zst, .pftrace, .pftrace.gz, .pftrace.zst";
+
+// read_trace's work for a Perfetto trace: its slices become "X" events,
+// instants "i", counters "C" (in the order their END appears), with pid,
+// tid (a named track's name as tid), ts and dur in microseconds from the
+// first event's time base, and the args the summary reads. A file cut
+// inside a packet is `truncated`; malformed content throws trace_error.
+read_result read_perfetto_trace(const std::filesystem::path& path, const read_options& options);
+
+}  // namespace proftrace::tools
