@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "c_config.hpp"
+#include "recording/environment_session.hpp"
 #include "c_names.hpp"
 #include "recording/registry.hpp"
 #include "proftrace/distributed.hpp"

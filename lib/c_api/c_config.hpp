@@ -34,15 +34,6 @@ struct config_key {
 // Every key, in the order the error message lists them.
 std::span<const config_key> config_keys() noexcept;
 
-// Starts a session from $PROFTRACE_CONFIG (once per process; nothing when
-// unset) and stops it at exit. Called before main() from the recorder's
-// translation unit (registry.cpp), which every instrumented program links.
-void start_from_environment() noexcept;
-
-// session::start() of `starting`: a session PROFTRACE_CONFIG started stops
-// (its trace kept) so that the program's own takes over.
-void yield_environment_session(const void* starting) noexcept;
-
 }  // namespace detail
 }  // namespace PROFTRACE_ABI_NAMESPACE
 }  // namespace proftrace

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "proftrace/detail/recorder.hpp"
-#include "c_api/c_config.hpp"
+#include "environment_session.hpp"
 #include "helpers/warn.hpp"
 
 namespace proftrace {

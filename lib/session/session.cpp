@@ -2,7 +2,7 @@
 // queries of its state. Its other work is in the files session_impl.hpp names.
 #include <stdexcept>
 
-#include "c_api/c_config.hpp"
+#include "recording/environment_session.hpp"
 #include "helpers/warn.hpp"
 #include "process_hooks.hpp"
 #include "proftrace/detail/recorder.hpp"
