@@ -18,7 +18,7 @@ namespace detail {
 const char* aggregator::row_name(const open_scope& s) noexcept {
   // A thread's own step span is its own key ("thread step"), so that the
   // table counts ProfilerStep* once per step, as torch's.
-  return s.step == step_kind::step || s.step == step_kind::api_step ? step_row_key : s.where->name;
+  return is_profiler_step(s.step) ? step_row_key : s.where->name;
 }
 
 event_average& aggregator::keyed_row(std::string key, const char* name) {
@@ -121,7 +121,7 @@ void aggregator::retain(const thread_state& ts, const open_scope& s, std::int64_
   const site& where = *s.where;
   const std::size_t depth = ts.stack.size();
   function_event& e = retained_.emplace_back();
-  e.name = s.step == step_kind::step || s.step == step_kind::api_step ? step_event_name(s.payload)
+  e.name = is_profiler_step(s.step) ? step_event_name(s.payload)
                                                                       : std::string(where.name);
   if (!s.dynamic_name.empty()) e.name = s.dynamic_name;
   e.input_shapes = shapes_json(s.shapes);

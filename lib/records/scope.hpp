@@ -23,6 +23,8 @@ enum class step_kind : std::uint8_t {
   api_step,     // profile::step()'s annotation
   thread_step,  // "thread step": another thread's span of step N
 };
+// A step written and aggregated as "ProfilerStep#N" (a thread step is not).
+constexpr bool is_profiler_step(step_kind k) noexcept { return k == step_kind::step || k == step_kind::api_step; }
 
 // A scope's "cat" in a trace.
 constexpr const char* category_name(const site& where) noexcept {

@@ -138,7 +138,7 @@ std::size_t perfetto_writer::scope_args(const packet_sequence& q, const thread_s
 
 void perfetto_writer::begin(packet_sequence& q, std::uint64_t track, const thread_state& ts, const open_scope& s,
                             bool with_args) {
-  const bool step = s.step == step_kind::step || s.step == step_kind::api_step;
+  const bool step = is_profiler_step(s.step);
   const auto write = [&](annotations args) {
     if (step) {
       const std::string name = "ProfilerStep#" + std::to_string(s.payload);
