@@ -63,7 +63,7 @@ void ring::reset() noexcept {
   tail_cache_ = next_wake_ = consumed_ = base_;
   unmarked_drops_ = 0;
   gap_owed_ = false;
-  limit_ = base_ + watermark_;
+  limit_to(base_ + watermark_);
 }
 
 void ring::overwrite_oldest(std::uint64_t h, std::uint32_t n) noexcept {
@@ -141,7 +141,7 @@ void ring::sleep_until_consumed(std::uint64_t h, std::uint64_t resume) noexcept 
 // every record: each visit reads the consumer's cache line.
 void ring::set_limit(std::uint64_t h) noexcept {
   const std::uint64_t full = tail_cache_ + mask_ + 1;
-  limit_ = h - tail_cache_ < watermark_ ? tail_cache_ + watermark_ : std::min(full, std::max(next_wake_, h));
+  limit_to(h - tail_cache_ < watermark_ ? tail_cache_ + watermark_ : std::min(full, std::max(next_wake_, h)));
 }
 
 std::uint64_t ring::make_room(std::uint64_t h, std::uint32_t n, std::uint64_t ticks, event_kind kind) noexcept {
@@ -155,7 +155,7 @@ std::uint64_t ring::make_room(std::uint64_t h, std::uint32_t n, std::uint64_t ti
   const auto drop = [&] {
     dropped_.store(dropped_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     ++unmarked_drops_;
-    limit_ = h;  // the next record comes back here, to write the gap record first
+    limit_to(h);  // the next record comes back here, to write the gap record first
     return no_begin;
   };
   std::uint64_t wait_begin = 0;

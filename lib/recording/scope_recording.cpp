@@ -90,18 +90,37 @@ PROFTRACE_NOINLINE void finish_marked_scope(const site* s, scope_token t) noexce
   if (marks) marks->gpu.close();
 }
 
-}  // namespace
-
-scope_token start_scope(const site* s, std::uint32_t state) noexcept {
+// What the ring's fast path leaves: the thread's first event, marks, a
+// full ring, a dropped begin, a scope that ends on another thread.
+PROFTRACE_NOINLINE scope_token start_scope_fully(const site* s, std::uint32_t state) noexcept {
   ring* r = thread_ring();
   if (!r) return 0;
   if (PROFTRACE_UNLIKELY(state & marks_mask)) return start_marked_scope(r, s, state);
   return token_of(r->push(r->now(), reinterpret_cast<std::uintptr_t>(s), 0, event_kind::begin));
 }
 
-void finish_scope(const site* s, scope_token t) noexcept {
+PROFTRACE_NOINLINE void finish_scope_fully(const site* s, scope_token t) noexcept {
   if (PROFTRACE_UNLIKELY(t & token_marked)) return finish_marked_scope(s, t);
   record_end(s, begin_of(t));  // after a dropped begin too: counted, unpaired, as the lost scope's second event
+}
+
+}  // namespace
+
+// The fast paths call nothing but, where they fail, the full path: so they
+// keep no register of the caller's and set up no frame (callgrind: 43 and
+// 56 instructions per begin and end before this split).
+scope_token start_scope(const site* s, std::uint32_t state) noexcept {
+  ring* r = this_thread_ring;
+  const auto fully = [s, state] { return start_scope_fully(s, state); };
+  if (PROFTRACE_UNLIKELY(r == nullptr || (state & marks_mask) != 0)) return fully();
+  return r->push_short_begin_or(reinterpret_cast<std::uintptr_t>(s), fully);
+}
+
+void finish_scope(const site* s, scope_token t) noexcept {
+  ring* r = this_thread_ring;
+  const auto fully = [s, t] { finish_scope_fully(s, t); };
+  if (PROFTRACE_UNLIKELY(r == nullptr)) return fully();
+  r->push_short_end_or(t, fully);
 }
 
 scope_token start_shapes_scope(const site* s, shape_list shapes) noexcept {

@@ -26,8 +26,10 @@
 #pragma once
 
 #include <atomic>
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "../config.hpp"
 #include "../overflow.hpp"
@@ -82,6 +84,27 @@ class ring {
     return at;
   }
 
+  // The commonest records on their own fast path: a plain begin of the site
+  // `where`, and an end naming `begin` in this ring, each in one slot, when
+  // nothing asks for push()'s other work (the TSC is the clock, no push of
+  // this thread is under way, the slot lies below the limit). Returns the
+  // record's index; otherwise what `otherwise()` returns (the caller's full
+  // path through push()). Anything else, a marked or dropped scope's token
+  // included, fails the end's range test. A site's address always fits a
+  // short begin where the TSC is read: x86-64 gives user space at most 56
+  // bits of address (five-level paging).
+  template <class Otherwise>
+  PROFTRACE_ALWAYS_INLINE std::uint64_t push_short_begin_or(std::uint64_t where, const Otherwise& otherwise) noexcept {
+    return push_short_or(
+        [where](std::uint64_t) { return std::uint64_t{tag_short_begin} << slot_tag_shift | where; },
+        [](std::uint64_t) { return true; }, otherwise);
+  }
+  template <class Otherwise>
+  PROFTRACE_ALWAYS_INLINE void push_short_end_or(std::uint64_t begin, const Otherwise& otherwise) noexcept {
+    push_short_or([begin](std::uint64_t h) { return std::uint64_t{tag_short_end} << slot_tag_shift | (h - begin); },
+                  [this, begin](std::uint64_t h) { return begin >= base_ && begin < h; }, otherwise);
+  }
+
   // A record with n_ext extension events: the head, then `ext_words`
   // (n_ext * 4 words, the fourth of each unused) in two slots each.
   // Published all at once. Returns its index, or no_begin.
@@ -126,19 +149,44 @@ class ring {
 
  private:
   // The reentrancy guard around a push: only this thread and its signal
-  // handlers touch pushing_, so relaxed accesses and signal fences order it.
+  // handlers touch pushing_ (a volatile sig_atomic_t, as a flag shared with
+  // a signal handler should be), and signal fences order it.
   PROFTRACE_ALWAYS_INLINE bool enter_push() noexcept {
-    if (PROFTRACE_UNLIKELY(pushing_.load(std::memory_order_relaxed))) {
-      count_reentered();
-      return false;
-    }
-    pushing_.store(true, std::memory_order_relaxed);
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    return true;
+    if (PROFTRACE_LIKELY(enter_push_quietly())) return true;
+    count_reentered();
+    return false;
   }
   PROFTRACE_ALWAYS_INLINE void leave_push() noexcept {
     std::atomic_signal_fence(std::memory_order_seq_cst);
-    pushing_.store(false, std::memory_order_relaxed);
+    pushing_ = 0;
+  }
+
+  template <class Word, class Fits, class Otherwise>
+  PROFTRACE_ALWAYS_INLINE auto push_short_or(const Word& second_word, const Fits& fits,
+                                             const Otherwise& otherwise) noexcept {
+#if PROFTRACE_DETAIL_HAS_TSC
+    if (PROFTRACE_UNLIKELY(!enter_push_quietly())) return otherwise();
+    const std::uint64_t h = head_.load(std::memory_order_relaxed);
+    if (PROFTRACE_LIKELY(h < short_limit_ && fits(h))) {
+      store_words(h, __rdtsc(), second_word(h));
+      head_.store(h + 1, std::memory_order_release);
+      leave_push();
+      if constexpr (std::is_void_v<decltype(otherwise())>) return;
+      else return h;
+    }
+    leave_push();
+#else
+    (void)second_word;
+    (void)fits;
+#endif
+    return otherwise();
+  }
+  // enter_push() without counting: the caller's push() counts a reentered push.
+  PROFTRACE_ALWAYS_INLINE bool enter_push_quietly() noexcept {
+    if (PROFTRACE_UNLIKELY(pushing_ != 0)) return false;
+    pushing_ = 1;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    return true;
   }
 
   PROFTRACE_ALWAYS_INLINE std::uint64_t push_unguarded(std::uint64_t ticks, std::uint64_t where,
@@ -222,6 +270,10 @@ class ring {
                                              event_kind kind) noexcept;
   // Where the fast path next leaves for make_room(), for a producer at `h`.
   void set_limit(std::uint64_t h) noexcept;
+  void limit_to(std::uint64_t limit) noexcept {
+    limit_ = limit;
+    short_limit_ = tsc_ ? limit : 0;
+  }
   // block: waits until `need` slots fit at `h` (asleep, until half the
   // ring is free); false when no flusher runs to make room.
   bool wait_for_room(std::uint64_t h, std::uint32_t need) noexcept;
@@ -236,13 +288,14 @@ class ring {
   // Producer cache line.
   alignas(64) std::atomic<std::uint64_t> head_{0};
   std::uint64_t limit_ = 0;  // past it, make_room() looks again (set_limit)
+  std::uint64_t short_limit_ = 0;  // the same for push_short_or(); 0 without the TSC (limit_to)
   std::uint64_t tail_cache_ = 0;
   std::uint64_t next_wake_ = 0;
   std::uint64_t unmarked_drops_ = 0;  // dropped since the last gap record
   std::atomic<std::uint64_t> dropped_{0};
   std::atomic<std::uint64_t> overwritten_{0};  // records, counted by the producer that overwrote them
   std::uint64_t wait_end_ = 0;  // the end of a wait whose record make_room wrote; the push reads and clears it
-  std::atomic<bool> pushing_{false};           // this thread is inside a push (enter_push)
+  volatile std::sig_atomic_t pushing_ = 0;     // this thread is inside a push (enter_push)
   std::atomic<std::uint64_t> reentered_{0};    // pushes dropped by enter_push
 
   // Consumer cache line.
