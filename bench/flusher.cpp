@@ -11,12 +11,19 @@
 // events per second (drain + write + export), the share of it spent
 // exporting, the file's bytes per scope, and the process's peak resident memory.
 //
-// BM_flusher_drop_onset/<scopes per second per thread>/<format>: two threads, each
-// pacing its scopes with the TSC at the given rate for 0.5 s, default ring
-// and `drop` policy; counters: the fraction of events dropped and the rate
-// actually reached.
+// BM_flusher_drop_onset/<scopes per second per thread>/<format>/<busy>/<ring>:
+// two threads, each pacing its scopes with the TSC at the given rate for
+// 0.5 s, `drop` policy, a ring of `ring` events (0: the default), beside
+// `busy` processes that spin on the
+// CPUs for the whole run (started by the benchmark: a node whose cores are
+// taken, where the flusher waits to be scheduled); counters: the fraction
+// of events dropped, the rate actually reached, the load average after the
+// run and the ring memory per recording thread.
 #include <benchmark/benchmark.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <x86intrin.h>
 
 #include <proftrace/macros.hpp>
@@ -24,6 +31,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -111,15 +120,46 @@ void record_paced(double rate, double seconds, std::atomic<std::int64_t>& done) 
   done.fetch_add(total);
 }
 
+// Processes that spin on a CPU until destroyed (killed with their parent too).
+class busy_processes {
+ public:
+  explicit busy_processes(std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        for (volatile std::uint64_t spin = 0;;) spin = spin + 1;
+      }
+      if (pid > 0) pids_.push_back(pid);
+    }
+  }
+  ~busy_processes() {
+    for (const pid_t pid : pids_) ::kill(pid, SIGKILL);
+    for (const pid_t pid : pids_) ::waitpid(pid, nullptr, 0);
+  }
+  busy_processes(const busy_processes&) = delete;
+  busy_processes& operator=(const busy_processes&) = delete;
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
+double load_average() {
+  double one_minute = 0;
+  return ::getloadavg(&one_minute, 1) == 1 ? one_minute : -1;
+}
+
 void BM_flusher_drop_onset(benchmark::State& state) {
   const double rate = static_cast<double>(state.range(0));
   const std::string format = formats[state.range(1)];
   constexpr double seconds = 0.5;
   std::int64_t scopes = 0, lost = 0;
   double elapsed = 0;
+  const auto ring_events = state.range(3) > 0 ? static_cast<std::uint32_t>(state.range(3)) : proftrace::profile_options{}.ring_events;
+  const busy_processes busy(state.range(2));  // before any session: a fork copies no profiler state
   for (auto _ : state) {
     proftrace::profile p(
-        {.overflow = proftrace::overflow_policy::drop, .stream_format = stream_format_for(format), .spool_dir = scratch_dir()});
+        {.overflow = proftrace::overflow_policy::drop, .ring_events = ring_events, .stream_format = stream_format_for(format), .spool_dir = scratch_dir()});
     p.start();
     std::atomic<std::int64_t> done{0};
     const auto t0 = std::chrono::steady_clock::now();
@@ -135,7 +175,9 @@ void BM_flusher_drop_onset(benchmark::State& state) {
   state.counters["dropped_fraction"] = scopes > 0 ? static_cast<double>(lost) / static_cast<double>(2 * scopes) : 0;
   state.counters["reached_per_thread"] = static_cast<double>(scopes) / 2 / elapsed;
   state.counters["peak_rss_MiB"] = peak_rss_mib();
-  state.SetLabel("streaming " + format);
+  state.counters["load_average"] = load_average();
+  state.counters["ring_KiB_per_thread"] = static_cast<double>(ring_events) * 32 / 1024;
+  state.SetLabel("streaming " + format + (state.range(2) > 0 ? ", " + std::to_string(state.range(2)) + " busy processes" : ""));
 }
 
 }  // namespace
@@ -146,7 +188,7 @@ BENCHMARK(BM_flusher_throughput)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
 BENCHMARK(BM_flusher_drop_onset)
-    ->ArgsProduct({{500'000, 1'000'000, 2'000'000, 4'000'000}, {0, 3}})
+    ->ArgsProduct({{500'000, 1'000'000, 2'000'000, 4'000'000}, {0, 3}, {0, 2}, {0, 131072}})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 
