@@ -255,9 +255,8 @@ pd::perfetto_callbacks counted_by(const pd::perfetto_callbacks& user, pd::decode
 
 pd::perfetto_read_result read_perfetto_file(const std::filesystem::path& path, const pd::perfetto_callbacks& callbacks,
                                             bool* compressed_damage, pd::decoded_json_writer* json) {
-  std::ostream discard(nullptr);
   std::optional<pd::decoded_json_writer> counter;
-  if (!json) json = &counter.emplace(discard);
+  if (!json) json = &counter.emplace();
   trace_input in(path);
   input_buffer buf(in);
   std::istream stream(&buf);
@@ -307,8 +306,7 @@ read_result read_perfetto_trace(const std::filesystem::path& path, const read_op
   }
   trace_event e;
   track_texts where;
-  std::ostream discard(nullptr);
-  pd::decoded_json_writer json(discard);  // numbers the events as its JSON's elements
+  pd::decoded_json_writer json;  // numbers the events as its JSON's elements, writing nothing
   std::int64_t base_ns = 0;
   bool has_base = false;
   pd::perfetto_callbacks cb;

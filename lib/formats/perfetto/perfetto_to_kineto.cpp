@@ -35,7 +35,19 @@ void append_value(std::string& out, const decoded_value& v) {
 }
 }  // namespace
 
-decoded_json_writer::decoded_json_writer(std::ostream& out) : out_(out) {}
+decoded_json_writer::decoded_json_writer(std::ostream& out) : out_(&out) {}
+
+std::uint64_t decoded_json_writer::metadata_events_of(const decoded_track& t) {
+  if (!t.is_process && !t.is_thread) return 0;
+  const std::string& name = t.is_thread ? t.thread_name : t.process_name;
+  return std::uint64_t{!name.empty()} + std::uint64_t{t.is_process && !t.process_labels.empty()} +
+         std::uint64_t{t.sort_index.has_value()};
+}
+
+bool decoded_json_writer::is_duplicate_closing_instant(const decoded_event& e) const {
+  return has_counters_key_ && e.type == decoded_event::kind::instant && e.category == "proftrace" &&
+         e.name == "proftrace" && !e.track->has_pid;
+}
 
 perfetto_callbacks decoded_json_writer::callbacks() {
   return {[this](const decoded_track& t) { track(t); },
@@ -55,6 +67,7 @@ void decoded_json_writer::metadata(const std::string& name, const std::string& j
   }
   if (name == "traceEvents" || name == "displayTimeUnit") return;  // this writer's own keys
   if (name == "proftrace") has_counters_key_ = true;
+  if (!out_) return;
   // Kineto's keys after the first event: the head has its defaults already
   // (one key twice would be invalid JSON to many readers).
   if ((name == "schemaVersion" && opened_ && !has_schema_) || (name == "deviceProperties" && opened_ && !has_devices_))
@@ -95,7 +108,7 @@ void decoded_json_writer::begin_element() {
 
 void decoded_json_writer::flush_if_big() {
   if (!opened_ || buf_.size() < flush_bytes) return;
-  out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+  out_->write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
   buf_.clear();
 }
 
@@ -112,6 +125,10 @@ void decoded_json_writer::append_where(const decoded_track& t) {
 // where it sorts (and a process's labels) when the trace says.
 void decoded_json_writer::track(const decoded_track& t) {
   if (t.is_process) process_tracks_.insert(t.uuid);
+  if (!out_) {
+    elements_ += metadata_events_of(t);
+    return;
+  }
   if (!t.is_process && !t.is_thread) return;
   const auto meta = [&](const char* name, const char* key, const auto& append_value) {
     begin_element();
@@ -205,10 +222,11 @@ void decoded_json_writer::async_range(const decoded_event& e) {
 }
 
 void decoded_json_writer::event(const decoded_event& e) {
-  // proftrace's closing instant, when its counters came as the "proftrace" key too.
-  if (has_counters_key_ && e.type == decoded_event::kind::instant && e.category == "proftrace" &&
-      e.name == "proftrace" && !e.track->has_pid)
+  if (is_duplicate_closing_instant(e)) return;
+  if (!out_) {
+    elements_ += is_async_range(e) ? 2 : 1 + e.flow_ids.size() + e.terminating_flow_ids.size();
     return;
+  }
   if (!has_base_) {
     base_ns_ = e.start_ns - e.start_ns % trace_base_period_ns;
     has_base_ = true;
@@ -248,9 +266,10 @@ void decoded_json_writer::finish() {
     tail_keys_.resize(tail_keys_.size() - 2);  // the last key's ",\n"
     buf_ += "\n  ],\n" + tail_keys_ + "\n}\n";
   }
-  out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+  if (!out_) return;
+  out_->write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
   buf_.clear();
-  out_.flush();
+  out_->flush();
 }
 
 perfetto_read_result perfetto_to_kineto(const std::filesystem::path& input, const std::filesystem::path& output) {

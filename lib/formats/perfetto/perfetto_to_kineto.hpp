@@ -37,6 +37,9 @@ namespace detail {
 class decoded_json_writer {
  public:
   explicit decoded_json_writer(std::ostream& out);
+  // Writes nothing: only counts the elements, for a command that reads a
+  // .pftrace and counts its events as its JSON would hold them.
+  decoded_json_writer() = default;
   void track(const decoded_track& t);
   void event(const decoded_event& e);
   // A trace-wide entry: a top-level key of the JSON.
@@ -58,7 +61,12 @@ class decoded_json_writer {
   bool is_async_range(const decoded_event& e) const;
   void async_range(const decoded_event& e);
 
-  std::ostream& out_;
+  // A track's metadata events: its name, labels and sort index, each where the trace has it.
+  static std::uint64_t metadata_events_of(const decoded_track& t);
+  // proftrace's closing instant, when its counters came as the "proftrace" key too.
+  bool is_duplicate_closing_instant(const decoded_event& e) const;
+
+  std::ostream* out_ = nullptr;  // null: count only
   std::string buf_;  // before open(): the descriptors before the first event
   std::string head_keys_, tail_keys_;  // top-level keys, each line ending in a comma
   bool opened_ = false, first_ = true, has_base_ = false;
