@@ -4,9 +4,9 @@
 
 #include <fstream>
 
-#include "c_api/c_names.hpp"
 #include "formats/json_text.hpp"
 #include "formats/trace_formats.hpp"
+#include "recording/interned_names.hpp"
 #include "recording/registry.hpp"
 
 namespace proftrace {

@@ -55,7 +55,8 @@ struct finished_trace {
   // With write_error: the events recorded that the spool does not hold
   // (JSON: elements of traceEvents; .pftrace: TracePackets).
   std::uint64_t events_not_written = 0;
-  std::uint64_t names_over_limit = 0;  // C API events and args recorded as "[names over limit]" (c_names.hpp)
+  // C API events and args recorded as "[names over limit]" (recording/interned_names.hpp).
+  std::uint64_t names_over_limit = 0;
 
   // What closes the spool's format: late metadata, proftrace's counters and traceName.
   std::string tail(const std::string& trace_name) const;
