@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""docs/contributing.md's format recipe against the tree, and every path
-the page's recipes name.
+"""docs/contributing.md's format and command recipes against the tree, and
+every path the page's recipes name.
 
 - the writer calls the recipe lists are the calls the trace window makes on
   a writer (lib/drain/trace_window.*), and every writer of `trace_writers`
@@ -8,11 +8,16 @@ the page's recipes name.
 - `trace_format` (include/proftrace/profile.hpp) has one value per writer
   besides `automatic`, and the table `trace_formats` as many rows, its
   size the same in lib/formats/trace_formats.hpp and .cpp;
+- every command is where the command recipe puts one: tools/commands/<name>.cpp
+  defining `const command <name>_command{`, its `extern` in command.hpp, its
+  row in proftrace_cli.cpp's table, its source in tools/CMakeLists.txt, its
+  suite in tests/cli/CMakeLists.txt's list and its section in tools/README.md
+  and docs/reference/cli.md (`proftrace <name>`), and nothing else is;
 - every file or folder the recipes name (a path under include/, lib/,
   tools/, tests/, cmake/, docs/ or bench/, `<name>` placeholders aside;
   the worked examples' new files are not in the tree) exists.
 
-  check_format_recipe.py --source DIR --page docs/contributing.md
+  check_recipes.py --source DIR --page docs/contributing.md
 """
 import argparse
 import pathlib
@@ -71,6 +76,33 @@ def named_paths(page_text):
     return paths
 
 
+def command_errors(root):
+    errors = []
+    externs = re.search(r"extern const command ([^;]*);", read(root, "tools/commands/command.hpp"))
+    declared = set(re.findall(r"(\w+)_command", externs.group(1))) if externs else set()
+    table = re.search(r"commands\[\] = \{([^}]*)\}", read(root, "tools/proftrace_cli.cpp"))
+    rows = set(re.findall(r"&cli::(\w+)_command", table.group(1))) if table else set()
+    files = {p.stem for p in (root / "tools/commands").glob("*.cpp")} - {"command"}
+    cli_sources = re.search(r"add_executable\(proftrace_cli ([^)]*)\)", read(root, "tools/CMakeLists.txt"))
+    built = set(re.findall(r"commands/(\w+)\.cpp", cli_sources.group(1))) - {"command"} if cli_sources else set()
+    suites = re.search(r"foreach\(command ([^)]*)\)", read(root, "tests/cli/CMakeLists.txt"))
+    tested = set(suites.group(1).split()) if suites else set()
+    places = {"extern in command.hpp": declared, "row in proftrace_cli.cpp": rows,
+              "file in tools/commands/": files, "source in tools/CMakeLists.txt": built}
+    for name in set().union(*places.values()):
+        lacks = [place for place, names in places.items() if name not in names]
+        if lacks:
+            errors.append(f"command {name} has no {', no '.join(lacks)}")
+        if name in files and not re.search(rf"const command {name}_command\{{", read(root, f"tools/commands/{name}.cpp")):
+            errors.append(f"tools/commands/{name}.cpp defines no `const command {name}_command{{`")
+        if name not in tested:
+            errors.append(f"command {name} has no cli_{name}_test in tests/cli/CMakeLists.txt's list")
+        for page in ("tools/README.md", "docs/reference/cli.md"):
+            if f"proftrace {name}" not in read(root, page):
+                errors.append(f"{page} has no section on `proftrace {name}`")
+    return errors, len(files)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--source", required=True, type=pathlib.Path)
@@ -103,6 +135,9 @@ def main():
     if len(set(counts.values())) != 1:
         errors.append("these should agree: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
 
+    command_problems, commands = command_errors(root)
+    errors += command_problems
+
     for rel in sorted(named_paths(page_text)):
         if not any((root / (rel + ext)).exists() for ext in ("", ".hpp", ".cpp")):  # "perfetto/perfetto_reader"
             errors.append(f"the page names {rel}, which does not exist")
@@ -110,7 +145,8 @@ def main():
     if errors:
         print("contributing.md's recipes are stale:\n  " + "\n  ".join(errors))
         return 1
-    print(f"the format recipe holds: {len(listed)} writer calls, {len(formats)} formats; every named path exists")
+    print(f"the recipes hold: {len(listed)} writer calls, {len(formats)} formats, {commands} commands each in its places;"
+          " every named path exists")
     return 0
 
 
