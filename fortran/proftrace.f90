@@ -181,7 +181,7 @@ contains
   subroutine arg_int32(key, value)
     character(len=*), intent(in) :: key
     integer, intent(in) :: value
-    call c_arg_int_n(key, int(len_trim(key), c_size_t), int(value, c_int64_t))
+    call arg_int64(key, int(value, int64))
   end subroutine
   subroutine arg_int64(key, value)
     character(len=*), intent(in) :: key
@@ -191,7 +191,7 @@ contains
   subroutine arg_real32(key, value)
     character(len=*), intent(in) :: key
     real, intent(in) :: value
-    call c_arg_double_n(key, int(len_trim(key), c_size_t), real(value, c_double))
+    call arg_real64(key, real(value, c_double))
   end subroutine
   subroutine arg_real64(key, value)
     character(len=*), intent(in) :: key

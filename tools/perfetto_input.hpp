@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "formats/perfetto/perfetto_reader.hpp"
+#include <proftrace_trace_io/perfetto_reader.hpp>
 
 namespace proftrace::detail {
 class decoded_json_writer;

@@ -3,9 +3,8 @@
 #include "perfetto_input.hpp"
 #include "trace_input.hpp"
 #include "trace_convert.hpp"
-#include "spool/compressed_output.hpp"
-#include "formats/perfetto/kineto_to_perfetto.hpp"
-#include "formats/perfetto/perfetto_to_kineto.hpp"
+#include <proftrace_trace_io/compression.hpp>
+#include <proftrace_trace_io/format_converters.hpp>
 
 namespace proftrace::tools {
 

@@ -10,7 +10,7 @@
 #include <set>
 #include <unordered_map>
 
-#include "aggregation/torch_rules.hpp"
+#include <proftrace_trace_io/torch_rules.hpp>
 #include "trace_layout.hpp"
 #include "trace_summary.hpp"
 

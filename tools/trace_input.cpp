@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "trace_reader.hpp"
-#include "formats/trace_formats.hpp"
+#include <proftrace_trace_io/trace_formats.hpp>
 
 namespace proftrace::tools {
 

@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 #include "trace_merge.hpp"
-#include "formats/kineto_json/json_events_scanner.hpp"
-#include "spool/compression_filters.hpp"
+#include <proftrace_trace_io/json_events_scanner.hpp>
+#include <proftrace_trace_io/compression.hpp>
 
 namespace proftrace::tools {
 

@@ -13,9 +13,9 @@
 #include "perfetto_input.hpp"
 #include "trace_input.hpp"
 #include "trace_pftrace.hpp"
-#include "formats/trace_formats.hpp"
-#include "formats/perfetto/perfetto_reader.hpp"
-#include "formats/perfetto/perfetto_to_kineto.hpp"
+#include <proftrace_trace_io/trace_formats.hpp>
+#include <proftrace_trace_io/perfetto_reader.hpp>
+#include <proftrace_trace_io/format_converters.hpp>
 
 namespace proftrace::tools {
 

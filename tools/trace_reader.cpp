@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "trace_input.hpp"
-#include "formats/perfetto/perfetto_reader.hpp"
-#include "formats/trace_formats.hpp"
+#include <proftrace_trace_io/perfetto_reader.hpp>
+#include <proftrace_trace_io/trace_formats.hpp>
 
 namespace proftrace::tools {
 

@@ -24,8 +24,8 @@
 #include "perfetto_input.hpp"
 #include "trace_input.hpp"
 #include "trace_repair.hpp"
-#include "formats/perfetto/perfetto_reader.hpp"
-#include "spool/compression_filters.hpp"
+#include <proftrace_trace_io/perfetto_reader.hpp>
+#include <proftrace_trace_io/compression.hpp>
 
 namespace proftrace::tools {
 

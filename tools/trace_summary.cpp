@@ -10,9 +10,9 @@
 #include <optional>
 #include <string_view>
 
-#include "aggregation/torch_rules.hpp"
-#include "formats/perfetto/perfetto_reader.hpp"
-#include "spool/sorted_runs.hpp"
+#include <proftrace_trace_io/torch_rules.hpp>
+#include <proftrace_trace_io/perfetto_reader.hpp>
+#include <proftrace_trace_io/sorted_runs.hpp>
 #include "trace_layout.hpp"
 
 namespace proftrace::tools {

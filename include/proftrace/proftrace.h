@@ -28,14 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#if defined(__has_include)
-#if __has_include(<proftrace/build_config.hpp>)
-#include <proftrace/build_config.hpp> /* only #defines */
-#endif
-#endif
-#ifndef PROFTRACE_ENABLED
-#define PROFTRACE_ENABLED 1
-#endif
+#include "switches.h" /* only #defines */
 
 #if PROFTRACE_ENABLED
 

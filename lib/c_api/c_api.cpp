@@ -18,7 +18,7 @@
 
 #include "c_config.hpp"
 #include "recording/environment_session.hpp"
-#include "c_names.hpp"
+#include "recording/interned_names.hpp"
 #include "recording/registry.hpp"
 #include "proftrace/distributed.hpp"
 #include "proftrace/detail/recorder.hpp"
@@ -76,7 +76,7 @@ const site c_push_site{"", "", "proftrace.h", 0, category::user_annotation};
 
 // Sites for names that C passes at run time (literals, instants, counters,
 // arg keys): one per (text, category), kept for the life of the process, up
-// to the bound of c_names.hpp. A per-thread cache by pointer (checked
+// to the bound of recording/interned_names.hpp. A per-thread cache by pointer (checked
 // against the text) keeps the lock to a thread's first use of a name.
 struct interned {
   std::string name;
@@ -94,7 +94,6 @@ intern_map& intern_table() {
   return *t;
 }
 std::size_t interned_name_bytes = 0;  // under intern_mutex
-std::atomic<std::uint64_t> over_limit_uses{0};
 
 // What a new name past the bound is recorded as, by category (the C API
 // interns user_annotation, instant and counter names).
@@ -113,7 +112,7 @@ const site* find_or_add_site(std::string_view key, const char* name, std::size_t
   intern_map& table = intern_table();
   if (const auto it = table.find(key); it != table.end()) return it->second.s.get();
   if (table.size() >= max_interned_names || length > max_interned_name_bytes - interned_name_bytes) {
-    over_limit_uses.fetch_add(1, std::memory_order_relaxed);
+    count_name_over_limit();
     return over_limit_site(cat);
   }
   interned& entry = table.try_emplace(std::string(key)).first->second;
@@ -317,8 +316,6 @@ int start_session(const char* config, bool from_environment) {
 }
 
 }  // namespace
-
-std::uint64_t names_over_limit() noexcept { return over_limit_uses.load(std::memory_order_relaxed); }
 
 void yield_environment_session(const void* starting) noexcept {
   std::lock_guard lock(c_session_mutex);

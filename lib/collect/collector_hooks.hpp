@@ -7,7 +7,7 @@
 //
 // A collector defines its hooks in its folder (collect/<name>/<name>_hooks.cpp,
 // absent_collector() where the build lacks it) and adds one line to
-// build_collectors()'s table. Every hook may be null: nothing to do.
+// build_collectors()'s table. Every hook may be null (left out: nothing to do).
 #pragma once
 
 #include <cstdint>
@@ -27,23 +27,22 @@ struct collector_hooks {
   activity kind;
   // At start(): whether it collects in this process now. `named`: the
   // program asked for it by name, so a missing one warns (once).
-  bool (*start)(const profile_options& opts, bool named, bool in_forked_child);
+  bool (*start)(const profile_options& opts, bool named, bool in_forked_child) = nullptr;
   // At stop(): ends what start() began.
-  void (*stop)();
+  void (*stop)() = nullptr;
   // The recorder's state bits while it collects (recorder.hpp state_*).
-  std::uint32_t (*state_bits)(const profile_options& opts);
+  std::uint32_t (*state_bits)(const profile_options& opts) = nullptr;
   // What a trace window needs of it (devices, flags).
-  void (*open_window)(const profile_options& opts, window_options& w);
+  void (*open_window)(const profile_options& opts, window_options& w) = nullptr;
   // Its records for the trace that closes now (GPU activities).
-  gpu_batch (*take)();
+  gpu_batch (*take)() = nullptr;
   // False for a collector this build was configured without.
   bool in_build = true;
 };
 
 // What a collector this build lacks registers: its kind, nothing to call.
 constexpr collector_hooks absent_collector(activity kind) noexcept {
-  return {.kind = kind, .start = nullptr, .stop = nullptr, .state_bits = nullptr, .open_window = nullptr, .take = nullptr,
-          .in_build = false};
+  return {.kind = kind, .in_build = false};
 }
 
 // The collectors compiled into this build.

@@ -4,9 +4,9 @@
 
 #include <fstream>
 
-#include "c_api/c_names.hpp"
 #include "formats/json_text.hpp"
 #include "formats/trace_formats.hpp"
+#include "recording/interned_names.hpp"
 #include "recording/registry.hpp"
 
 namespace proftrace {
@@ -117,23 +117,11 @@ finished_trace trace_window::counters() const {
   f.path = opts_.path;
   f.format = opts_.format;
   f.losses = losses;
-  f.instant_events = counts.instant_events;
-  f.counter_events = counts.counter_events;
+  f.counts = counts;
   f.tail_metadata = tail_metadata;
   f.start_unix_ns = head_.start_ns;
   f.with_stack = opts_.with_stack;
   f.overflow = current_overflow_policy();
-  f.invalid_flop_estimates = counts.invalid_flop_estimates;
-  f.unscoped_flop_estimates = counts.unscoped_flop_estimates;
-  f.unknown_frees = counts.unknown_frees;
-  f.invalid_memory_devices = counts.invalid_memory_devices;
-  f.unfreed_reallocations = counts.unfreed_reallocations;
-  f.truncated_scopes = counts.truncated_scopes;
-  f.moved_scopes = counts.moved_scopes;
-  f.closed_at_thread_exit = counts.closed_at_thread_exit;
-  f.ended_after_their_session = counts.ended_after_their_session;
-  f.truncated_names = counts.truncated_names;
-  f.dropped_args = counts.dropped_args;
   f.gpu_losses = gpu_losses_;
   f.retained_events = opts_.retain_events;
   f.names_over_limit = names_over_limit() - names_over_limit_at_open_;
@@ -228,19 +216,19 @@ std::vector<std::pair<const char*, std::uint64_t>> finished_trace::counter_list(
           {"late_events", losses.late},
           {"unpaired_events", losses.unpaired},
           {"lost_events_total", losses.total()},
-          {"invalid_flop_estimates", invalid_flop_estimates},
-          {"unscoped_flop_estimates", unscoped_flop_estimates},
-          {"unknown_frees", unknown_frees},
-          {"invalid_memory_devices", invalid_memory_devices},
-          {"unfreed_reallocations", unfreed_reallocations},
-          {"truncated_scopes", truncated_scopes},
-          {"scopes_ended_on_another_thread", moved_scopes},
-          {"scopes_closed_at_thread_exit", closed_at_thread_exit},
-          {"scopes_ended_after_their_session", ended_after_their_session},
-          {"instant_events", instant_events},
-          {"counter_events", counter_events},
-          {"truncated_names", truncated_names},
-          {"dropped_args", dropped_args},
+          {"invalid_flop_estimates", counts.invalid_flop_estimates},
+          {"unscoped_flop_estimates", counts.unscoped_flop_estimates},
+          {"unknown_frees", counts.unknown_frees},
+          {"invalid_memory_devices", counts.invalid_memory_devices},
+          {"unfreed_reallocations", counts.unfreed_reallocations},
+          {"truncated_scopes", counts.truncated_scopes},
+          {"scopes_ended_on_another_thread", counts.moved_scopes},
+          {"scopes_closed_at_thread_exit", counts.closed_at_thread_exit},
+          {"scopes_ended_after_their_session", counts.ended_after_their_session},
+          {"instant_events", counts.instant_events},
+          {"counter_events", counts.counter_events},
+          {"truncated_names", counts.truncated_names},
+          {"dropped_args", counts.dropped_args},
           {"cuda_dropped_records", gpu_losses.dropped_records},
           {"cuda_zero_timestamp_kernels", gpu_losses.zero_timestamp_kernels},
           {"cuda_refused_buffers", gpu_losses.refused_buffers},

@@ -119,7 +119,7 @@ class trace_window {
   std::shared_ptr<trace_file> file_;
   gpu_loss_counts gpu_losses_;
   bool warned_ = false;
-  std::uint64_t names_over_limit_at_open_ = 0;  // c_names.hpp's count when the window opened
+  std::uint64_t names_over_limit_at_open_ = 0;  // names_over_limit() when the window opened
 };
 
 }  // namespace detail

@@ -14,6 +14,7 @@
 #include "proftrace/profile.hpp"
 #include "records/gpu_batch.hpp"
 #include "records/memory.hpp"
+#include "records/pairing_counts.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
@@ -29,8 +30,6 @@ struct finished_trace {
   bool spool_is_export = false;       // the spool was renamed to an export's path: never removed
   std::vector<event_average> averages;  // keyed by (name, input shapes)
   loss_counts losses;
-  std::uint64_t instant_events = 0;  // written, as the table's rows count scopes
-  std::uint64_t counter_events = 0;
   std::vector<std::pair<std::string, std::string>> tail_metadata;  // added while or after recording
   std::string write_error;  // non-empty when the spool could not be written completely
   std::int64_t start_unix_ns = 0;
@@ -38,24 +37,15 @@ struct finished_trace {
   bool with_stack = false;
   overflow_policy overflow = overflow_policy::drop;  // the rings' policy when the trace closed
   bool retained_events = false;
-  std::uint64_t invalid_flop_estimates = 0;   // negative dimensions or counts, impossible shapes, overflow: counted, not added (a zero estimate is valid)
-  std::uint64_t unscoped_flop_estimates = 0;  // recorded with no scope open on the thread
-  std::uint64_t unknown_frees = 0;            // frees of addresses never seen allocated (no event was lost)
-  std::uint64_t invalid_memory_devices = 0;   // memory events naming a device outside -1..253: not written
-  std::uint64_t unfreed_reallocations = 0;    // allocations at an address still live (no event was lost)
-  std::uint64_t truncated_scopes = 0;         // scopes whose end was lost: written up to the loss, marked
-  std::uint64_t moved_scopes = 0;             // scopes that ended on another thread: written as async ranges
-  std::uint64_t closed_at_thread_exit = 0;    // scopes open when their thread exited: written ending there
-  std::uint64_t ended_after_their_session = 0;  // ends of scopes written closed at an earlier trace's end
-  std::uint64_t truncated_names = 0;          // runtime names and string args cut at the maximum length
-  std::uint64_t dropped_args = 0;             // PROF_ARG with no scope open, or too many on one scope
+  pairing_counts counts;  // what pairing counted: invalid FLOP estimates, moved scopes, instants written, ...
   gpu_loss_counts gpu_losses;
   std::vector<function_event> events;  // only with retain_events
   std::vector<memory_record> memory;   // every allocation, free and reserve report, with running totals
   // With write_error: the events recorded that the spool does not hold
   // (JSON: elements of traceEvents; .pftrace: TracePackets).
   std::uint64_t events_not_written = 0;
-  std::uint64_t names_over_limit = 0;  // C API events and args recorded as "[names over limit]" (c_names.hpp)
+  // C API events and args recorded as "[names over limit]" (recording/interned_names.hpp).
+  std::uint64_t names_over_limit = 0;
 
   // What closes the spool's format: late metadata, proftrace's counters and traceName.
   std::string tail(const std::string& trace_name) const;

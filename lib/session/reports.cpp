@@ -39,8 +39,8 @@ void accumulate_into(detail::finished_trace& done, const detail::finished_trace&
   done.losses.unattached += earlier.losses.unattached;
   done.losses.late += earlier.losses.late;
   done.losses.unpaired += earlier.losses.unpaired;
-  done.instant_events += earlier.instant_events;
-  done.counter_events += earlier.counter_events;
+  done.counts.instant_events += earlier.counts.instant_events;
+  done.counts.counter_events += earlier.counts.counter_events;
   if (done.retained_events && earlier.retained_events)
     done.events.insert(done.events.begin(), earlier.events.begin(), earlier.events.end());
 }
@@ -124,8 +124,8 @@ event_averages session::key_averages(bool group_by_input_shape, int group_by_sta
   const detail::finished_trace& last = *impl_->last;
   out.note = impl_->last_note;
   out.losses = last.losses;
-  out.instant_events = last.instant_events;
-  out.counter_events = last.counter_events;
+  out.instant_events = last.counts.instant_events;
+  out.counter_events = last.counts.counter_events;
   const auto stack_n = static_cast<std::size_t>(std::max(group_by_stack_n, 0));
   std::unordered_map<std::string, std::size_t> index;
   for (const auto& r : last.averages) {

@@ -1,4 +1,4 @@
-// The C API's bound on interned names (lib/c_api/c_names.hpp). A test
+// The C API's bound on interned names (lib/recording/interned_names.hpp). A test
 // executable of its own: it uses up its process's bound.
 #include <doctest/doctest.h>
 #include <proftrace/proftrace.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "c_api/c_names.hpp"
+#include "recording/interned_names.hpp"
 #include "test_support.hpp"
 
 using test_support::files_in;

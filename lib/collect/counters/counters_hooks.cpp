@@ -71,9 +71,7 @@ extern const collector_hooks counters_hooks{
           return !kinds.empty();
         },
     .stop = [] { set_session_counters({}); },
-    .state_bits = [](const profile_options&) -> std::uint32_t { return state_counters; },
-    .open_window = nullptr,
-    .take = nullptr};
+    .state_bits = [](const profile_options&) -> std::uint32_t { return state_counters; }};
 #else
 extern const collector_hooks counters_hooks = absent_collector(activity::counters);
 #endif

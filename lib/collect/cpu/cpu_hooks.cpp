@@ -8,11 +8,7 @@ namespace detail {
 
 extern const collector_hooks cpu_hooks{
     .kind = activity::cpu,
-    .start = nullptr,
-    .stop = nullptr,
-    .state_bits = [](const profile_options&) -> std::uint32_t { return state_recording; },
-    .open_window = nullptr,
-    .take = nullptr};
+    .state_bits = [](const profile_options&) -> std::uint32_t { return state_recording; }};
 
 }  // namespace detail
 }  // namespace PROFTRACE_ABI_NAMESPACE

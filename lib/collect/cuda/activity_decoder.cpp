@@ -36,11 +36,17 @@ const char* sync_name(unsigned type) {
   }
 }
 
+// The start and end every timed record carries, on the host's clock.
+template <class Record>
+void timed(gpu_activity& a, const Record& r, std::int64_t offset_ns) {
+  a.start_ns = unix_ns(r.start, offset_ns);
+  a.end_ns = unix_ns(r.end, offset_ns);
+}
+
 // The fields every device-side op (kernel, copy, set) carries.
 template <class Record>
 void device_op(gpu_activity& a, const Record& r, std::int64_t offset_ns) {
-  a.start_ns = unix_ns(r.start, offset_ns);
-  a.end_ns = unix_ns(r.end, offset_ns);
+  timed(a, r, offset_ns);
   a.device = r.deviceId;
   a.context = r.contextId;
   a.stream = r.streamId;
@@ -89,8 +95,7 @@ gpu_activity decode_api_call(const CUpti_ActivityAPI& c, bool runtime, const cup
   gpu_activity a;
   a.kind = runtime ? gpu_activity_kind::runtime : gpu_activity_kind::driver;
   a.name = api_name(api, runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, c.cbid);
-  a.start_ns = unix_ns(c.start, offset_ns);
-  a.end_ns = unix_ns(c.end, offset_ns);
+  timed(a, c, offset_ns);
   a.process = c.processId;
   a.thread = c.threadId;
   a.cbid = c.cbid;
@@ -103,8 +108,7 @@ gpu_activity decode_sync(const cupti_sync_record& s, std::int64_t offset_ns) {
   gpu_activity a;
   a.kind = gpu_activity_kind::sync;
   a.name = sync_name(s.type);
-  a.start_ns = unix_ns(s.start, offset_ns);
-  a.end_ns = unix_ns(s.end, offset_ns);
+  timed(a, s, offset_ns);
   a.context = s.contextId;
   a.stream = s.streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : s.streamId;
   a.correlation = s.correlationId;
@@ -115,8 +119,7 @@ gpu_activity decode_overhead(const cupti_overhead_record& o, std::int64_t offset
   gpu_activity a;
   a.kind = gpu_activity_kind::overhead;
   a.name = "CUPTI overhead";
-  a.start_ns = unix_ns(o.start, offset_ns);
-  a.end_ns = unix_ns(o.end, offset_ns);
+  timed(a, o, offset_ns);
   if (o.objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || o.objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
     a.process = o.objectId.pt.processId;
     a.thread = o.objectId.pt.threadId;

@@ -14,6 +14,7 @@
 
 #include "helpers/warn.hpp"
 #include "cuda_library.hpp"
+#include "cudart_functions.hpp"
 #include "proftrace/cuda.hpp"
 
 namespace proftrace::cuda {
@@ -37,30 +38,11 @@ std::string cuda_error(const char* call, int error) {
          ")";
 }
 
-struct cudart_functions {
-  decltype(&cudaGetDeviceCount) get_device_count = nullptr;
-  decltype(&cudaProfilerStart) profiler_start = nullptr;
-  decltype(&cudaProfilerStop) profiler_stop = nullptr;
-  decltype(&cudaGetDevice) get_device = nullptr;
-  decltype(&cudaSetDevice) set_device = nullptr;
-  decltype(&cudaMemGetInfo) mem_get_info = nullptr;
-  decltype(&cudaGetDeviceProperties) get_device_properties = nullptr;
-  decltype(&cudaGetErrorString) get_error_string = nullptr;
-  decltype(&cudaDeviceSynchronize) device_synchronize = nullptr;
-};
-cudart_functions cudart;  // written once, by real_runtime_api()'s first call
-
-#define PROFTRACE_BIND(fn, field) PROFTRACE_DETAIL_BIND(cudart.field, cudart_library(), fn)
+proftrace::detail::cudart_functions cudart;  // written once, by real_runtime_api()'s first call
 
 runtime_api load_real_runtime_api() {
   static std::string why;  // the reason `unavailable` points at
-  const bool bound = PROFTRACE_BIND(cudaGetDeviceCount, get_device_count) &&
-                     PROFTRACE_BIND(cudaProfilerStart, profiler_start) &&
-                     PROFTRACE_BIND(cudaProfilerStop, profiler_stop) && PROFTRACE_BIND(cudaGetDevice, get_device) &&
-                     PROFTRACE_BIND(cudaSetDevice, set_device) && PROFTRACE_BIND(cudaMemGetInfo, mem_get_info) &&
-                     PROFTRACE_BIND(cudaGetDeviceProperties, get_device_properties) &&
-                     PROFTRACE_BIND(cudaGetErrorString, get_error_string) &&
-                     PROFTRACE_BIND(cudaDeviceSynchronize, device_synchronize);
+  const bool bound = proftrace::detail::bind_all_calls(cudart, why);
   if (!bound) return unavailable_runtime_api(why.c_str());
   return {
       [](int* n) { return static_cast<int>(cudart.get_device_count(n)); },

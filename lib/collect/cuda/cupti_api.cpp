@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "cuda_library.hpp"
+#include "cudart_functions.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
@@ -12,14 +13,6 @@ namespace detail {
 
 namespace {
 
-// The CUDA runtime calls behind the table's last three entries.
-struct cudart_functions {
-  decltype(&cudaGetDeviceCount) get_device_count = nullptr;
-  decltype(&cudaGetDevice) get_device = nullptr;
-  decltype(&cudaSetDevice) set_device = nullptr;
-  decltype(&cudaDeviceSynchronize) device_synchronize = nullptr;
-  decltype(&cudaGetDeviceProperties) get_device_properties = nullptr;
-};
 cudart_functions cudart;  // written once, by real_cupti_api()'s first call
 
 #define PROFTRACE_BIND PROFTRACE_DETAIL_BIND
@@ -62,7 +55,6 @@ int device_properties(int device, gpu_device_properties* out) {
 cupti_api load_real_cupti_api() {
   static std::string why;  // the reason `unavailable` points at
   const shared_library& cupti = cupti_library();
-  const shared_library& runtime = cudart_library();
   cupti_api api{};
   const bool bound =
       PROFTRACE_BIND(api.activity_register_callbacks, cupti, cuptiActivityRegisterCallbacks) &&
@@ -76,12 +68,7 @@ cupti_api load_real_cupti_api() {
       PROFTRACE_BIND(api.get_timestamp, cupti, cuptiGetTimestamp) &&
       PROFTRACE_BIND(api.get_callback_name, cupti, cuptiGetCallbackName) &&
       PROFTRACE_BIND(api.get_result_string, cupti, cuptiGetResultString) &&
-      PROFTRACE_BIND(api.set_thread_id_type, cupti, cuptiSetThreadIdType) &&
-      PROFTRACE_BIND(cudart.get_device_count, runtime, cudaGetDeviceCount) &&
-      PROFTRACE_BIND(cudart.get_device, runtime, cudaGetDevice) &&
-      PROFTRACE_BIND(cudart.set_device, runtime, cudaSetDevice) &&
-      PROFTRACE_BIND(cudart.device_synchronize, runtime, cudaDeviceSynchronize) &&
-      PROFTRACE_BIND(cudart.get_device_properties, runtime, cudaGetDeviceProperties);
+      PROFTRACE_BIND(api.set_thread_id_type, cupti, cuptiSetThreadIdType) && bind_device_calls(cudart, why);
   if (!bound) return unavailable_cupti_api(why.c_str());
   api.get_device_count = device_count;
   api.synchronize = synchronize_all;

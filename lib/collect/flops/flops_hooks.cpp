@@ -7,11 +7,9 @@ namespace detail {
 
 extern const collector_hooks flops_hooks{
     .kind = activity::flops,
-    .start = nullptr,
-    .stop = nullptr,
-    .state_bits = [](const profile_options& o) -> std::uint32_t { return o.with_flops ? std::uint32_t{state_flops} : 0u; },
-    .open_window = nullptr,
-    .take = nullptr};
+    .state_bits = [](const profile_options& o) -> std::uint32_t {
+      return o.with_flops ? std::uint32_t{state_flops} : 0u;
+    }};
 
 }  // namespace detail
 }  // namespace PROFTRACE_ABI_NAMESPACE

@@ -8,11 +8,8 @@ namespace detail {
 
 extern const collector_hooks memory_hooks{
     .kind = activity::memory,
-    .start = nullptr,
-    .stop = nullptr,
     .state_bits = [](const profile_options& o) -> std::uint32_t { return o.profile_memory ? std::uint32_t{state_memory} : 0u; },
-    .open_window = [](const profile_options& o, window_options& w) { w.profile_memory = o.profile_memory; },
-    .take = nullptr};
+    .open_window = [](const profile_options& o, window_options& w) { w.profile_memory = o.profile_memory; }};
 
 }  // namespace detail
 }  // namespace PROFTRACE_ABI_NAMESPACE

@@ -12,10 +12,7 @@ namespace detail {
 extern const collector_hooks nvtx_ranges_hooks{
     .kind = activity::nvtx,
     .start = [](const profile_options&, bool, bool) { return nvtx_tool_attached(); },
-    .stop = nullptr,
-    .state_bits = [](const profile_options&) -> std::uint32_t { return state_nvtx; },
-    .open_window = nullptr,
-    .take = nullptr};
+    .state_bits = [](const profile_options&) -> std::uint32_t { return state_nvtx; }};
 #else
 extern const collector_hooks nvtx_ranges_hooks = absent_collector(activity::nvtx);
 #endif

@@ -12,11 +12,7 @@ namespace detail {
 #if PROFTRACE_WITH_OPENMP
 extern const collector_hooks openmp_hooks{
     .kind = activity::openmp,
-    .start = &start_openmp,
-    .stop = nullptr,
-    .state_bits = nullptr,
-    .open_window = nullptr,
-    .take = nullptr};
+    .start = &start_openmp};
 #else
 extern const collector_hooks openmp_hooks = absent_collector(activity::openmp);
 #endif

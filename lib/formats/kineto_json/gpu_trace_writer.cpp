@@ -21,6 +21,15 @@ void append_fixed(std::string& out, double v, int decimals) {
   append_double(out, std::round(v * scale) / scale);
 }
 
+// `, "key": v`: one integer member of the object being written.
+template <class Int>
+void append_int_member(std::string& out, std::string_view key, Int v) {
+  out += ", \"";
+  out += key;
+  out += "\": ";
+  append_int(out, v);
+}
+
 void append_triple(std::string& out, const std::array<std::int32_t, 3>& v) {
   out += '[';
   for (int i = 0; i < 3; ++i) {
@@ -152,10 +161,8 @@ void gpu_trace_writer::write_span(const gpu_activity& a, const track& where, std
   out += gpu_category_name(a.kind);
   out += "\", \"name\": ";
   append_json_string(out, a.name);
-  out += ", \"pid\": ";
-  append_int(out, where.pid);
-  out += ", \"tid\": ";
-  append_int(out, where.tid);
+  append_int_member(out, "pid", where.pid);
+  append_int_member(out, "tid", where.tid);
   out += ", \"ts\": ";
   append_us3(out, a.start_ns - base_ns_);
   out += ", \"dur\": ";
@@ -170,37 +177,27 @@ void gpu_trace_writer::append_span_args(const gpu_activity& a, const track& wher
   append_int(out, a.external_id);
   if (where.on_device) {
     if (a.kind == gpu_activity_kind::kernel) {
-      out += ", \"queued\": ";
-      append_int(out, a.queued_ns > 0 && a.queued_ns < a.start_ns ? a.start_ns - a.queued_ns : 0);
+      append_int_member(out, "queued", a.queued_ns > 0 && a.queued_ns < a.start_ns ? a.start_ns - a.queued_ns : 0);
     }
-    out += ", \"device\": ";
-    append_int(out, a.device);
-    out += ", \"context\": ";
-    append_int(out, a.context);
-    out += ", \"stream\": ";
-    append_int(out, a.stream);
-    out += ", \"correlation\": ";
-    append_int(out, a.correlation);
+    append_int_member(out, "device", a.device);
+    append_int_member(out, "context", a.context);
+    append_int_member(out, "stream", a.stream);
+    append_int_member(out, "correlation", a.correlation);
   } else if (launches(a.kind)) {
-    out += ", \"cbid\": ";
-    append_int(out, a.cbid);
-    out += ", \"correlation\": ";
-    append_int(out, a.correlation);
+    append_int_member(out, "cbid", a.cbid);
+    append_int_member(out, "correlation", a.correlation);
   }
   if (a.kind == gpu_activity_kind::kernel) append_kernel_args(a, out);
   if (a.kind == gpu_activity_kind::memcpy || a.kind == gpu_activity_kind::memset) {
-    out += ", \"bytes\": ";
-    append_int(out, a.bytes);
+    append_int_member(out, "bytes", a.bytes);
     out += ", \"memory bandwidth (GB/s)\": ";
     append_fixed(out, dur > 0 ? static_cast<double>(a.bytes) / static_cast<double>(dur) : 0.0, 3);
   }
 }
 
 void gpu_trace_writer::append_kernel_args(const gpu_activity& a, std::string& out) const {
-  out += ", \"registers per thread\": ";
-  append_int(out, a.registers_per_thread);
-  out += ", \"shared memory\": ";
-  append_int(out, a.shared_memory);
+  append_int_member(out, "registers per thread", a.registers_per_thread);
+  append_int_member(out, "shared memory", a.shared_memory);
   if (const gpu_device_properties* d = device(a.device)) {
     const kernel_occupancy o = estimate_occupancy(a, *d);
     out += ", \"blocks per SM\": ";
@@ -208,8 +205,7 @@ void gpu_trace_writer::append_kernel_args(const gpu_activity& a, std::string& ou
     out += ", \"warps per SM\": ";
     append_fixed(out, o.warps_per_sm, 2);
     if (o.known) {
-      out += ", \"est. achieved occupancy %\": ";
-      append_int(out, static_cast<std::int64_t>(std::lround(o.occupancy_percent)));
+      append_int_member(out, "est. achieved occupancy %", static_cast<std::int64_t>(std::lround(o.occupancy_percent)));
     }
   }
   out += ", \"grid\": ";
@@ -217,8 +213,7 @@ void gpu_trace_writer::append_kernel_args(const gpu_activity& a, std::string& ou
   out += ", \"block\": ";
   append_triple(out, a.block);
   if (a.graph_id != 0) {
-    out += ", \"graph id\": ";
-    append_int(out, a.graph_id);
+    append_int_member(out, "graph id", a.graph_id);
   }
 }
 
@@ -231,10 +226,8 @@ void gpu_trace_writer::write_flow(const gpu_activity& a, const gpu_activity& cal
     out += ph;
     out += "\", \"id\": ";
     append_int(out, a.correlation);
-    out += ", \"pid\": ";
-    append_int(out, fpid);
-    out += ", \"tid\": ";
-    append_int(out, ftid);
+    append_int_member(out, "pid", fpid);
+    append_int_member(out, "tid", ftid);
     out += ", \"ts\": ";
     append_us3(out, ns - base_ns_);
     out += ", \"cat\": \"ac2g\", \"name\": \"ac2g\"";
