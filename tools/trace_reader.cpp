@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "trace_input.hpp"
+#include "formats/kineto_json/kineto_event_keys.hpp"
 #include "formats/perfetto/perfetto_reader.hpp"
 #include "formats/trace_formats.hpp"
 
@@ -98,47 +99,9 @@ struct sax {
   std::string refusal;  // why a value that parses was refused (the parse stops there)
 
   std::string top_key, meta_key, key_buf, str_buf;
-  // The keys this reader acts on, recognised once per key instead of by a
-  // string comparison per value.
-  enum class key_id : std::uint8_t {
-    other, ph, cat, name, ts, dur, pid, tid, args, external_id, stream, input_dims, flops, bytes, device_type
-  };
+  // The keys this reader acts on, recognised once per key.
+  using key_id = pd::event_key;
   key_id field_id = key_id::other, arg_id = key_id::other;
-
-  static key_id identify(std::string_view k) {
-    switch (k.size()) {
-      case 2:
-        if (k == "ph") return key_id::ph;
-        if (k == "ts") return key_id::ts;
-        break;
-      case 3:
-        if (k == "cat") return key_id::cat;
-        if (k == "dur") return key_id::dur;
-        if (k == "pid") return key_id::pid;
-        if (k == "tid") return key_id::tid;
-        break;
-      case 4:
-        if (k == "name") return key_id::name;
-        if (k == "args") return key_id::args;
-        break;
-      case 5:
-        if (k == "flops") return key_id::flops;
-        if (k == "Bytes") return key_id::bytes;
-        break;
-      case 6:
-        if (k == "stream") return key_id::stream;
-        break;
-      case 10:
-        if (k == "Input Dims") return key_id::input_dims;
-        break;
-      case 11:
-        if (k == "External id") return key_id::external_id;
-        if (k == "Device Type") return key_id::device_type;
-        break;
-      default: break;
-    }
-    return key_id::other;
-  }
   trace_event ev;
 
   // ---- values ----
@@ -369,8 +332,8 @@ struct sax {
     }
     if (depth == 1) top_key.assign(key);
     else if (depth == 2 && in_meta) meta_key.assign(key);
-    else if (depth == 3 && in_event) field_id = identify(key);
-    else if (depth == 4 && in_args) arg_id = identify(key);
+    else if (depth == 3 && in_event) field_id = pd::identify_event_key(key);
+    else if (depth == 4 && in_args) arg_id = pd::identify_event_key(key);
     key_buf.clear();
     return true;
   }
