@@ -144,13 +144,13 @@ void for_each_event_text(const std::filesystem::path& file, std::size_t max_byte
   using scanner = pd::json_events_scanner;
   const std::string name = file.string();
   pd::kineto_json_reader reader({.on_event = fn, .on_member = {}}, {.max_piece = max_bytes});
+  std::optional<pd::kineto_json_text> text;
   try {
-    std::optional<pd::kineto_json_text> text;
-    try {
-      text.emplace(file);
-    } catch (const std::runtime_error& e) {
-      throw trace_error(e.what());
-    }
+    text.emplace(file);
+  } catch (const std::runtime_error& e) {
+    throw trace_error(e.what());
+  }
+  try {
     // A stream that fails ends the text where it failed: finish() says how.
     (void)reader.read(text->stream());
     if (reader.finish()) throw trace_error(name + ": the trace ends inside its JSON (cut off?)");
