@@ -96,6 +96,7 @@ struct sax {
   int dims_from = 0;       // >0: capturing Input Dims, opened at this depth
   std::vector<bool> dims_first;
   bool stopped = false;
+  bool muted = false;   // events are read but not handed to on_event
   std::string refusal;  // why a value that parses was refused (the parse stops there)
 
   std::string top_key, meta_key, key_buf, str_buf;
@@ -185,7 +186,7 @@ struct sax {
   }
 
   void deliver() {
-    if (opts->on_event && !opts->on_event(ev)) stopped = true;
+    if (!muted && opts->on_event && !opts->on_event(ev)) stopped = true;
   }
 
   bool container_begin(json_type t, error_code& ec) {
@@ -396,26 +397,17 @@ class json_trace_read {
   }
 
   read_result run() {
-    std::vector<char> buf(in_.buffer_size(options_.chunk_size));
+    buf_.resize(in_.buffer_size(options_.chunk_size));
     for (;;) {
-      const std::size_t got = in_.read(buf.data(), buf.size());
+      const std::size_t got = in_.read(buf_.data(), buf_.size());
       if (in_.status() == trace_input::state::corrupt || in_.status() == trace_input::state::cut_off) {
-        // A probe decides by what decoded before the damage: a trace cut
-        // after its "traceEvents" opened is a trace (and its read an error).
-        if (options_.stop_at_events && got > 0) {
-          (void)parser_.write_some(true, buf.data(), got, ec_);
-          if (parser_.handler().stopped) {
-            result_.bytes = offset_;
-            result_.stopped = true;
-            return result_;
-          }
-        }
+        if (parse_before_damage(got)) return result_;
         fail_on_damaged_input(got);
       }
       const bool more = in_.status() == trace_input::state::reading;
       // Always told more may follow: told it is the last chunk, the parser
       // calls a number cut after its '.' or 'e' a syntax error, not a cut.
-      const std::size_t used = parser_.write_some(true, buf.data(), got, ec_);
+      const std::size_t used = parser_.write_some(true, buf_.data(), got, ec_);
       if (ec_) {
         offset_ += used;
         break;
@@ -431,6 +423,31 @@ class json_trace_read {
 
  private:
   [[noreturn]] void fail(const std::string& what) const { throw trace_error(file_name_ + ": " + what); }
+
+  // What decoded before the damage (the last `got` bytes) is parsed before
+  // the damage is reported. A probe decides by it: a trace cut after its
+  // "traceEvents" opened is a trace (and its read an error); true then,
+  // with the result stopped. A value it refuses (1e400) is refused as in
+  // any other chunk, wherever the decompressor's chunks happen to end.
+  // The callbacks see what they saw before this chunk: their caller gets
+  // the damage, or the refusal, as an error either way.
+  bool parse_before_damage(std::size_t got) {
+    if (got == 0) return false;
+    sax& h = parser_.handler();
+    h.muted = !options_.stop_at_events;
+    const std::size_t used = parser_.write_some(true, buf_.data(), got, ec_);
+    if (options_.stop_at_events && h.stopped) {
+      result_.bytes = offset_;
+      result_.stopped = true;
+      return true;
+    }
+    if (!h.refusal.empty()) {
+      if (progress_) std::fputs("\r\033[K", stderr);
+      const std::uint64_t at = offset_ + used;
+      throw refused_value_error(file_name_ + ": " + h.refusal + " at byte " + std::to_string(at), at);
+    }
+    return false;
+  }
 
   // The input's decompression failed or stopped short after `got` more bytes.
   [[noreturn]] void fail_on_damaged_input(std::size_t got) const {
@@ -484,6 +501,7 @@ class json_trace_read {
   int last_pct_ = -1;
   read_result result_;
   json::basic_parser<sax> parser_;
+  std::vector<char> buf_;  // the chunk being parsed
   std::uint64_t offset_ = 0;
   error_code ec_;
 };
