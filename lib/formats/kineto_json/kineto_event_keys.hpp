@@ -14,7 +14,9 @@
 #include "proftrace/config.hpp"
 
 #include <cstdint>
+#include <initializer_list>
 #include <string_view>
+#include <utility>
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
@@ -28,43 +30,27 @@ enum class event_key : std::uint8_t {
   external_id, stream, input_dims, flops, bytes, device_type,
 };
 
-inline event_key identify_event_key(std::string_view k) noexcept {
-  switch (k.size()) {
-    case 1:
-      if (k == "s") return event_key::s;
-      break;
-    case 2:
-      if (k == "ph") return event_key::ph;
-      if (k == "ts") return event_key::ts;
-      if (k == "id") return event_key::id;
-      break;
-    case 3:
-      if (k == "cat") return event_key::cat;
-      if (k == "dur") return event_key::dur;
-      if (k == "pid") return event_key::pid;
-      if (k == "tid") return event_key::tid;
-      break;
-    case 4:
-      if (k == "name") return event_key::name;
-      if (k == "args") return event_key::args;
-      break;
-    case 5:
-      if (k == "flops") return event_key::flops;
-      if (k == "Bytes") return event_key::bytes;
-      break;
-    case 6:
-      if (k == "stream") return event_key::stream;
-      break;
-    case 10:
-      if (k == "Input Dims") return event_key::input_dims;
-      break;
-    case 11:
-      if (k == "External id") return event_key::external_id;
-      if (k == "Device Type") return event_key::device_type;
-      break;
-    default: break;
-  }
+// The one of `candidates` (keys of k's length) that k is.
+inline event_key key_among(std::string_view k,
+                           std::initializer_list<std::pair<std::string_view, event_key>> candidates) noexcept {
+  for (const auto& [text, key] : candidates)
+    if (k == text) return key;
   return event_key::other;
+}
+
+inline event_key identify_event_key(std::string_view k) noexcept {
+  using enum event_key;
+  switch (k.size()) {
+    case 1: return key_among(k, {{"s", s}});
+    case 2: return key_among(k, {{"ph", ph}, {"ts", ts}, {"id", id}});
+    case 3: return key_among(k, {{"cat", cat}, {"dur", dur}, {"pid", pid}, {"tid", tid}});
+    case 4: return key_among(k, {{"name", name}, {"args", args}});
+    case 5: return key_among(k, {{"flops", flops}, {"Bytes", bytes}});
+    case 6: return key_among(k, {{"stream", stream}});
+    case 10: return key_among(k, {{"Input Dims", input_dims}});
+    case 11: return key_among(k, {{"External id", external_id}, {"Device Type", device_type}});
+    default: return other;
+  }
 }
 
 }  // namespace detail
