@@ -14,10 +14,12 @@
 // Memory holds one chunk and one element, whatever the file's layout. The
 // splitting is json_events_scanner's (strings and nesting only: each
 // element's JSON is checked by whoever parses it, one at a time), and
-// whatever fails is thrown as its json_events_scanner::error. Every element
-// comes through on_event before the next chunk is read: a caller that
-// decodes elements on other threads, or a faster splitter, fits here
-// without changing the callers.
+// whatever fails is thrown as its json_events_scanner::error. An element's
+// text is valid during its on_event only (a view of the chunk, or of the
+// scanner's copy when it spans chunks). Callers see elements, never the
+// splitting: a faster splitter can replace the scanner behind feed(), and
+// decoding on several threads can batch the elements of a chunk, without
+// changing them.
 #pragma once
 
 #include "proftrace/config.hpp"
