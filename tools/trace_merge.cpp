@@ -21,12 +21,14 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include <unistd.h>
 
 #include "trace_merge.hpp"
 #include <proftrace_trace_io/json_events_scanner.hpp>
 #include <proftrace_trace_io/compression.hpp>
+#include <proftrace_trace_io/kineto_json_reader.hpp>
 
 namespace proftrace::tools {
 
@@ -134,22 +136,24 @@ input read_header(const std::filesystem::path& file) {
 }
 
 // Calls fn(index, text) for each element of the top-level "traceEvents"
-// array of the JSON read from `in` (json_events_scanner: only strings and
-// nesting are tracked). An element that is not an object, or whose text is
-// longer than `max_bytes`, is an error naming its index: nothing longer is
-// ever held.
+// array of `file` (kineto_json_reader). An element that is not an object,
+// or whose text is longer than `max_bytes`, is an error naming its index:
+// nothing longer is ever held.
 template <class Fn>
-void for_each_event_text(std::istream& in, const std::string& name, std::size_t max_bytes, Fn&& fn) {
-  using scanner = proftrace::detail::json_events_scanner;
-  std::uint64_t index = 0;
-  scanner s([&](std::string_view element) { fn(index++, element); }, {}, max_bytes);
-  std::vector<char> buf(1 << 20);
+void for_each_event_text(const std::filesystem::path& file, std::size_t max_bytes, Fn&& fn) {
+  using scanner = pd::json_events_scanner;
+  const std::string name = file.string();
+  pd::kineto_json_reader reader({.on_event = fn, .on_member = {}}, {.max_piece = max_bytes});
+  std::optional<pd::kineto_json_text> text;
   try {
-    while (in) {
-      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-      s.feed(std::string_view(buf.data(), static_cast<std::size_t>(in.gcount())));
-    }
-    if (s.finish()) throw trace_error(name + ": the trace ends inside its JSON (cut off?)");
+    text.emplace(file);
+  } catch (const std::runtime_error& e) {
+    throw trace_error(e.what());
+  }
+  try {
+    // A stream that fails ends the text where it failed: finish() says how.
+    (void)reader.read(text->stream());
+    if (reader.finish()) throw trace_error(name + ": the trace ends inside its JSON (cut off?)");
   } catch (const scanner::error& e) {
     const std::string event = name + ": event " + std::to_string(e.element);
     switch (e.what_kind) {
@@ -355,11 +359,7 @@ class input_merge {
       : in_(in), rank_key_(rank_key), shift_ns_(shift_ns), table_(table), pids_(table.pids_by_rank[rank_key]), out_(out) {}
 
   void run() {
-    std::ifstream source(in_.file, std::ios::binary);
-    io::filtering_istream text;
-    pd::push_decompressor(text, pd::compression_of(in_.file));
-    text.push(source);
-    for_each_event_text(text, in_.file.string(), max_event_bytes,
+    for_each_event_text(in_.file, max_event_bytes,
                         [&](std::uint64_t index, std::string_view element) { event(index, element); });
     if (host_process_ != SIZE_MAX && first_step_ <= last_step_)
       table_.processes[host_process_].steps.emplace_back(first_step_, last_step_);

@@ -17,6 +17,7 @@
 #include "trace_input.hpp"
 #include <proftrace_trace_io/perfetto_reader.hpp>
 #include <proftrace_trace_io/trace_formats.hpp>
+#include <proftrace_trace_io/kineto_event_keys.hpp>
 
 namespace proftrace::tools {
 
@@ -95,50 +96,13 @@ struct sax {
   int dims_from = 0;       // >0: capturing Input Dims, opened at this depth
   std::vector<bool> dims_first;
   bool stopped = false;
+  bool muted = false;   // events are read but not handed to on_event
   std::string refusal;  // why a value that parses was refused (the parse stops there)
 
   std::string top_key, meta_key, key_buf, str_buf;
-  // The keys this reader acts on, recognised once per key instead of by a
-  // string comparison per value.
-  enum class key_id : std::uint8_t {
-    other, ph, cat, name, ts, dur, pid, tid, args, external_id, stream, input_dims, flops, bytes, device_type
-  };
+  // The keys this reader acts on, recognised once per key.
+  using key_id = pd::event_key;
   key_id field_id = key_id::other, arg_id = key_id::other;
-
-  static key_id identify(std::string_view k) {
-    switch (k.size()) {
-      case 2:
-        if (k == "ph") return key_id::ph;
-        if (k == "ts") return key_id::ts;
-        break;
-      case 3:
-        if (k == "cat") return key_id::cat;
-        if (k == "dur") return key_id::dur;
-        if (k == "pid") return key_id::pid;
-        if (k == "tid") return key_id::tid;
-        break;
-      case 4:
-        if (k == "name") return key_id::name;
-        if (k == "args") return key_id::args;
-        break;
-      case 5:
-        if (k == "flops") return key_id::flops;
-        if (k == "Bytes") return key_id::bytes;
-        break;
-      case 6:
-        if (k == "stream") return key_id::stream;
-        break;
-      case 10:
-        if (k == "Input Dims") return key_id::input_dims;
-        break;
-      case 11:
-        if (k == "External id") return key_id::external_id;
-        if (k == "Device Type") return key_id::device_type;
-        break;
-      default: break;
-    }
-    return key_id::other;
-  }
   trace_event ev;
 
   // ---- values ----
@@ -222,7 +186,7 @@ struct sax {
   }
 
   void deliver() {
-    if (opts->on_event && !opts->on_event(ev)) stopped = true;
+    if (!muted && opts->on_event && !opts->on_event(ev)) stopped = true;
   }
 
   bool container_begin(json_type t, error_code& ec) {
@@ -369,8 +333,8 @@ struct sax {
     }
     if (depth == 1) top_key.assign(key);
     else if (depth == 2 && in_meta) meta_key.assign(key);
-    else if (depth == 3 && in_event) field_id = identify(key);
-    else if (depth == 4 && in_args) arg_id = identify(key);
+    else if (depth == 3 && in_event) field_id = pd::identify_event_key(key);
+    else if (depth == 4 && in_args) arg_id = pd::identify_event_key(key);
     key_buf.clear();
     return true;
   }
@@ -433,26 +397,17 @@ class json_trace_read {
   }
 
   read_result run() {
-    std::vector<char> buf(in_.buffer_size(options_.chunk_size));
+    buf_.resize(in_.buffer_size(options_.chunk_size));
     for (;;) {
-      const std::size_t got = in_.read(buf.data(), buf.size());
+      const std::size_t got = in_.read(buf_.data(), buf_.size());
       if (in_.status() == trace_input::state::corrupt || in_.status() == trace_input::state::cut_off) {
-        // A probe decides by what decoded before the damage: a trace cut
-        // after its "traceEvents" opened is a trace (and its read an error).
-        if (options_.stop_at_events && got > 0) {
-          (void)parser_.write_some(true, buf.data(), got, ec_);
-          if (parser_.handler().stopped) {
-            result_.bytes = offset_;
-            result_.stopped = true;
-            return result_;
-          }
-        }
+        if (parse_before_damage(got)) return result_;
         fail_on_damaged_input(got);
       }
       const bool more = in_.status() == trace_input::state::reading;
       // Always told more may follow: told it is the last chunk, the parser
       // calls a number cut after its '.' or 'e' a syntax error, not a cut.
-      const std::size_t used = parser_.write_some(true, buf.data(), got, ec_);
+      const std::size_t used = parser_.write_some(true, buf_.data(), got, ec_);
       if (ec_) {
         offset_ += used;
         break;
@@ -468,6 +423,31 @@ class json_trace_read {
 
  private:
   [[noreturn]] void fail(const std::string& what) const { throw trace_error(file_name_ + ": " + what); }
+
+  // What decoded before the damage (the last `got` bytes) is parsed before
+  // the damage is reported. A probe decides by it: a trace cut after its
+  // "traceEvents" opened is a trace (and its read an error); true then,
+  // with the result stopped. A value it refuses (1e400) is refused as in
+  // any other chunk, wherever the decompressor's chunks happen to end.
+  // The callbacks see what they saw before this chunk: their caller gets
+  // the damage, or the refusal, as an error either way.
+  bool parse_before_damage(std::size_t got) {
+    if (got == 0) return false;
+    sax& h = parser_.handler();
+    h.muted = !options_.stop_at_events;
+    const std::size_t used = parser_.write_some(true, buf_.data(), got, ec_);
+    if (options_.stop_at_events && h.stopped) {
+      result_.bytes = offset_;
+      result_.stopped = true;
+      return true;
+    }
+    if (!h.refusal.empty()) {
+      if (progress_) std::fputs("\r\033[K", stderr);
+      const std::uint64_t at = offset_ + used;
+      throw refused_value_error(file_name_ + ": " + h.refusal + " at byte " + std::to_string(at), at);
+    }
+    return false;
+  }
 
   // The input's decompression failed or stopped short after `got` more bytes.
   [[noreturn]] void fail_on_damaged_input(std::size_t got) const {
@@ -521,6 +501,7 @@ class json_trace_read {
   int last_pct_ = -1;
   read_result result_;
   json::basic_parser<sax> parser_;
+  std::vector<char> buf_;  // the chunk being parsed
   std::uint64_t offset_ = 0;
   error_code ec_;
 };

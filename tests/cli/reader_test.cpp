@@ -331,6 +331,34 @@ TEST_CASE("one reader contract: what one command refuses every command refuses, 
   CHECK(!std::filesystem::exists(dir.path / "cut-inf.repaired.json"));
 }
 
+// Found by trace_reader_fuzzer (corpus: regress_refused_value_before_gzip_damage):
+// the reader reported the damage of a compressed stream without parsing
+// what decoded before it, so a 1e400 in that last piece went unseen and
+// repair kept it.
+TEST_CASE("a value refused before the damage of a compressed stream is refused, and repair keeps none") {
+  temp_dir dir("cli-refused-before-damage");
+  const auto path = dir.path / "bad-crc.json.gz";
+  {
+    namespace io = boost::iostreams;
+    std::ofstream file(path, std::ios::binary);
+    io::filtering_ostream out;
+    out.push(io::gzip_compressor());
+    out.push(file);
+    out << R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1e400, "dur": 1}, {"ph": "X", "na)";
+  }
+  std::string gz = slurp(path);
+  gz[gz.size() - 8] = static_cast<char>(gz[gz.size() - 8] ^ 0xff);  // the CRC: every byte decodes, then "incorrect data check"
+  write_file(path, gz);
+  const std::string refused = "event 0: \"ts\" is beyond the range of a double";
+  const cli_result validate = run_cli({"validate", path.string()});
+  CHECK(validate.rc == 1);
+  CHECK_MESSAGE(validate.out.find(refused) != std::string::npos, validate.out << validate.err);
+  const cli_result repair = run_cli({"validate", "--repair", path.string()});
+  CHECK(repair.rc == 1);
+  CHECK_MESSAGE(repair.err.find("nothing to repair: " + refused) != std::string::npos, repair.out << repair.err);
+  CHECK(!std::filesystem::exists(dir.path / "bad-crc.repaired.json.gz"));
+}
+
 TEST_CASE("a Perfetto trace is told by content whatever its name; JSON starting with newlines stays JSON") {
   temp_dir dir("pftrace-content");
   const auto json = std::filesystem::path(data_dir) / "pytorch_style.pt.trace.json";

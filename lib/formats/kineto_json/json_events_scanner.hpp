@@ -5,8 +5,9 @@
 // element, whatever the file's layout (one event per line, or torch's
 // pretty-printed multi-line events). Strings and their escapes are
 // respected; the JSON itself is checked only by whoever parses the pieces
-// (text after the top-level object is ignored). Used by the converter to
-// Perfetto and by `proftrace merge`.
+// (text after the top-level object is ignored). The splitting of
+// kineto_json_reader, which the converter to Perfetto and `proftrace merge`
+// read through.
 //
 //   json_events_scanner s([](std::string_view event) { ... },
 //                         [](std::string_view key, std::string_view value) { ... });

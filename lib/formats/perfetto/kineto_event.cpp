@@ -6,6 +6,8 @@
 #include <cstring>
 #include <optional>
 
+#include "formats/kineto_json/kineto_event_keys.hpp"
+
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
@@ -81,13 +83,18 @@ struct event_handler {
 
   json_field* field_for(std::string_view k) {
     args_key = false;
-    switch (k.size()) {
-      case 1: return k == "s" ? &e->scope : nullptr;
-      case 2: return k == "ph" ? &e->ph : k == "ts" ? &e->ts : k == "id" ? &e->id : nullptr;
-      case 3: return k == "dur" ? &e->dur : k == "pid" ? &e->pid : k == "tid" ? &e->tid : k == "cat" ? &e->cat : nullptr;
-      case 4:
-        if (k == "name") return &e->name;
-        if (k == "args") args_key = true, e->args_object = false, e->arg_count = 0;  // the last "args" is the one
+    switch (identify_event_key(k)) {
+      case event_key::s: return &e->scope;
+      case event_key::ph: return &e->ph;
+      case event_key::ts: return &e->ts;
+      case event_key::id: return &e->id;
+      case event_key::dur: return &e->dur;
+      case event_key::pid: return &e->pid;
+      case event_key::tid: return &e->tid;
+      case event_key::cat: return &e->cat;
+      case event_key::name: return &e->name;
+      case event_key::args:
+        args_key = true, e->args_object = false, e->arg_count = 0;  // the last "args" is the one
         return nullptr;
       default: return nullptr;
     }

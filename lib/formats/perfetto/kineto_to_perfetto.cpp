@@ -1,14 +1,11 @@
 #include "kineto_to_perfetto.hpp"
 
-#include <boost/iostreams/device/file.hpp>
-#include <boost/iostreams/filtering_stream.hpp>
 #include <boost/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <cstdint>
-#include <fstream>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -17,9 +14,9 @@
 #include <vector>
 
 #include "spool/compressed_output.hpp"
-#include "spool/compression_filters.hpp"
 #include "spool/sorted_runs.hpp"
-#include "formats/kineto_json/json_events_scanner.hpp"
+#include "formats/kineto_json/kineto_json_reader.hpp"
+#include "formats/kineto_json/kineto_json_text.hpp"
 #include "kineto_event.hpp"
 #include "perfetto_builder.hpp"
 
@@ -420,26 +417,6 @@ void converter::emit_single(perfetto_builder& b, const step_key& k, std::string_
   else b.slice_end(track, unix_ns(k.ts));
 }
 
-void feed_input(const std::filesystem::path& input, json_events_scanner& scanner) {
-  namespace io = boost::iostreams;
-  std::ifstream file(input, std::ios::binary);
-  if (!file) throw std::runtime_error(input.string() + ": cannot open");
-  // Uncompressed text is read straight into the buffer (a stream's large read skips its own).
-  io::filtering_istream decompressed;
-  std::istream* in = &file;
-  if (const compression c = compression_of(input); c != compression::none) {
-    push_decompressor(decompressed, c);
-    decompressed.push(file);
-    in = &decompressed;
-  }
-  std::vector<char> buf(std::size_t{1} << 20);
-  while (*in) {
-    in->read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    scanner.feed(std::string_view(buf.data(), static_cast<std::size_t>(in->gcount())));
-  }
-  if (in->bad()) throw std::runtime_error(input.string() + ": corrupt or cut compressed data");
-}
-
 }  // namespace
 
 kineto_conversion kineto_to_perfetto(const std::filesystem::path& input, const std::filesystem::path& output) {
@@ -447,11 +424,12 @@ kineto_conversion kineto_to_perfetto(const std::filesystem::path& input, const s
   std::string packets;  // before the converter: its threads' builders append here until they are gone
   const auto stage = std::make_unique<packet_stage>(packets);
   converter c(stats, *stage);
-  json_events_scanner scanner([&](std::string_view e) { c.add(e); },
-                              [&](std::string_view k, std::string_view v) { c.member(k, v); });
+  kineto_json_reader reader({.on_event = [&](std::uint64_t, std::string_view e) { c.add(e); },
+                             .on_member = [&](std::string_view k, std::string_view v) { c.member(k, v); }});
   try {
-    feed_input(input, scanner);
-    stats.truncated = scanner.finish();
+    kineto_json_text text(input);
+    if (!reader.read(text.stream())) throw std::runtime_error(input.string() + ": corrupt or cut compressed data");
+    stats.truncated = reader.finish();
   } catch (const std::runtime_error& e) {
     const std::string what = e.what();
     throw std::runtime_error(what.starts_with(input.string()) ? what : input.string() + ": " + what);

@@ -1,7 +1,7 @@
 // Internal: a Kineto/Chrome trace (JSON: .json, .json.gz, .json.zst) written
 // as a .pftrace (.pftrace.gz, .pftrace.zst by suffix) through perfetto_builder.
 //
-// The text is split into events by json_events_scanner and each event
+// The text is split into events by kineto_json_reader and each event
 // parsed once, on its own (kineto_event_reader), into a compact record that
 // is sorted by time through sorted_runs (held up to 32 MiB, spilled to
 // temporary files beyond) and written once the input ends: Perfetto nests a track's slices by the order of their BEGIN and END
