@@ -458,6 +458,8 @@ void perfetto_builder::slice_begin(std::uint64_t track, std::int64_t unix_ns, on
 
 void perfetto_builder::slice_begin(std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
                                    std::uint64_t category_iid, annotations args) {
+  if (args.empty() && pending_.empty())  // an announced scope's begin: the short form's bytes
+    return write_slice_with_id(type_slice_begin, track, unix_ns, name_iid, category_iid, 0, 0);
   write_event({.type = type_slice_begin, .track = track, .unix_ns = unix_ns, .name_iid = name_iid,
                .category_iid = category_iid, .args = args});
 }
