@@ -45,8 +45,11 @@ class aggregator {
     event_average& row = row_for(ts, s);
     began(row, s.begin_ns);
     if (opts_.cuda) note_launcher(ts, s, row);
-    const std::int64_t memory_total[2] = {s.mem_self[0] + s.mem_child[0], s.mem_self[1] + s.mem_child[1]};
-    add_event(row, dur, self, s.flops, memory_total, s.mem_self);
+    add_event_time(row, dur, self);
+    if (PROFTRACE_UNLIKELY((s.flops | s.mem_self[0] | s.mem_self[1] | s.mem_child[0] | s.mem_child[1]) != 0)) {
+      const std::int64_t memory_total[2] = {s.mem_self[0] + s.mem_child[0], s.mem_self[1] + s.mem_child[1]};
+      add_event_flops_memory(row, s.flops, memory_total, s.mem_self);  // adding zeros changes nothing
+    }
     if (PROFTRACE_UNLIKELY(!s.args.empty() || !counter_children_.empty())) add_counters(ts, s, row);
     if (opts_.retain_events) retain(ts, s, end_ns, self);
   }
