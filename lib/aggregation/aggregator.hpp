@@ -38,8 +38,9 @@ class aggregator {
   explicit aggregator(aggregation_options o) : opts_(o) {}
 
   // `s` closed at end_ns inside ts.stack (its enclosing scopes, outermost first).
-  // Inline: the drain loop's common case is a cached row and a few sums.
-  void add_scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns) {
+  // Inline: the drain loop's common case is a cached row and a few sums
+  // (left to itself GCC called it: a fifth of its cost was the call).
+  PROFTRACE_ALWAYS_INLINE void add_scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns) {
     const std::int64_t dur = duration_ns(s.begin_ns, end_ns);
     const std::int64_t self = self_ns(dur, s.child_ns);
     event_average& row = row_for(ts, s);

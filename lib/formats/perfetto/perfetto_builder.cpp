@@ -545,16 +545,6 @@ const perfetto_builder::slice_fields& perfetto_builder::make_fields(slice_fields
   return f;
 }
 
-// One packet of `f` at `packet` (at least max_fast_packet bytes of room);
-// returns its end.
-void perfetto_builder::write_slice_with_id(int type, std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
-                                           std::uint64_t category_iid, std::uint64_t arg_name_iid,
-                                           std::uint64_t arg_value) {
-  const slice_fields& f = fields_for(type, track, name_iid, category_iid, arg_name_iid);
-  stage_room(max_fast_packet);
-  stage_.end = put_slice(stage_.end, f, unix_ns, arg_value);
-}
-
 void perfetto_builder::pair_with_pending(std::uint64_t track, std::int64_t begin_ns, std::int64_t end_ns,
                                          std::uint64_t name_iid, std::uint64_t category_iid,
                                          std::uint64_t arg_name_iid, std::uint64_t arg_value) {

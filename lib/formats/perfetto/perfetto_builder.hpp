@@ -254,8 +254,14 @@ class perfetto_builder {
   // the packet): the general path. type: TrackEvent.Type (1 begin, 2 end).
   void slice_with_pending(int type, std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
                           std::uint64_t category_iid, std::uint64_t arg_name_iid, std::uint64_t arg_value);
+  // One packet of fields_for's layout; inline: an announced scope's begin
+  // and end (a scope with children) are two of these.
   void write_slice_with_id(int type, std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
-                           std::uint64_t category_iid, std::uint64_t arg_name_iid, std::uint64_t arg_value);
+                           std::uint64_t category_iid, std::uint64_t arg_name_iid, std::uint64_t arg_value) {
+    const slice_fields& f = fields_for(type, track, name_iid, category_iid, arg_name_iid);
+    stage_room(max_fast_packet);
+    stage_.end = put_slice(stage_.end, f, unix_ns, arg_value);
+  }
   void write_annotation(const annotation& a, std::uint64_t name_iid, std::uint64_t value_iid);
   std::size_t open_packet();
   // False when `uuid` was emitted already; otherwise opens its descriptor
