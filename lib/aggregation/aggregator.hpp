@@ -38,15 +38,19 @@ class aggregator {
   explicit aggregator(aggregation_options o) : opts_(o) {}
 
   // `s` closed at end_ns inside ts.stack (its enclosing scopes, outermost first).
-  // Inline: the drain loop's common case is a cached row and a few sums.
-  void add_scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns) {
+  // Inline: the drain loop's common case is a cached row and a few sums
+  // (left to itself GCC called it: a fifth of its cost was the call).
+  PROFTRACE_ALWAYS_INLINE void add_scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns) {
     const std::int64_t dur = duration_ns(s.begin_ns, end_ns);
     const std::int64_t self = self_ns(dur, s.child_ns);
     event_average& row = row_for(ts, s);
     began(row, s.begin_ns);
     if (opts_.cuda) note_launcher(ts, s, row);
-    const std::int64_t memory_total[2] = {s.mem_self[0] + s.mem_child[0], s.mem_self[1] + s.mem_child[1]};
-    add_event(row, dur, self, s.flops, memory_total, s.mem_self);
+    add_event_time(row, dur, self);
+    if (PROFTRACE_UNLIKELY((s.flops | s.mem_self[0] | s.mem_self[1] | s.mem_child[0] | s.mem_child[1]) != 0)) {
+      const std::int64_t memory_total[2] = {s.mem_self[0] + s.mem_child[0], s.mem_self[1] + s.mem_child[1]};
+      add_event_flops_memory(row, s.flops, memory_total, s.mem_self);  // adding zeros changes nothing
+    }
     if (PROFTRACE_UNLIKELY(!s.args.empty() || !counter_children_.empty())) add_counters(ts, s, row);
     if (opts_.retain_events) retain(ts, s, end_ns, self);
   }

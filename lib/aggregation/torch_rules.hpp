@@ -103,11 +103,6 @@ inline void add_event_flops_memory(event_average& row, std::int64_t flops, const
   add_saturating(row.cuda_memory_usage, memory_total[1]);
   add_saturating(row.self_cuda_memory_usage, memory_self[1]);
 }
-inline void add_event(event_average& row, std::int64_t duration, std::int64_t self, std::int64_t flops,
-                      const std::int64_t (&memory_total)[2], const std::int64_t (&memory_self)[2]) noexcept {
-  add_event_time(row, duration, self);
-  add_event_flops_memory(row, flops, memory_total, memory_self);
-}
 
 // `events` allocations or frees that no scope held, `bytes` ([0] host, [1]
 // device) in all, to the memory_row_key row: top-level, their bytes its own.

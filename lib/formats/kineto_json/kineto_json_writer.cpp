@@ -104,8 +104,7 @@ const std::string& kineto_json_writer::complete_prefix(const site& where) {
 
 const kineto_json_writer::short_prefix& kineto_json_writer::new_prefix(const std::pair<const site*, std::int64_t>& k) {
   auto [it, fresh] = thread_prefixes_.try_emplace(k);
-  last_thread_key_ = k;
-  last_thread_prefix_ = &it->second;
+  recent_prefixes_.put(k, recent_slot_hash(k.first, k.second), it->second);
   if (fresh) {
     std::string text = complete_prefix(*k.first);
     append_int(text, k.second);

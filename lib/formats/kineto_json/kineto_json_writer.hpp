@@ -25,6 +25,7 @@
 #include "records/memory.hpp"
 #include "records/thread.hpp"
 #include "formats/json_text.hpp"
+#include "formats/recent_cache.hpp"
 #include "formats/trace_head.hpp"
 
 namespace proftrace {
@@ -76,7 +77,8 @@ class kineto_json_writer {
   };
   const short_prefix& complete_prefix(const site& where, std::int64_t tid) {
     const std::pair<const site*, std::int64_t> k{&where, tid};
-    return k == last_thread_key_ ? *last_thread_prefix_ : new_prefix(k);
+    const short_prefix* p = recent_prefixes_.find(k, recent_slot_hash(&where, tid));
+    return PROFTRACE_LIKELY(p != nullptr) ? *p : new_prefix(k);
   }
   const short_prefix& new_prefix(const std::pair<const site*, std::int64_t>& k);
   bool short_scope(const thread_state& ts, const open_scope& s, std::int64_t end_ns);
@@ -154,8 +156,8 @@ class kineto_json_writer {
     }
   };
   std::unordered_map<std::pair<const site*, std::int64_t>, short_prefix, site_thread_hash> thread_prefixes_;
-  std::pair<const site*, std::int64_t> last_thread_key_{nullptr, 0};
-  const short_prefix* last_thread_prefix_ = nullptr;
+  // thread_prefixes_' recent answers: nested scopes alternate their sites.
+  recent_cache<std::pair<const site*, std::int64_t>, short_prefix> recent_prefixes_;
 };
 
 }  // namespace detail

@@ -458,6 +458,8 @@ void perfetto_builder::slice_begin(std::uint64_t track, std::int64_t unix_ns, on
 
 void perfetto_builder::slice_begin(std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
                                    std::uint64_t category_iid, annotations args) {
+  if (args.empty() && pending_.empty())  // an announced scope's begin: the short form's bytes
+    return write_slice_with_id(type_slice_begin, track, unix_ns, name_iid, category_iid, 0, 0);
   write_event({.type = type_slice_begin, .track = track, .unix_ns = unix_ns, .name_iid = name_iid,
                .category_iid = category_iid, .args = args});
 }
@@ -541,16 +543,6 @@ const perfetto_builder::slice_fields& perfetto_builder::make_fields(slice_fields
   f.arg_name_iid = arg_name_iid;
   f.size = static_cast<std::size_t>(q - f.bytes);
   return f;
-}
-
-// One packet of `f` at `packet` (at least max_fast_packet bytes of room);
-// returns its end.
-void perfetto_builder::write_slice_with_id(int type, std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
-                                           std::uint64_t category_iid, std::uint64_t arg_name_iid,
-                                           std::uint64_t arg_value) {
-  const slice_fields& f = fields_for(type, track, name_iid, category_iid, arg_name_iid);
-  stage_room(max_fast_packet);
-  stage_.end = put_slice(stage_.end, f, unix_ns, arg_value);
 }
 
 void perfetto_builder::pair_with_pending(std::uint64_t track, std::int64_t begin_ns, std::int64_t end_ns,

@@ -254,8 +254,14 @@ class perfetto_builder {
   // the packet): the general path. type: TrackEvent.Type (1 begin, 2 end).
   void slice_with_pending(int type, std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
                           std::uint64_t category_iid, std::uint64_t arg_name_iid, std::uint64_t arg_value);
+  // One packet of fields_for's layout; inline: an announced scope's begin
+  // and end (a scope with children) are two of these.
   void write_slice_with_id(int type, std::uint64_t track, std::int64_t unix_ns, std::uint64_t name_iid,
-                           std::uint64_t category_iid, std::uint64_t arg_name_iid, std::uint64_t arg_value);
+                           std::uint64_t category_iid, std::uint64_t arg_name_iid, std::uint64_t arg_value) {
+    const slice_fields& f = fields_for(type, track, name_iid, category_iid, arg_name_iid);
+    stage_room(max_fast_packet);
+    stage_.end = put_slice(stage_.end, f, unix_ns, arg_value);
+  }
   void write_annotation(const annotation& a, std::uint64_t name_iid, std::uint64_t value_iid);
   std::size_t open_packet();
   // False when `uuid` was emitted already; otherwise opens its descriptor
@@ -286,7 +292,8 @@ class perfetto_builder {
   char packet_head_[8];
   std::size_t packet_head_size_ = 0;
   // write_slice_with_id's packet bytes after the timestamp but the arg's
-  // value, as last encoded (one for begins, one for ends: they alternate).
+  // value, as last encoded (fields_for's slots: begins and ends alternate,
+  // and the begins of nested scopes alternate their names).
   struct slice_fields {
     std::uint64_t track = 0, name_iid = 0, category_iid = 0, arg_name_iid = 0;
     std::size_t size = 0;
@@ -296,7 +303,9 @@ class perfetto_builder {
   };
   const slice_fields& fields_for(int type, std::uint64_t track, std::uint64_t name_iid, std::uint64_t category_iid,
                                  std::uint64_t arg_name_iid) {
-    slice_fields& f = type == 1 ? begin_fields_ : end_fields_;  // TrackEvent.Type: 1 begin, 2 end
+    // TrackEvent.Type: 1 begin, 2 end. Begins by name (nested scopes'
+    // alternate), ends by whether they carry the arg.
+    slice_fields& f = type == 1 ? fields_[4 + (name_iid & 3)] : fields_[arg_name_iid != 0];
     if (PROFTRACE_LIKELY(f.track == track && f.name_iid == name_iid && f.category_iid == category_iid &&
                          f.arg_name_iid == arg_name_iid && f.size != 0))
       return f;
@@ -368,7 +377,8 @@ class perfetto_builder {
   }
   void pair_with_pending(std::uint64_t track, std::int64_t begin_ns, std::int64_t end_ns, std::uint64_t name_iid,
                          std::uint64_t category_iid, std::uint64_t arg_name_iid, std::uint64_t arg_value);
-  slice_fields begin_fields_, end_fields_;
+  static constexpr std::size_t fields_slots = 8;
+  slice_fields fields_[fields_slots];
   // A string arg's value (a call stack, a module path, a PROF_ARG text) is
   // interned (DebugAnnotation.string_value_iid) when it is long enough to
   // gain, while the table stays within its bounds; past them, new values

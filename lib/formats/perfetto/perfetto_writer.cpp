@@ -87,10 +87,8 @@ void perfetto_writer::thread_done(std::int64_t tid) {
 
 const perfetto_writer::site_ids& perfetto_writer::packet_sequence::new_site(const site& where) {
   auto [it, fresh] = sites.try_emplace(&where);
-  last_site = &where;
-  last_ids = &it->second;
   if (fresh) it->second = {builder.intern_name(where.name), builder.intern_category(category_name(where))};
-  return it->second;
+  return recent.put(&where, recent_slot_hash(&where), it->second);
 }
 
 // The args a scope shows; `text` keeps the strings they point into.
@@ -162,7 +160,22 @@ void perfetto_writer::begin(packet_sequence& q, std::uint64_t track, const threa
   write(annotations(args, scope_args(q, ts, s, args, text)));
 }
 
-void perfetto_writer::scope(thread_state& ts, const open_scope& s, std::int64_t end_ns) {
+void perfetto_writer::announce_open(packet_sequence& q, thread_state& ts) {
+  std::size_t first = ts.stack.size();
+  while (first > 0 && !ts.stack[first - 1].announced) --first;
+  for (std::size_t i = first; i < ts.stack.size(); ++i) {
+    open_scope& outer = ts.stack[i];
+    outer.announced = true;  // a step's span too, on a track of its own: its children take the inline path
+    if (outer.step == step_kind::none && outer.dynamic_name.empty()) {  // the common one: its name's ids, no arg
+      const site_ids& ids = q.ids_of(*outer.where);
+      q.builder.slice_begin(q.track, outer.begin_ns, ids.name, ids.category, 0, 0);
+    } else if (outer.step != step_kind::api_step) {
+      begin(q, q.track, ts, outer, false);
+    }
+  }
+}
+
+void perfetto_writer::written_scope(thread_state& ts, const open_scope& s, std::int64_t end_ns) {
   if (s.step == step_kind::api_step) {  // on a track of its own: profile::step()'s spans need not nest with scopes
     const std::uint64_t steps = main_.builder.named_track("ProfilerStep", thread_track(ts.tid), steps_track_key);
     begin(main_, steps, ts, s, true);
@@ -171,14 +184,7 @@ void perfetto_writer::scope(thread_state& ts, const open_scope& s, std::int64_t 
   }
   packet_sequence& q = sequence_of(ts.tid);
   const std::uint64_t track = q.track;
-  // Scopes around it whose begin is not written yet: outermost first.
-  std::size_t first = ts.stack.size();
-  while (first > 0 && !ts.stack[first - 1].announced) --first;
-  for (std::size_t i = first; i < ts.stack.size(); ++i) {
-    open_scope& outer = ts.stack[i];
-    outer.announced = true;  // a step's span too, on a track of its own: its children take the inline path
-    if (outer.step != step_kind::api_step) begin(q, track, ts, outer, false);
-  }
+  announce_open(q, ts);
   if (!s.announced) {
     if (plain_slice(ts, s, head_)) {  // the common scope: two short packets
       const site_ids& ids = q.ids_of(*s.where);

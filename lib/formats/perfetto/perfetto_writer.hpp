@@ -36,6 +36,7 @@
 #include "records/memory.hpp"
 #include "records/thread.hpp"
 #include "perfetto_builder.hpp"
+#include "formats/recent_cache.hpp"
 #include "formats/trace_head.hpp"
 
 namespace proftrace {
@@ -57,7 +58,16 @@ class perfetto_writer {
   static std::string tail(const finished_trace& f, const std::string& trace_name);
 
   void thread(std::int64_t tid, const std::string& name);
-  void scope(thread_state& ts, const open_scope& s, std::int64_t end_ns);
+  // Inline for the end of a scope whose begin was written (a scope with
+  // children): the scopes around it had theirs written with it, so its end
+  // is one short packet.
+  void scope(thread_state& ts, const open_scope& s, std::int64_t end_ns) {
+    if (s.announced && s.step != step_kind::api_step && only_external_id(s, head_)) {
+      packet_sequence& q = sequence_of(ts.tid);
+      return q.builder.slice_end(q.track, end_ns, q.external_id_iid, s.external_id);
+    }
+    written_scope(ts, s, end_ns);
+  }
   // Inline for the commonest scopes, leaves (plain by construction): two
   // short packets each, once the scopes around them have their begins written.
   void leaves(thread_state& ts, std::span<const closed_leaf> run) {
@@ -66,11 +76,8 @@ class perfetto_writer {
       return;
     }
     std::size_t i = 0;
-    if (PROFTRACE_UNLIKELY(!ts.stack.empty() && !ts.stack.back().announced)) {
-      scope(ts, as_leaf(ts, run[0]), run[0].end_ns);  // writes the begins around it first
-      i = 1;
-    }
     packet_sequence& q = sequence_of(ts.tid);
+    if (!ts.stack.empty() && !ts.stack.back().announced) announce_open(q, ts);  // the begins around them first
     while (i < run.size()) {  // by consecutive leaves of one site: one name, so one packet layout
       const std::size_t first = i;
       const site* where = run[i].where;
@@ -109,12 +116,14 @@ class perfetto_writer {
         : builder(stage, id, defaults...) {
       external_id_iid = builder.intern_annotation_name("External id");
     }
-    const site_ids& ids_of(const site& where) { return &where == last_site ? *last_ids : new_site(where); }
+    const site_ids& ids_of(const site& where) {
+      const site_ids* ids = recent.find(&where, recent_slot_hash(&where));
+      return PROFTRACE_LIKELY(ids != nullptr) ? *ids : new_site(where);
+    }
     const site_ids& new_site(const site& where);
     perfetto_builder builder;
-    std::unordered_map<const site*, site_ids> sites;  // node-based: last_ids stays valid
-    const site* last_site = nullptr;
-    const site_ids* last_ids = nullptr;
+    std::unordered_map<const site*, site_ids> sites;  // node-based: recent's entries stay valid
+    recent_cache<const site*, site_ids> recent;       // sites' recent answers (nested scopes alternate sites)
     std::uint64_t external_id_iid = 0;
     std::uint64_t track = 0;  // a thread's: its track, the sequence's default
   };
@@ -131,6 +140,10 @@ class perfetto_writer {
     return PROFTRACE_LIKELY(t.events != nullptr) ? *t.events : new_sequence(t);
   }
   packet_sequence& new_sequence(thread_entry& t);
+  // Writes the begins of ts's open scopes that have none written yet
+  // (outermost first), before a scope inside them is written.
+  void announce_open(packet_sequence& q, thread_state& ts);
+  void written_scope(thread_state& ts, const open_scope& s, std::int64_t end_ns);  // scope() past its inline case
   void begin(packet_sequence& q, std::uint64_t track, const thread_state& ts, const open_scope& s, bool with_args);
   // A scope's fixed args (at most 10) and its PROF_ARG values.
   static constexpr std::size_t max_annotations = 10 + max_scope_args;
