@@ -40,14 +40,17 @@ bool is_host_op(const trace_event& e) noexcept {
 }
 
 struct aggregator::event_runs {
-  using less = bool (*)(const record&, const record&) noexcept;
+  // A type of its own, not a function pointer: the sort inlines the comparison.
+  struct less {
+    bool operator()(const record& a, const record& b) const noexcept { return before(a, b); }
+  };
   proftrace::detail::sorted_runs<record, less> runs;
 };
 
 aggregator::aggregator(bool group_by_input_shape, std::size_t max_pending_per_thread, std::size_t max_buffered_events)
     : by_shape_(group_by_input_shape),
       max_pending_(std::max<std::size_t>(max_pending_per_thread, 2)),
-      runs_(std::make_unique<event_runs>(event_runs{{before, {.max_items = std::max<std::size_t>(max_buffered_events, 1)}}})) {
+      runs_(std::make_unique<event_runs>(event_runs{{event_runs::less{}, {.max_items = std::max<std::size_t>(max_buffered_events, 1)}}})) {
   // A thread listed in end order: among identical intervals the one listed
   // last encloses (see buffer()), decided from what was seen by then.
   runs_->runs.before_sort([this](record& r) {
@@ -65,8 +68,10 @@ std::size_t aggregator::row_for(const trace_event& e) {
     first_step_ = std::min(first_step_, *n);
     last_step_ = std::max(last_step_, *n);
   }
-  std::string key = step ? std::string(rules::step_row_key) : e.name;
   const bool shaped = by_shape_ && !step && e.has_input_dims;
+  if (!step && !shaped)  // most events: a row that exists, found without building its key
+    if (const auto it = index_.find(e.name); it != index_.end()) return it->second;
+  std::string key = step ? std::string(rules::step_row_key) : e.name;
   std::string index_key = shaped ? rules::row_key(key, e.input_dims) : key;
   auto [it, fresh] = index_.try_emplace(std::move(index_key), rows_.size());
   if (fresh) {
