@@ -7,12 +7,15 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <optional>
+#include <thread>
 #include <string_view>
 
 #include <proftrace_trace_io/torch_rules.hpp>
 #include <proftrace_trace_io/perfetto_reader.hpp>
 #include <proftrace_trace_io/sorted_runs.hpp>
+#include "batch_queue.hpp"
 #include "trace_layout.hpp"
 
 namespace proftrace::tools {
@@ -438,11 +441,42 @@ void aggregator::sum_memory_by_process() {
   memory_cover_.assign(memory_.size() + 1, 0);
 }
 
+// The buffered events, sorted and merged with the spilled runs on a thread
+// of its own (reading the runs back is half the work), replayed on this one.
+void aggregator::replay_merged() {
+  batch_queue<record> queue(4096, 4);
+  std::exception_ptr failure;
+  std::thread merging([&] {
+    try {
+      auto b = queue.take_empty();
+      runs_->runs.merge([&](const record& r, std::string_view) {
+        if (!b) return;  // the replay stopped (it threw)
+        b->next() = r;
+        if (b->full()) b = queue.push(b) ? queue.take_empty() : nullptr;
+      });
+      if (b && b->size > 0) queue.push(b);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    queue.close();
+  });
+  std::unique_ptr<batch_queue<record>::batch> b;
+  try {
+    while (queue.pop(b))
+      for (std::size_t i = 0; i < b->size; ++i) replay(b->items[i]);
+  } catch (...) {
+    queue.cancel();
+    merging.join();
+    throw;
+  }
+  merging.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
 proftrace::event_averages aggregator::finish() {
   sum_memory_by_process();
   for (const auto& S : seen_) threads_out_of_order_ += S.out_of_order ? 1 : 0;
-  // The buffered events, sorted, merged with the spilled runs.
-  runs_->runs.merge([this](const record& r, std::string_view) { replay(r); });
+  replay_merged();
   replay_state_ = nullptr;
   for (auto& [key, T] : threads_) {
     // A nested interval's parent is the one right below it: it was the top
