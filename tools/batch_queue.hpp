@@ -33,8 +33,10 @@ class batch_queue {
     }
   };
 
-  // `depth` batches (at least 2) of `batch_items` (at least 1) each.
-  batch_queue(std::size_t batch_items, std::size_t depth) {
+  // `depth` batches (at least 2) of `batch_items` (at least 1) each. A
+  // waiting consumer is woken once half of them are full (or at the end):
+  // a wake-up costs more than the work on a small batch.
+  batch_queue(std::size_t batch_items, std::size_t depth) : wake_at_(std::max<std::size_t>(depth, 2) / 2) {
     for (std::size_t i = 0; i < std::max<std::size_t>(depth, 2); ++i) {
       free_.push_back(std::make_unique<batch>());
       free_.back()->capacity = std::max<std::size_t>(batch_items, 1);
@@ -44,7 +46,7 @@ class batch_queue {
   // Producer: an empty batch to fill (waits for one); null once cancelled.
   std::unique_ptr<batch> take_empty() {
     std::unique_lock lock(m_);
-    cv_.wait(lock, [&] { return cancelled_ || !free_.empty(); });
+    freed_.wait(lock, [&] { return cancelled_ || !free_.empty(); });
     if (cancelled_) return nullptr;
     auto b = std::move(free_.back());
     free_.pop_back();
@@ -52,11 +54,13 @@ class batch_queue {
   }
   // Producer: hands `b` over; false (and `b` kept) once the consumer cancelled.
   bool push(std::unique_ptr<batch>& b) {
-    bool pushed = false;
-    update([&] {
-      if (!cancelled_) full_.push_back(std::move(b)), pushed = true;
-    });
-    return pushed;
+    std::unique_lock lock(m_);
+    if (cancelled_) return false;
+    full_.push_back(std::move(b));
+    const bool wake = full_.size() == wake_at_;
+    lock.unlock();
+    if (wake) filled_.notify_one();
+    return true;
   }
   // Producer: no more batches.
   void close() {
@@ -70,9 +74,9 @@ class batch_queue {
     if (b) {
       b->size = 0;
       free_.push_back(std::move(b));
-      cv_.notify_all();
+      freed_.notify_one();
     }
-    cv_.wait(lock, [&] { return closed_ || !full_.empty(); });
+    if (full_.empty()) filled_.wait(lock, [&] { return closed_ || full_.size() >= wake_at_; });
     if (full_.empty()) return false;
     b = std::move(full_.front());
     full_.pop_front();
@@ -91,11 +95,13 @@ class batch_queue {
       std::lock_guard lock(m_);
       change();
     }
-    cv_.notify_all();
+    filled_.notify_all();
+    freed_.notify_all();
   }
 
+  const std::size_t wake_at_;
   std::mutex m_;
-  std::condition_variable cv_;
+  std::condition_variable filled_, freed_;  // the consumer waits on the one, the producer on the other
   std::deque<std::unique_ptr<batch>> full_;
   std::vector<std::unique_ptr<batch>> free_;
   bool closed_ = false, cancelled_ = false;
