@@ -309,6 +309,7 @@ namespace {
 struct decoded_item {
   trace_event event;
   std::uint64_t elements_after = 0;
+  std::size_t metadata = 0;  // trace-wide entries read before it
 };
 using item_queue = batch_queue<decoded_item>;
 
@@ -316,7 +317,8 @@ using item_queue = batch_queue<decoded_item>;
 // filled, handed over when full (or at the end).
 class event_producer {
  public:
-  event_producer(item_queue& q, const pd::decoded_json_writer& json) : q_(q), json_(json) {}
+  event_producer(item_queue& q, const pd::decoded_json_writer& json, const std::vector<metadata_entry>& metadata)
+      : q_(q), json_(json), metadata_(metadata) {}
 
   // false: the consumer stopped.
   bool add(const pd::decoded_event& d, std::int64_t base_ns) {
@@ -324,6 +326,7 @@ class event_producer {
     decoded_item& item = batch_->next();
     item.event.clear();
     item.event.index = json_.elements();
+    item.metadata = metadata_.size();
     to_trace_event(d, base_ns, where_, item.event);
     return true;
   }
@@ -340,14 +343,17 @@ class event_producer {
  private:
   item_queue& q_;
   const pd::decoded_json_writer& json_;
+  const std::vector<metadata_entry>& metadata_;
   std::unique_ptr<item_queue::batch> batch_;
   track_texts where_;
 };
 
-// Where the consumer stopped: the JSON elements counted up to its last event.
+// Where the consumer stopped: the JSON elements counted up to its last
+// event, and the trace-wide entries read before it.
 struct consumer_stop {
   bool stopped = false;
   std::uint64_t elements = 0;
+  std::size_t metadata = 0;
 };
 
 // The calling thread's side: each event to options.on_event, in order.
@@ -357,7 +363,8 @@ consumer_stop consume(item_queue& q, const read_options& options) {
     for (std::size_t i = 0; i < b->size; ++i)
       if (options.on_event && !options.on_event(b->items[i].event)) {
         q.cancel();
-        return {true, i + 1 < b->size ? b->items[i + 1].event.index : b->items[i].elements_after};
+        return {true, i + 1 < b->size ? b->items[i + 1].event.index : b->items[i].elements_after,
+                b->items[i].metadata};
       }
   return {};
 }
@@ -410,7 +417,7 @@ read_result read_perfetto_trace(const std::filesystem::path& path, const read_op
   }
   item_queue queue(batching.batch_events, batching.batches);
   pd::decoded_json_writer json;  // numbers the events as its JSON's elements, writing nothing
-  event_producer producer(queue, json);
+  event_producer producer(queue, json, result.metadata);
   std::int64_t base_ns = 0;
   pd::perfetto_read_result r;
   bool damaged = false;
@@ -435,6 +442,7 @@ read_result read_perfetto_trace(const std::filesystem::path& path, const read_op
   decoding.join();
   if (stop.stopped) {  // as if the decoder had stopped there: what it read past it is not reported
     r.stopped = true, r.events = stop.elements, r.truncated = false, damaged = false;
+    result.metadata.resize(stop.metadata);
   } else if (failure) {
     std::rethrow_exception(failure);
   }

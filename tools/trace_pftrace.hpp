@@ -28,7 +28,9 @@ inline constexpr const char* trace_suffixes = ".json, .json.gz, .json.zst, .pftr
 // The file is decoded on a thread of its own, the events handed to
 // options.on_event (on the calling thread) in batches. When on_event stops
 // the read, what the decoder had read past that event is not reported
-// (neither a cut nor an error after it), as if it had stopped there.
+// (neither a cut, an error nor trace-wide entries after it), as if it had
+// stopped there; only `bytes`, `unplaced_events` and `skipped_open_slices`
+// may count some of it.
 read_result read_perfetto_trace(const std::filesystem::path& path, const read_options& options);
 // The same in batches of another size (tests: batch boundaries).
 struct event_batching {

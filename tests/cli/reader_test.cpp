@@ -422,3 +422,35 @@ TEST_CASE("a .pftrace decoded on a thread of its own: every batch size gives the
   throwing.on_event = [](const pt::trace_event&) -> bool { throw pt::trace_error("caller's"); };
   CHECK_THROWS_WITH_AS(pt::read_perfetto_trace(good, throwing, {1, 2}), "caller's", pt::trace_error);
 }
+
+TEST_CASE("a .pftrace read stopped at an event has the trace-wide entries before it, not those the decoder read past it") {
+  temp_dir dir("pftrace-stop-metadata");
+  std::string bytes;
+  {
+    proftrace::detail::perfetto_builder b(bytes, 1);
+    const std::vector<std::pair<std::string, std::string>> early = {{"early", "1"}}, late = {{"late", "2"}};
+    b.trace_metadata(early);
+    const std::uint64_t t = b.thread_track(100, 101, "a");
+    for (int i = 0; i < 5'000; ++i) {
+      b.slice_begin(t, 1'000 * i, "s", "cpu_op");
+      b.slice_end(t, 1'000 * i + 500);
+    }
+    b.trace_metadata(late);
+    b.out();
+  }
+  const auto path = dir.path / "t.pftrace";
+  write_file(path, bytes);
+  const auto keys = [&](pt::event_batching batching, std::uint64_t stop_after) {
+    std::uint64_t n = 0;
+    pt::read_options opts;
+    opts.on_event = [&](const pt::trace_event&) { return ++n < stop_after; };
+    std::string out;
+    for (const auto& m : pt::read_perfetto_trace(path, opts, batching).metadata) out += m.key + ' ';
+    return out;
+  };
+  for (const pt::event_batching b : {pt::event_batching{}, pt::event_batching{1, 2}, pt::event_batching{7, 2}}) {
+    CHECK(keys(b, UINT64_MAX) == "early late baseTimeNanoseconds ");
+    CHECK(keys(b, 1) == "early baseTimeNanoseconds ");
+    CHECK(keys(b, 4'900) == "early baseTimeNanoseconds ");  // the decoder has read on to the end
+  }
+}
