@@ -2,6 +2,9 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <exception>
+#include <memory>
+#include <thread>
 #include <climits>
 #include <istream>
 #include <optional>
@@ -10,6 +13,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "batch_queue.hpp"
 #include "perfetto_input.hpp"
 #include "trace_input.hpp"
 #include "trace_pftrace.hpp"
@@ -297,45 +301,153 @@ void check_whole(const std::filesystem::path& path, const pd::perfetto_read_resu
 
 }  // namespace
 
-read_result read_perfetto_trace(const std::filesystem::path& path, const read_options& options) {
-  read_result result;
-  result.top_level_object = result.has_trace_events = result.trace_events_is_array = true;
-  if (options.stop_at_events) {
-    result.stopped = true;
-    return result;
+namespace {
+
+// An event for the consumer; in a batch's last one, the JSON elements the
+// decoder had counted when it handed the batch over (in the others, the
+// next one's index).
+struct decoded_item {
+  trace_event event;
+  std::uint64_t elements_after = 0;
+  std::size_t metadata = 0;  // trace-wide entries read before it
+};
+using item_queue = batch_queue<decoded_item>;
+
+// The decoding thread's side: each event converted into the batch being
+// filled, handed over when full (or at the end).
+class event_producer {
+ public:
+  event_producer(item_queue& q, const pd::decoded_json_writer& json, const std::vector<metadata_entry>& metadata)
+      : q_(q), json_(json), metadata_(metadata) {}
+
+  // false: the consumer stopped.
+  bool add(const pd::decoded_event& d, std::int64_t base_ns) {
+    if ((!batch_ || batch_->full()) && !hand_over()) return false;
+    decoded_item& item = batch_->next();
+    item.event.clear();
+    item.event.index = json_.elements();
+    item.metadata = metadata_.size();
+    to_trace_event(d, base_ns, where_, item.event);
+    return true;
   }
-  trace_event e;
-  track_texts where;
-  pd::decoded_json_writer json;  // numbers the events as its JSON's elements, writing nothing
-  std::int64_t base_ns = 0;
-  bool has_base = false;
+  // Hands over what was filled; false: the consumer stopped.
+  bool hand_over() {
+    if (batch_ && batch_->size > 0) {
+      batch_->items[batch_->size - 1].elements_after = json_.elements();
+      if (!q_.push(batch_)) return false;
+    }
+    if (!batch_) batch_ = q_.take_empty();
+    return batch_ != nullptr;
+  }
+
+ private:
+  item_queue& q_;
+  const pd::decoded_json_writer& json_;
+  const std::vector<metadata_entry>& metadata_;
+  std::unique_ptr<item_queue::batch> batch_;
+  track_texts where_;
+};
+
+// Where the consumer stopped: the JSON elements counted up to its last
+// event, and the trace-wide entries read before it.
+struct consumer_stop {
+  bool stopped = false;
+  std::uint64_t elements = 0;
+  std::size_t metadata = 0;
+};
+
+// The calling thread's side: each event to options.on_event, in order.
+consumer_stop consume(item_queue& q, const read_options& options) {
+  std::unique_ptr<item_queue::batch> b;
+  while (q.pop(b))
+    for (std::size_t i = 0; i < b->size; ++i)
+      if (options.on_event && !options.on_event(b->items[i].event)) {
+        q.cancel();
+        return {true, i + 1 < b->size ? b->items[i + 1].event.index : b->items[i].elements_after,
+                b->items[i].metadata};
+      }
+  return {};
+}
+
+// The decoder's callbacks: metadata into `result`, events to `producer`.
+pd::perfetto_callbacks decoding_callbacks(read_result& result, event_producer& producer, std::int64_t& base_ns) {
   pd::perfetto_callbacks cb;
-  cb.on_metadata = [&](const std::string& name, const std::string& text) {
-    if (name == "baseTimeNanoseconds" && !has_base) {  // the writer's own base: times as in its JSON trace
+  auto has_base = std::make_shared<bool>(false);
+  cb.on_metadata = [&result, &base_ns, has_base](const std::string& name, const std::string& text) {
+    if (name == "baseTimeNanoseconds" && !*has_base) {  // the writer's own base: times as in its JSON trace
       boost::system::error_code ec;
       const json::value v = json::parse(text, ec);
-      if (!ec && v.is_int64()) base_ns = v.get_int64(), has_base = true;
+      if (!ec && v.is_int64()) base_ns = v.get_int64(), *has_base = true;
       return;
     }
     if (result.metadata.size() < 4096) add_metadata(result, name, text);
   };
-  cb.on_event = [&](const pd::decoded_event& d) {
-    if (!has_base) base_ns = d.start_ns - d.start_ns % (std::int64_t{1} << 51), has_base = true;
-    e.clear();
-    e.index = json.elements();
-    to_trace_event(d, base_ns, where, e);
-    return !options.on_event || options.on_event(e);
+  cb.on_event = [&producer, &base_ns, has_base](const pd::decoded_event& d) {
+    if (!*has_base) base_ns = d.start_ns - d.start_ns % (std::int64_t{1} << 51), *has_base = true;
+    return producer.add(d, base_ns);
   };
-  bool damaged = false;
-  const pd::perfetto_read_result r = read_perfetto_file(path, cb, &damaged, &json);
+  return cb;
+}
+
+void take_read(read_result& result, const pd::perfetto_read_result& r) {
   result.events = r.events;
-  check_whole(path, r, damaged);
   result.truncated = r.truncated;
   result.cut_inside_packet = r.truncation;
   result.stopped = r.stopped;
   result.unplaced_events = r.unplaced;
   result.skipped_open_slices = r.skipped_open;
   result.bytes = r.bytes;
+}
+
+}  // namespace
+
+read_result read_perfetto_trace(const std::filesystem::path& path, const read_options& options) {
+  return read_perfetto_trace(path, options, event_batching{});
+}
+
+// Decoded on a thread of its own while the caller's takes the events: the
+// two halves of the work on two cores, through a few batches of reused events.
+read_result read_perfetto_trace(const std::filesystem::path& path, const read_options& options,
+                                const event_batching& batching) {
+  read_result result;
+  result.top_level_object = result.has_trace_events = result.trace_events_is_array = true;
+  if (options.stop_at_events) {
+    result.stopped = true;
+    return result;
+  }
+  item_queue queue(batching.batch_events, batching.batches);
+  pd::decoded_json_writer json;  // numbers the events as its JSON's elements, writing nothing
+  event_producer producer(queue, json, result.metadata);
+  std::int64_t base_ns = 0;
+  pd::perfetto_read_result r;
+  bool damaged = false;
+  std::exception_ptr failure;
+  std::thread decoding([&] {
+    try {
+      r = read_perfetto_file(path, decoding_callbacks(result, producer, base_ns), &damaged, &json);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    producer.hand_over();  // the events before a failure are delivered before it is thrown
+    queue.close();
+  });
+  consumer_stop stop;
+  try {
+    stop = consume(queue, options);
+  } catch (...) {
+    queue.cancel();
+    decoding.join();
+    throw;
+  }
+  decoding.join();
+  if (stop.stopped) {  // as if the decoder had stopped there: what it read past it is not reported
+    r.stopped = true, r.events = stop.elements, r.truncated = false, damaged = false;
+    result.metadata.resize(stop.metadata);
+  } else if (failure) {
+    std::rethrow_exception(failure);
+  }
+  take_read(result, r);
+  check_whole(path, r, damaged);
   result.metadata.push_back({"baseTimeNanoseconds", json_type::number, std::to_string(base_ns)});
   return result;
 }

@@ -25,6 +25,19 @@ inline constexpr const char* trace_suffixes = ".json, .json.gz, .json.zst, .pftr
 // tid (a named track's name as tid), ts and dur in microseconds from the
 // first event's time base, and the args the summary reads. A file cut
 // inside a packet is `truncated`; malformed content throws trace_error.
+// The file is decoded on a thread of its own, the events handed to
+// options.on_event (on the calling thread) in batches. When on_event stops
+// the read, what the decoder had read past that event is not reported
+// (neither a cut, an error nor trace-wide entries after it), as if it had
+// stopped there; only `bytes`, `unplaced_events` and `skipped_open_slices`
+// may count some of it.
 read_result read_perfetto_trace(const std::filesystem::path& path, const read_options& options);
+// The same in batches of another size (tests: batch boundaries).
+struct event_batching {
+  std::size_t batch_events = 256;   // events per batch (their ring stays within a core's caches)
+  std::size_t batches = 8;          // batches in flight (at least 2)
+};
+read_result read_perfetto_trace(const std::filesystem::path& path, const read_options& options,
+                                const event_batching& batching);
 
 }  // namespace proftrace::tools

@@ -7,12 +7,15 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <optional>
+#include <thread>
 #include <string_view>
 
 #include <proftrace_trace_io/torch_rules.hpp>
 #include <proftrace_trace_io/perfetto_reader.hpp>
 #include <proftrace_trace_io/sorted_runs.hpp>
+#include "batch_queue.hpp"
 #include "trace_layout.hpp"
 
 namespace proftrace::tools {
@@ -40,14 +43,17 @@ bool is_host_op(const trace_event& e) noexcept {
 }
 
 struct aggregator::event_runs {
-  using less = bool (*)(const record&, const record&) noexcept;
+  // A type of its own, not a function pointer: the sort inlines the comparison.
+  struct less {
+    bool operator()(const record& a, const record& b) const noexcept { return before(a, b); }
+  };
   proftrace::detail::sorted_runs<record, less> runs;
 };
 
 aggregator::aggregator(bool group_by_input_shape, std::size_t max_pending_per_thread, std::size_t max_buffered_events)
     : by_shape_(group_by_input_shape),
       max_pending_(std::max<std::size_t>(max_pending_per_thread, 2)),
-      runs_(std::make_unique<event_runs>(event_runs{{before, {.max_items = std::max<std::size_t>(max_buffered_events, 1)}}})) {
+      runs_(std::make_unique<event_runs>(event_runs{{event_runs::less{}, {.max_items = std::max<std::size_t>(max_buffered_events, 1)}}})) {
   // A thread listed in end order: among identical intervals the one listed
   // last encloses (see buffer()), decided from what was seen by then.
   runs_->runs.before_sort([this](record& r) {
@@ -65,8 +71,10 @@ std::size_t aggregator::row_for(const trace_event& e) {
     first_step_ = std::min(first_step_, *n);
     last_step_ = std::max(last_step_, *n);
   }
-  std::string key = step ? std::string(rules::step_row_key) : e.name;
   const bool shaped = by_shape_ && !step && e.has_input_dims;
+  if (!step && !shaped)  // most events: a row that exists, found without building its key
+    if (const auto it = index_.find(e.name); it != index_.end()) return it->second;
+  std::string key = step ? std::string(rules::step_row_key) : e.name;
   std::string index_key = shaped ? rules::row_key(key, e.input_dims) : key;
   auto [it, fresh] = index_.try_emplace(std::move(index_key), rows_.size());
   if (fresh) {
@@ -433,11 +441,42 @@ void aggregator::sum_memory_by_process() {
   memory_cover_.assign(memory_.size() + 1, 0);
 }
 
+// The buffered events, sorted and merged with the spilled runs on a thread
+// of its own (reading the runs back is half the work), replayed on this one.
+void aggregator::replay_merged() {
+  batch_queue<record> queue(4096, 4);
+  std::exception_ptr failure;
+  std::thread merging([&] {
+    try {
+      auto b = queue.take_empty();
+      runs_->runs.merge([&](const record& r, std::string_view) {
+        if (!b) return;  // the replay stopped (it threw)
+        b->next() = r;
+        if (b->full()) b = queue.push(b) ? queue.take_empty() : nullptr;
+      });
+      if (b && b->size > 0) queue.push(b);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    queue.close();
+  });
+  std::unique_ptr<batch_queue<record>::batch> b;
+  try {
+    while (queue.pop(b))
+      for (std::size_t i = 0; i < b->size; ++i) replay(b->items[i]);
+  } catch (...) {
+    queue.cancel();
+    merging.join();
+    throw;
+  }
+  merging.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
 proftrace::event_averages aggregator::finish() {
   sum_memory_by_process();
   for (const auto& S : seen_) threads_out_of_order_ += S.out_of_order ? 1 : 0;
-  // The buffered events, sorted, merged with the spilled runs.
-  runs_->runs.merge([this](const record& r, std::string_view) { replay(r); });
+  replay_merged();
   replay_state_ = nullptr;
   for (auto& [key, T] : threads_) {
     // A nested interval's parent is the one right below it: it was the top

@@ -115,6 +115,7 @@ class aggregator {
   };
   static bool before(const record& a, const record& b) noexcept;
   void buffer(record r, const trace_event& e);
+  void replay_merged();
   void replay(const record& r);
   std::uint32_t process_id(const std::string& pid);
   void count_memory(const record& r, interval& E);

@@ -16,6 +16,7 @@
 #include "formats/perfetto/perfetto_builder.hpp"
 #include "formats/perfetto/proto_encoder.hpp"
 #include "cli_test_support.hpp"
+#include "trace_pftrace.hpp"
 
 using namespace cli_test_support;
 
@@ -374,4 +375,110 @@ TEST_CASE("a Perfetto trace is told by content whatever its name; JSON starting 
   write_file(newline_json, "\n\n  {\"traceEvents\": []}");
   CHECK_FALSE(pt::is_perfetto_trace(newline_json));
   CHECK(run_cli({"validate", newline_json.string()}).rc == 0);
+}
+
+namespace {
+
+// What a read of `path` in batches of `b` gives: each event (index, name,
+// thread, time) and the result, the error's message if it throws; stopped
+// by the read's caller after `stop_after` events.
+std::string read_in_batches(const std::filesystem::path& path, pt::event_batching b,
+                            std::uint64_t stop_after = UINT64_MAX) {
+  std::string seen;
+  std::uint64_t n = 0;
+  pt::read_options opts;
+  opts.on_event = [&](const pt::trace_event& e) {
+    seen += std::to_string(e.index) + ' ' + e.name + ' ' + e.pid + '/' + e.tid + ' ' + std::to_string(e.ts) + '\n';
+    return ++n < stop_after;
+  };
+  try {
+    const pt::read_result r = pt::read_perfetto_trace(path, opts, b);
+    return seen + "events " + std::to_string(r.events) + (r.stopped ? " stopped" : "") +
+           (r.truncated ? " cut " + r.cut_inside_packet : "");
+  } catch (const pt::trace_error& e) {
+    return seen + "error " + e.what();
+  }
+}
+
+// Slices on two threads in turn, then (`bad`) one that ends before it begins.
+std::string two_threads(int slices, bool bad) {
+  std::string out;
+  proftrace::detail::perfetto_builder b(out, 1);
+  const std::uint64_t threads[] = {b.thread_track(100, 101, "a"), b.thread_track(100, 102, "b")};
+  for (int i = 0; i < slices; ++i) {
+    const std::uint64_t t = threads[i % 2];
+    b.slice_begin(t, 1'000 * i, "s" + std::to_string(i), "cpu_op");
+    b.slice_end(t, 1'000 * i + 500);
+  }
+  if (bad) {
+    b.slice_begin(threads[0], 90'000, "whole", "cpu_op");
+    b.slice_end(threads[0], 80'000);
+  }
+  b.out();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a .pftrace decoded on a thread of its own: every batch size gives the same events, stops, cuts and errors") {
+  temp_dir dir("pftrace-batches");
+  const auto good = dir.path / "good.pftrace", bad = dir.path / "bad.pftrace", cut = dir.path / "cut.pftrace";
+  write_file(good, two_threads(23, false));
+  write_file(bad, two_threads(23, true));
+  const std::string whole = two_threads(23, false);
+  write_file(cut, whole.substr(0, inside_packet_after(whole, whole.size() / 2)));
+  const pt::event_batching shapes[] = {{1, 2}, {2, 2}, {3, 3}, {7, 2}, {22, 2}, {23, 2}, {24, 4}};
+  for (const auto& path : {good, bad, cut}) {
+    const std::string expected = read_in_batches(path, {});
+    if (path == good) CHECK(expected.find("s22") != std::string::npos);
+    for (const auto& b : shapes) {
+      CHECK_MESSAGE(read_in_batches(path, b) == expected, path << " in batches of " << b.batch_events);
+      for (const std::uint64_t stop : {1, 2, 3, 8, 22})
+        CHECK_MESSAGE(read_in_batches(path, b, stop) == read_in_batches(path, {}, stop),
+                      path << " stopped after " << stop << " in batches of " << b.batch_events);
+    }
+  }
+  // Every event before an error is delivered before it; a stop before the
+  // error (or the cut) hides it, as where the decoder stops at the caller's word.
+  CHECK(read_in_batches(bad, {1, 2}).find("s22 100/101") != std::string::npos);
+  CHECK(read_in_batches(bad, {1, 2}).find("error ") != std::string::npos);
+  CHECK(read_in_batches(bad, {1, 2}, 3).ends_with("stopped"));
+  CHECK(read_in_batches(cut, {1, 2}).find(" cut ") != std::string::npos);
+  CHECK(read_in_batches(cut, {1, 2}, 1).ends_with("stopped"));
+  // The caller's exception ends the decoding thread too, and reaches the caller.
+  pt::read_options throwing;
+  throwing.on_event = [](const pt::trace_event&) -> bool { throw pt::trace_error("caller's"); };
+  CHECK_THROWS_WITH_AS(pt::read_perfetto_trace(good, throwing, {1, 2}), "caller's", pt::trace_error);
+}
+
+TEST_CASE("a .pftrace read stopped at an event has the trace-wide entries before it, not those the decoder read past it") {
+  temp_dir dir("pftrace-stop-metadata");
+  std::string bytes;
+  {
+    proftrace::detail::perfetto_builder b(bytes, 1);
+    const std::vector<std::pair<std::string, std::string>> early = {{"early", "1"}}, late = {{"late", "2"}};
+    b.trace_metadata(early);
+    const std::uint64_t t = b.thread_track(100, 101, "a");
+    for (int i = 0; i < 5'000; ++i) {
+      b.slice_begin(t, 1'000 * i, "s", "cpu_op");
+      b.slice_end(t, 1'000 * i + 500);
+    }
+    b.trace_metadata(late);
+    b.out();
+  }
+  const auto path = dir.path / "t.pftrace";
+  write_file(path, bytes);
+  const auto keys = [&](pt::event_batching batching, std::uint64_t stop_after) {
+    std::uint64_t n = 0;
+    pt::read_options opts;
+    opts.on_event = [&](const pt::trace_event&) { return ++n < stop_after; };
+    std::string out;
+    for (const auto& m : pt::read_perfetto_trace(path, opts, batching).metadata) out += m.key + ' ';
+    return out;
+  };
+  for (const pt::event_batching b : {pt::event_batching{}, pt::event_batching{1, 2}, pt::event_batching{7, 2}}) {
+    CHECK(keys(b, UINT64_MAX) == "early late baseTimeNanoseconds ");
+    CHECK(keys(b, 1) == "early baseTimeNanoseconds ");
+    CHECK(keys(b, 4'900) == "early baseTimeNanoseconds ");  // the decoder has read on to the end
+  }
 }

@@ -13,6 +13,7 @@
 #include "flusher_stall.hpp"
 #include "test_support.hpp"
 #include "cli_test_support.hpp"
+#include "trace_summary.hpp"
 
 using namespace cli_test_support;
 
@@ -504,4 +505,54 @@ TEST_CASE("summary --group-by-shape gives a .pftrace's Input Dims as its JSON's"
   REQUIRE(from_json.rc == 0);
   CHECK(from_json.out.find("[[], [0], [12345678901234567890]]") != std::string::npos);
   CHECK(run_cli({"summary", "--group-by-shape", pf.string()}).out == from_json.out);
+}
+
+namespace {
+
+// `steps` steps on each of two threads, each step "outer" > ("mid" > "leaf"),
+// "other", listed as proftrace lists them (children first), the threads in
+// turns of 100 steps.
+std::string nested_steps(int steps) {
+  std::string out = R"({"traceEvents": [)";
+  const auto event = [&](const char* name, int tid, std::int64_t ts, std::int64_t dur) {
+    out += R"({"ph": "X", "cat": "cpu_op", "name": ")" + std::string(name) + R"(", "pid": 1, "tid": )" +
+           std::to_string(tid) + R"(, "ts": )" + std::to_string(ts) + R"(, "dur": )" + std::to_string(dur) + "},";
+  };
+  for (int turn = 0; turn < steps; turn += 100)
+    for (int tid = 1; tid <= 2; ++tid)
+      for (int i = turn; i < std::min(steps, turn + 100); ++i) {
+        const std::int64_t t = 100 * static_cast<std::int64_t>(i);
+        event("leaf", tid, t + 2, 10 + tid);
+        event("mid", tid, t + 1, 20);
+        event("other", tid, t + 30, 5 * tid);
+        event("outer", tid, t, 50);
+      }
+  out.back() = ']';
+  return out + "}";
+}
+
+}  // namespace
+
+TEST_CASE("summary of many events: the same rows whatever the spills, in batches across the merge and the replay") {
+  temp_dir dir("summary-batches");
+  const auto json = dir.path / "steps.json", pftrace = dir.path / "steps.pftrace";
+  write_file(json, nested_steps(3'000));  // 24,000 events: several batches on both sides
+  REQUIRE(run_cli({"convert", json.string(), pftrace.string()}).rc == 0);
+  std::string reference;
+  for (const auto& path : {json, pftrace})
+    for (const std::size_t bound : {std::size_t{1} << 20, std::size_t{5'000}, std::size_t{999}}) {
+      CAPTURE(path);
+      CAPTURE(bound);
+      pt::aggregator agg(false, std::size_t{1} << 18, bound);
+      pt::read_options opts;
+      opts.on_event = [&](const pt::trace_event& e) { return agg.add(e).empty(); };
+      const pt::read_result r = pt::read_trace(path, opts);
+      CHECK(r.events >= 24'000);
+      const std::string rows = pt::numeric_csv(agg.finish());
+      CHECK((agg.spilled_runs() > 0) == (bound < 24'000));
+      if (reference.empty()) reference = rows;
+      CHECK(rows == reference);
+    }
+  CHECK(reference.find("\"leaf\",6000,") != std::string::npos);
+  CHECK(run_cli({"summary", pftrace.string()}).out == run_cli({"summary", json.string()}).out);
 }
