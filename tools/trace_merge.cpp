@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "trace_merge.hpp"
+#include "json_array_text.hpp"
 #include <proftrace_trace_io/json_events_scanner.hpp>
 #include <proftrace_trace_io/compression.hpp>
 #include <proftrace_trace_io/kineto_json_reader.hpp>
@@ -185,17 +186,9 @@ void append_json(std::string& out, const json::value& v) {
       out += '}';
       break;
     }
-    case json::kind::array: {
-      out += '[';
-      bool first = true;
-      for (const auto& x : v.get_array()) {
-        if (!first) out += ", ";
-        first = false;
-        append_json(out, x);
-      }
-      out += ']';
+    case json::kind::array:
+      append_json_array(out, v.get_array(), [](std::string& o, const json::value& x) { append_json(o, x); });
       break;
-    }
     case json::kind::double_: {
       const double d = v.get_double();
       // JSON has no infinity: a number beyond a double's range (1e400)

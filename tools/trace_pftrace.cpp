@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "batch_queue.hpp"
+#include "json_array_text.hpp"
 #include "perfetto_input.hpp"
 #include "trace_input.hpp"
 #include "trace_pftrace.hpp"
@@ -31,17 +32,9 @@ namespace pd = proftrace::detail;
 // "Input Dims" as the JSON reader gives them: "[[64, 128], ['float']]".
 void append_dims(std::string& out, const json::value& v) {
   switch (v.kind()) {
-    case json::kind::array: {
-      out += '[';
-      bool first = true;
-      for (const auto& x : v.get_array()) {
-        if (!first) out += ", ";
-        first = false;
-        append_dims(out, x);
-      }
-      out += ']';
+    case json::kind::array:
+      append_json_array(out, v.get_array(), [](std::string& o, const json::value& x) { append_dims(o, x); });
       return;
-    }
     case json::kind::string: out += "'" + std::string(v.get_string()) + "'"; return;
     case json::kind::object: out += "{}"; return;
     default: out += json::serialize(v); return;
