@@ -120,7 +120,7 @@ bool set_stream_format(config_state& s, std::string_view v, bool) {
     return true;
   }
   for (const format_row& row : trace_formats) {
-    if (v == row.name) {
+    if (v == row.name && !row.export_only) {
       f = row.format;
       return true;
     }

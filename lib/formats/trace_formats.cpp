@@ -11,8 +11,8 @@ inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
 
 const std::array<format_row, 2> trace_formats{{
-    {trace_format::json, "json", ".json", true, "events_not_written", nullptr, nullptr},
-    {trace_format::pftrace, "pftrace", ".pftrace", false, "packets_not_written",
+    {trace_format::json, "json", ".json", false, true, "events_not_written", nullptr, nullptr},
+    {trace_format::pftrace, "pftrace", ".pftrace", false, false, "packets_not_written",
      [](const std::filesystem::path& in, const std::filesystem::path& out) { perfetto_to_kineto(in, out); },
      [](const std::filesystem::path& in, const std::filesystem::path& out) { kineto_to_perfetto(in, out); }},
 }};
@@ -21,6 +21,10 @@ const format_row& row_of(trace_format f) noexcept {
   for (const format_row& r : trace_formats)
     if (r.format == f) return r;
   return trace_formats[0];
+}
+
+trace_format stream_format_for(trace_format f) noexcept {
+  return f == trace_format::automatic || row_of(f).export_only ? trace_format::json : f;
 }
 
 trace_name parse_trace_name(std::string_view name) noexcept {
@@ -61,16 +65,17 @@ bool names_a_trace_suffix(const std::filesystem::path& p) noexcept {
 std::optional<trace_name> parse_format_value(std::string_view value) noexcept {
   const std::string name = "." + std::string(value);
   const trace_name n = parse_trace_name(name);
-  if (n.format == nullptr || n.format->suffix.size() + suffix_of(n.compressed).size() != name.size()) return std::nullopt;
+  if (n.format == nullptr || (n.format->export_only && n.compressed != compression::none) || n.format->suffix.size() + suffix_of(n.compressed).size() != name.size()) return std::nullopt;
   return n;
 }
 
 std::string format_values(std::string_view lead, std::string_view last_separator) {
   std::string out;
-  const std::size_t count = trace_formats.size() * (compressions.size() + 1);
+  std::size_t count = 0;
+  for (const format_row& f : trace_formats) count += f.export_only ? 1 : compressions.size() + 1;
   std::size_t i = 0;
   for (const format_row& f : trace_formats) {
-    for (std::size_t c = 0; c <= compressions.size(); ++c, ++i) {
+    for (std::size_t c = 0; c <= (f.export_only ? 0 : compressions.size()); ++c, ++i) {
       if (i != 0) out += i + 1 == count ? last_separator : ", ";
       out += lead;
       out += f.name;
@@ -87,6 +92,12 @@ std::string trace_file_suffix(trace_format f, compression c) {
 void convert_trace(const format_row& from, const format_row& to, const std::filesystem::path& in,
                    const std::filesystem::path& out) {
   if (&from == &to) throw std::logic_error("proftrace: convert_trace between one format");
+  if (from.export_only)
+    throw std::runtime_error("proftrace: " + in.string() + ": " + std::string(from.name) +
+                             " is written only (converted from a trace), never read back: read its .json or .pftrace");
+  if (to.export_only && compression_of(out) != compression::none)
+    throw std::runtime_error("proftrace: cannot write '" + out.string() + "': a " + std::string(to.name) +
+                             " output is not compressed (drop '" + std::string(suffix_of(compression_of(out))) + "')");
   if (to.from_kineto == nullptr) return from.to_kineto(in, out);
   if (from.to_kineto == nullptr) return to.from_kineto(in, out);
   const export_temporary json(out, {.suffix = ".json", .or_temp_dir = true});

@@ -37,6 +37,11 @@ struct format_row {
   trace_format format;
   std::string_view name;    // PROFTRACE_CONFIG's format= value, the command line's word
   std::string_view suffix;  // a file's, before any compression suffix
+  // Written only by converting a finished trace from Kineto JSON
+  // (from_kineto; to_kineto is null): never streamed, spooled, compressed
+  // or read back. A session whose handler names one streams Kineto JSON
+  // and converts at the export.
+  bool export_only;
   // The spool's closing part is rewritten at each commit (JSON's "]}"), or
   // the spool is only appended to (Perfetto's packets).
   bool rewrites_tail;
@@ -51,6 +56,9 @@ extern const std::array<format_row, 2> trace_formats;
 
 // The row of a format (trace_format::automatic: Kineto JSON's, the default).
 const format_row& row_of(trace_format f) noexcept;
+// The format a trace streams and spools in when `f` is asked for: `f`'s,
+// Kineto JSON's for automatic and export-only formats.
+trace_format stream_format_for(trace_format f) noexcept;
 
 // A file name's format and compression: "x.pftrace.gz" -> Perfetto's, gzip.
 // `format` is null when no format suffix comes before the compression's.
@@ -75,7 +83,9 @@ std::string format_values(std::string_view lead = "", std::string_view last_sepa
 std::string trace_file_suffix(trace_format f, compression c);
 
 // `in` (of format `from`) converted to `out` (of format `to`), through
-// Kineto JSON: the converters' common ground.
+// Kineto JSON: the converters' common ground. Throws std::runtime_error
+// naming the file when `from` is export-only or `out` names a compression
+// that `to` (export-only) does not take.
 void convert_trace(const format_row& from, const format_row& to, const std::filesystem::path& in,
                    const std::filesystem::path& out);
 

@@ -47,9 +47,9 @@ std::filesystem::path default_spool_dir() {
 
 // The spool's format: the option's, else the handler's.
 trace_format session::impl::stream_format() const {
-  if (opts.stream_format != trace_format::automatic) return opts.stream_format;
+  if (opts.stream_format != trace_format::automatic) return detail::stream_format_for(opts.stream_format);
   const auto* handler = opts.on_trace_ready.target<detail::tensorboard_handler>();
-  return handler ? handler->format : trace_format::json;
+  return detail::stream_format_for(handler ? handler->format : trace_format::automatic);
 }
 
 detail::window_options session::impl::window_for_next_trace() {
