@@ -15,12 +15,10 @@
 module proftrace
   use, intrinsic :: iso_c_binding, only: c_char, c_size_t, c_int, c_int64_t, c_double, c_ptr, &
                                          c_f_pointer, c_associated
-  use, intrinsic :: iso_fortran_env, only: error_unit, int64
+  use, intrinsic :: iso_fortran_env, only: error_unit, int8, int16, int32, int64, real32, real64
   implicit none
   private
-  public :: proftrace_start, proftrace_stop, proftrace_step, proftrace_push, proftrace_pop, proftrace_instant, &
-            proftrace_counter, proftrace_flops, proftrace_matmul, proftrace_arg, proftrace_recording, &
-            proftrace_last_error
+  include 'proftrace_public.inc'
 
   interface
     function c_start_n(config, length) bind(C, name="proftrace_start_n") result(rc)
@@ -33,39 +31,11 @@ module proftrace
       import :: c_ptr
       type(c_ptr) :: p
     end function
-    subroutine c_stop() bind(C, name="proftrace_stop")
-    end subroutine
-    subroutine c_step() bind(C, name="proftrace_step")
-    end subroutine
-    subroutine c_push_n(name, length) bind(C, name="proftrace_push_n")
-      import :: c_char, c_size_t
-      character(kind=c_char), intent(in) :: name(*)
-      integer(c_size_t), value :: length
-    end subroutine
-    subroutine c_pop() bind(C, name="proftrace_pop")
-    end subroutine
-    subroutine c_instant_n(name, length) bind(C, name="proftrace_instant_n")
-      import :: c_char, c_size_t
-      character(kind=c_char), intent(in) :: name(*)
-      integer(c_size_t), value :: length
-    end subroutine
-    subroutine c_counter_n(name, length, value) bind(C, name="proftrace_counter_n")
-      import :: c_char, c_size_t, c_double
-      character(kind=c_char), intent(in) :: name(*)
-      integer(c_size_t), value :: length
-      real(c_double), value :: value
-    end subroutine
     subroutine c_arg_int_n(key, length, value) bind(C, name="proftrace_arg_int_n")
       import :: c_char, c_size_t, c_int64_t
       character(kind=c_char), intent(in) :: key(*)
       integer(c_size_t), value :: length
       integer(c_int64_t), value :: value
-    end subroutine
-    subroutine c_arg_double_n(key, length, value) bind(C, name="proftrace_arg_double_n")
-      import :: c_char, c_size_t, c_double
-      character(kind=c_char), intent(in) :: key(*)
-      integer(c_size_t), value :: length
-      real(c_double), value :: value
     end subroutine
     subroutine c_arg_string_n(key, key_length, value, value_length) bind(C, name="proftrace_arg_string_n")
       import :: c_char, c_size_t
@@ -91,10 +61,33 @@ module proftrace
     end function
   end interface
 
-  ! proftrace_arg(key, value): an integer, real or character value.
-  interface proftrace_arg
-    module procedure arg_int32, arg_int64, arg_real32, arg_real64, arg_string
+  ! The C API's functions that share a signature, declared once per signature.
+  abstract interface
+    subroutine no_args() bind(C)
+    end subroutine
+    subroutine named(name, length) bind(C)
+      import :: c_char, c_size_t
+      character(kind=c_char), intent(in) :: name(*)
+      integer(c_size_t), value :: length
+    end subroutine
+    subroutine named_double(name, length, value) bind(C)
+      import :: c_char, c_size_t, c_double
+      character(kind=c_char), intent(in) :: name(*)
+      integer(c_size_t), value :: length
+      real(c_double), value :: value
+    end subroutine
   end interface
+  procedure(no_args), bind(C, name="proftrace_stop") :: c_stop
+  procedure(no_args), bind(C, name="proftrace_step") :: c_step
+  procedure(no_args), bind(C, name="proftrace_pop") :: c_pop
+  procedure(named), bind(C, name="proftrace_push_n") :: c_push_n
+  procedure(named), bind(C, name="proftrace_instant_n") :: c_instant_n
+  procedure(named_double), bind(C, name="proftrace_counter_n") :: c_counter_n
+  procedure(named_double), bind(C, name="proftrace_arg_double_n") :: c_arg_double_n
+
+  ! proftrace_arg(key, value): an integer or real of any kind, a logical (1
+  ! or 0) or a character value; another type records the text below.
+  character(len=*), parameter :: unsupported = "(a Fortran type proftrace_arg does not record)"
 
 contains
 
@@ -178,29 +171,24 @@ contains
     proftrace_recording = c_recording() /= 0
   end function
 
-  subroutine arg_int32(key, value)
+  ! One procedure for every kind: Fortran has no generics over kinds, and
+  ! a specific procedure per kind would repeat one body five times.
+  subroutine proftrace_arg(key, value)
     character(len=*), intent(in) :: key
-    integer, intent(in) :: value
-    call arg_int64(key, int(value, int64))
-  end subroutine
-  subroutine arg_int64(key, value)
-    character(len=*), intent(in) :: key
-    integer(int64), intent(in) :: value
-    call c_arg_int_n(key, int(len_trim(key), c_size_t), int(value, c_int64_t))
-  end subroutine
-  subroutine arg_real32(key, value)
-    character(len=*), intent(in) :: key
-    real, intent(in) :: value
-    call arg_real64(key, real(value, c_double))
-  end subroutine
-  subroutine arg_real64(key, value)
-    character(len=*), intent(in) :: key
-    real(c_double), intent(in) :: value
-    call c_arg_double_n(key, int(len_trim(key), c_size_t), value)
-  end subroutine
-  subroutine arg_string(key, value)
-    character(len=*), intent(in) :: key, value
-    call c_arg_string_n(key, int(len_trim(key), c_size_t), value, int(len_trim(value), c_size_t))
+    class(*), intent(in) :: value
+    integer(c_size_t) :: n
+    n = int(len_trim(key), c_size_t)
+    select type (value)
+    type is (integer(int8)); call c_arg_int_n(key, n, int(value, c_int64_t))
+    type is (integer(int16)); call c_arg_int_n(key, n, int(value, c_int64_t))
+    type is (integer(int32)); call c_arg_int_n(key, n, int(value, c_int64_t))
+    type is (integer(int64)); call c_arg_int_n(key, n, int(value, c_int64_t))
+    type is (real(real32)); call c_arg_double_n(key, n, real(value, c_double))
+    type is (real(real64)); call c_arg_double_n(key, n, real(value, c_double))
+    type is (logical); call c_arg_int_n(key, n, merge(1_c_int64_t, 0_c_int64_t, value))
+    type is (character(len=*)); call c_arg_string_n(key, n, value, int(len_trim(value), c_size_t))
+    class default; call c_arg_string_n(key, n, unsupported, len(unsupported, c_size_t))
+    end select
   end subroutine
 
 end module proftrace

@@ -14,13 +14,7 @@ module proftrace
   use, intrinsic :: iso_fortran_env, only: int64
   implicit none
   private
-  public :: proftrace_start, proftrace_stop, proftrace_step, proftrace_push, proftrace_pop, proftrace_instant, &
-            proftrace_counter, proftrace_flops, proftrace_matmul, proftrace_arg, proftrace_recording, &
-            proftrace_last_error
-
-  interface proftrace_arg
-    module procedure arg_int32, arg_int64, arg_real32, arg_real64, arg_string
-  end interface
+  include 'proftrace_public.inc'
 
 contains
 
@@ -69,24 +63,9 @@ contains
     proftrace_recording = .false.
   end function
 
-  subroutine arg_int32(key, value)
+  subroutine proftrace_arg(key, value)
     character(len=*), intent(in) :: key
-    integer, intent(in) :: value
-  end subroutine
-  subroutine arg_int64(key, value)
-    character(len=*), intent(in) :: key
-    integer(int64), intent(in) :: value
-  end subroutine
-  subroutine arg_real32(key, value)
-    character(len=*), intent(in) :: key
-    real, intent(in) :: value
-  end subroutine
-  subroutine arg_real64(key, value)
-    character(len=*), intent(in) :: key
-    real(c_double), intent(in) :: value
-  end subroutine
-  subroutine arg_string(key, value)
-    character(len=*), intent(in) :: key, value
+    class(*), intent(in) :: value
   end subroutine
 
 end module proftrace

@@ -5,6 +5,7 @@
 #include <exception>
 #include <memory>
 #include <thread>
+#include <tuple>
 #include <climits>
 #include <istream>
 #include <optional>
@@ -383,13 +384,9 @@ pd::perfetto_callbacks decoding_callbacks(read_result& result, event_producer& p
 }
 
 void take_read(read_result& result, const pd::perfetto_read_result& r) {
-  result.events = r.events;
-  result.truncated = r.truncated;
-  result.cut_inside_packet = r.truncation;
-  result.stopped = r.stopped;
-  result.unplaced_events = r.unplaced;
-  result.skipped_open_slices = r.skipped_open;
-  result.bytes = r.bytes;
+  std::tie(result.events, result.truncated, result.cut_inside_packet, result.stopped, result.unplaced_events,
+           result.skipped_open_slices, result.bytes) =
+      std::tie(r.events, r.truncated, r.truncation, r.stopped, r.unplaced, r.skipped_open, r.bytes);
 }
 
 }  // namespace

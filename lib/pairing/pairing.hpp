@@ -54,12 +54,6 @@ namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
 
-// An async range's end that reached the flusher before its begin (the
-// beginning thread's ring was drained first).
-struct early_async_end {
-  std::int64_t end_ns = 0;
-  std::int64_t tid = 0;
-};
 
 // Which step a scope of `where` is.
 inline step_kind step_of(const site* where) noexcept {

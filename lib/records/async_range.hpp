@@ -28,6 +28,13 @@ struct open_async {
   const char* name() const noexcept { return dynamic_name.empty() ? where->name : dynamic_name.c_str(); }
 };
 
+// An async range's end that reached the flusher before its begin (the
+// beginning thread's ring was drained first): where and when it ended.
+struct early_async_end {
+  std::int64_t end_ns = 0;
+  std::int64_t tid = 0;
+};
+
 }  // namespace detail
 }  // namespace PROFTRACE_ABI_NAMESPACE
 }  // namespace proftrace

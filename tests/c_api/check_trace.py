@@ -49,6 +49,10 @@ def main():
         assert its == [0, 1, 2, 3], its
         for s in by_name["solve"]:
             assert s["args"]["method"] == "jacobi" and s["args"]["tolerance"] == 1e-6, s["args"]
+            # every kind through one proftrace_arg; another type is named as unrecorded
+            assert s["args"]["relaxation"] == 0.5 and s["args"]["sweeps"] == 3, s["args"]
+            assert s["args"]["converged"] == (1 if s["args"]["it"] == 4 else 0), s["args"]
+            assert "does not record" in s["args"]["shift"], s["args"]
         assert sum(1 for e in events if e.get("name") == "iteration done") == 4
         assert sum(1 for e in events if e.get("ph") == "C" and e.get("name") == "residual") == 4
     print("ok")

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <unordered_set>
+#include <utility>
 
 #include "formats/json_text.hpp"
 
@@ -82,28 +83,25 @@ std::string device_properties_json(const std::vector<gpu_device_properties>& dev
   for (std::size_t i = 0; i < sorted.size(); ++i) {
     const gpu_device_properties& d = *sorted[i];
     out += i ? ",\n    {" : "\n    {";
-    const auto field = [&](const char* key, auto v, bool comma = true) {
-      if (comma) out += ", ";
-      out += '"';
-      out += key;
-      out += "\": ";
-      append_int(out, v);
-    };
-    field("id", d.id, false);
+    out += "\"id\": ";
+    append_int(out, d.id);
     out += ", \"name\": ";
     append_json_string(out, d.name);
-    field("totalGlobalMem", d.total_global_mem);
-    field("computeMajor", d.compute_major);
-    field("computeMinor", d.compute_minor);
-    field("maxThreadsPerBlock", d.max_threads_per_block);
-    field("maxThreadsPerMultiprocessor", d.max_threads_per_multiprocessor);
-    field("regsPerBlock", d.regs_per_block);
-    field("regsPerMultiprocessor", d.regs_per_multiprocessor);
-    field("warpSize", d.warp_size);
-    field("sharedMemPerBlock", d.shared_mem_per_block);
-    field("sharedMemPerMultiprocessor", d.shared_mem_per_multiprocessor);
-    field("numSms", d.num_sms);
-    field("sharedMemPerBlockOptin", d.shared_mem_per_block_optin);
+    // Kineto's deviceProperties keys, in its order.
+    const std::pair<const char*, std::int64_t> numbers[] = {
+        {"totalGlobalMem", static_cast<std::int64_t>(d.total_global_mem)}, {"computeMajor", d.compute_major},
+        {"computeMinor", d.compute_minor}, {"maxThreadsPerBlock", d.max_threads_per_block},
+        {"maxThreadsPerMultiprocessor", d.max_threads_per_multiprocessor}, {"regsPerBlock", d.regs_per_block},
+        {"regsPerMultiprocessor", d.regs_per_multiprocessor}, {"warpSize", d.warp_size},
+        {"sharedMemPerBlock", static_cast<std::int64_t>(d.shared_mem_per_block)},
+        {"sharedMemPerMultiprocessor", static_cast<std::int64_t>(d.shared_mem_per_multiprocessor)},
+        {"numSms", d.num_sms}, {"sharedMemPerBlockOptin", static_cast<std::int64_t>(d.shared_mem_per_block_optin)}};
+    for (const auto& [key, value] : numbers) {
+      out += ", \"";
+      out += key;
+      out += "\": ";
+      append_int(out, value);
+    }
     out += '}';
   }
   out += sorted.empty() ? "]" : "\n  ]";

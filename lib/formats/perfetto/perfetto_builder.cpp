@@ -177,12 +177,7 @@ void perfetto_builder::write_clock_snapshot() {
   proto::put_uint(out_, field::sequence_flags, seq_incremental_state_cleared);
   const std::size_t snapshot = proto::open(out_, field::clock_snapshot);
   const std::pair<std::uint32_t, std::uint64_t> clocks[] = {{clock_realtime, realtime}, {clock_boottime, boottime}};
-  for (const auto& [id, ns] : clocks) {
-    const std::size_t clock = proto::open(out_, field::clocks);
-    proto::put_uint(out_, field::clock_id, id);
-    proto::put_uint(out_, field::clock_timestamp, ns);
-    proto::close(out_, clock);
-  }
+  proto::put_pair_messages(out_, field::clocks, field::clock_id, field::clock_timestamp, clocks);
   proto::close(out_, snapshot);
   proto::close(out_, packet);
 }
@@ -191,12 +186,7 @@ void perfetto_builder::trace_metadata(std::span<const std::pair<std::string, std
   if (entries.empty()) return;
   const std::size_t packet = open_packet();
   const std::size_t bundle = proto::open(out_, field::chrome_events);
-  for (const auto& [name, json] : entries) {
-    const std::size_t entry = proto::open(out_, field::chrome_metadata);
-    proto::put_string(out_, field::metadata_name, name);
-    proto::put_string(out_, field::metadata_json_value, json);
-    proto::close(out_, entry);
-  }
+  proto::put_pair_messages(out_, field::chrome_metadata, field::metadata_name, field::metadata_json_value, entries);
   proto::close(out_, bundle);
   proto::close(out_, packet);
 }

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
@@ -127,6 +128,23 @@ inline void close(std::string& out, std::size_t at) {
   buf[n++] = static_cast<char>(len);
   out[at] = buf[0];
   out.insert(at + 1, buf + 1, n - 1);  // the body moves up by the extra length bytes
+}
+
+// Each (a, b) of `pairs` as a repeated message `item` holding the fields
+// `first` and `second` (an integer as a varint, text as a string).
+template <class Pairs>
+void put_pair_messages(std::string& out, std::uint32_t item, std::uint32_t first, std::uint32_t second,
+                       const Pairs& pairs) {
+  const auto put = [&out](std::uint32_t f, const auto& v) {
+    if constexpr (std::is_integral_v<std::decay_t<decltype(v)>>) put_uint(out, f, v);
+    else put_string(out, f, v);
+  };
+  for (const auto& [a, b] : pairs) {
+    const std::size_t message = open(out, item);
+    put(first, a);
+    put(second, b);
+    close(out, message);
+  }
 }
 
 }  // namespace detail::proto

@@ -3,6 +3,7 @@
 ! tests/c_api/check_trace.py checks DIR's trace.
 program fortran_trace
   use proftrace
+  use, intrinsic :: iso_fortran_env, only: int16
   implicit none
   character(len=1024) :: dir
   integer :: it, status
@@ -21,6 +22,10 @@ program fortran_trace
     call proftrace_arg('it', it)
     call proftrace_arg('method', 'jacobi   ')
     call proftrace_arg('tolerance', 1.0d-6)
+    call proftrace_arg('relaxation', 0.5)
+    call proftrace_arg('sweeps', 3_int16)
+    call proftrace_arg('converged', it == 4)
+    call proftrace_arg('shift', (1.0, 2.0))
     call proftrace_push('kernel')
     call proftrace_matmul(8, 8, 8)
     call proftrace_pop()
