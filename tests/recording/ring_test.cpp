@@ -670,3 +670,77 @@ TEST_CASE("clock: the portable fallback counts nanoseconds") {
   CHECK(b - a >= 2'000'000);
   CHECK(static_cast<double>(b - a) <= static_cast<double>((s1 - s0).count()) * 1.01 + 50'000);
 }
+
+namespace {
+
+const pd::site fast_path_site{"fast path", "test", __FILE__, __LINE__, pd::category::user_annotation};
+
+std::vector<pd::event> consume_all(pd::ring& r) {
+  std::vector<pd::event> out, buf(256);
+  for (;;) {
+    std::size_t first = 0;
+    const std::size_t n = r.consume(buf.data(), buf.size(), &first);
+    if (n == 0) return out;
+    out.insert(out.end(), buf.begin() + static_cast<std::ptrdiff_t>(first),
+               buf.begin() + static_cast<std::ptrdiff_t>(first + n));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("ring: the short fast path writes a plain begin and its end, and leaves every other end to the full path") {
+  pd::set_overflow_policy(proftrace::overflow_policy::drop);
+  pd::ring r(64);
+  const std::uint64_t where = reinterpret_cast<std::uintptr_t>(&fast_path_site);
+  int full = 0;
+  const std::uint64_t begin = r.push_short_begin_or(where, [&] {
+    ++full;
+    return r.push(r.now(), where, 0, pd::event_kind::begin);
+  });
+  if (!pd::clock_uses_tsc.load()) {  // without the TSC every push takes the full path
+    CHECK(full == 1);
+    return;
+  }
+  CHECK(full == 0);
+  CHECK(pd::ring_uid_of(begin) == r.uid());
+  r.push_short_end_or(begin, [&] { ++full; });
+  CHECK(full == 0);
+  // Ends that name no begin of this ring: another ring's, a dropped one's
+  // (no_begin), a step annotation's (0, cancel_end), one not reached yet.
+  pd::ring other(64);
+  const std::uint64_t foreign = other.push(other.now(), where, 0, pd::event_kind::begin);
+  for (const std::uint64_t token : {foreign, pd::no_begin, pd::cancel_end, std::uint64_t{0}, r.published() + 3}) {
+    const int before = full;
+    r.push_short_end_or(token, [&] { ++full; });
+    CHECK(full == before + 1);
+  }
+  const auto events = consume_all(r);
+  REQUIRE(events.size() == 2);
+  CHECK(kind_of(events[0]) == pd::event_kind::begin);
+  CHECK(events[0].where == where);
+  CHECK(kind_of(events[1]) == pd::event_kind::end);
+  CHECK(events[1].payload == begin);
+  CHECK(events[1].ticks >= events[0].ticks);
+}
+
+TEST_CASE("ring: the fast path leaves at the ring's limit, and with the full path every push is kept or counted") {
+  pd::set_overflow_policy(proftrace::overflow_policy::drop);
+  pd::ring r(64);
+  const std::uint64_t where = reinterpret_cast<std::uintptr_t>(&fast_path_site);
+  const std::uint64_t pushes = 1000;  // far more than the ring's 128 slots: no consumer runs
+  std::uint64_t full = 0;
+  for (std::uint64_t i = 0; i < pushes; ++i) {
+    r.push_short_begin_or(where, [&] {
+      ++full;
+      return r.push(r.now(), where, 0, pd::event_kind::begin);
+    });
+  }
+  CHECK(full > 0);
+  const auto events = consume_all(r);
+  CHECK(events.size() + r.dropped() == pushes);
+  CHECK(r.dropped() > 0);
+  for (const pd::event& e : events) {
+    CHECK(kind_of(e) == pd::event_kind::begin);
+    CHECK(e.where == where);
+  }
+}
