@@ -10,9 +10,7 @@
 #include "records/counter_keys.hpp"
 #endif
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 
 const char* aggregator::row_name(const open_scope& s) noexcept {
@@ -229,6 +227,4 @@ void aggregator::add_gpu_memory(const gpu_activity& a, const memory_event& m) {
   add_memory(m, scoped);
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -23,9 +23,7 @@
 #include "torch_rules.hpp"
 #include "proftrace/key_averages.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 struct aggregation_options {
   bool with_stack = false;     // rows per enclosing stack too
@@ -152,6 +150,4 @@ class aggregator {
   std::vector<bool> counted_;  // add_counters' scratch: the kinds a scope has a value of
 };
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -17,9 +17,7 @@
 
 #include "proftrace/key_averages.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // ---- row names ----
 
@@ -112,6 +110,4 @@ inline void add_unscoped_memory(event_average& row, const std::int64_t (&bytes)[
   add_event_flops_memory(row, 0, bytes, bytes);
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

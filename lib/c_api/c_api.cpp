@@ -28,9 +28,7 @@
 #include "session/tensorboard_handler.hpp"
 #include "helpers/warn.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 namespace {
 
@@ -343,9 +341,7 @@ void start_from_environment() noexcept {
   }
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail
 
 namespace pd = proftrace::detail;
 

@@ -11,9 +11,7 @@
 #include "proftrace/schedule.hpp"
 #include "session/tensorboard_handler.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 struct config_state {
   c_config& out;
@@ -236,6 +234,4 @@ bool parse_config(std::string_view text, c_config& out, std::string& error) {
   return finish_config(state, error);
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

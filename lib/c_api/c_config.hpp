@@ -9,9 +9,7 @@
 
 #include "proftrace/profile.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 struct c_config {
   profile_options opts;
@@ -34,6 +32,4 @@ struct config_key {
 // Every key, in the order the error message lists them.
 std::span<const config_key> config_keys() noexcept;
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

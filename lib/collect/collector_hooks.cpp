@@ -2,9 +2,7 @@
 
 #include <iterator>
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // One line per collector, in the order a session starts them; each
 // defines its hooks in its folder (absent_collector() where the build lacks it).
@@ -36,6 +34,4 @@ std::span<const collector_hooks* const> build_collectors() {
   return {in_build.items, in_build.size};
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -19,9 +19,7 @@
 #include "proftrace/collectors.hpp"
 #include "proftrace/profile.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 struct collector_hooks {
   activity kind;
@@ -48,6 +46,4 @@ constexpr collector_hooks absent_collector(activity kind) noexcept {
 // The collectors compiled into this build.
 std::span<const collector_hooks* const> build_collectors();
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

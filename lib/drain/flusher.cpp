@@ -20,9 +20,7 @@
 #include "trace_window.hpp"
 #include "helpers/warn.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 namespace {
 constexpr std::size_t consume_chunk = 4096;
@@ -433,6 +431,4 @@ void flusher::child_after_fork() noexcept {
 void wake_flusher() noexcept { flusher::instance().wake(); }
 bool flusher_running() noexcept { return flusher::instance().running(); }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

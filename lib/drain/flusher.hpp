@@ -19,9 +19,7 @@
 #include "records/gpu_batch.hpp"
 #include "formats/trace_head.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 struct window_options {
   std::filesystem::path path;  // the streaming (spool) file
@@ -79,6 +77,4 @@ class flusher {
   static impl& state();
 };
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

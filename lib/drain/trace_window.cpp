@@ -9,9 +9,7 @@
 #include "recording/interned_names.hpp"
 #include "recording/registry.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 namespace {
 std::string process_name() {
@@ -166,13 +164,9 @@ std::shared_ptr<finished_trace> trace_window::finish(std::int64_t stop_ns, std::
   return f;
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 namespace {
 template <class... Writers>
@@ -235,6 +229,4 @@ std::vector<std::pair<const char*, std::uint64_t>> finished_trace::counter_list(
           {"names_over_limit", names_over_limit}};
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -27,9 +27,7 @@
 #include "formats/kineto_json/kineto_json_writer.hpp"
 #include "formats/perfetto/perfetto_writer.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // One writer per format of formats/trace_formats.hpp's table, each naming its trace_format.
 using trace_writers = std::variant<kineto_json_writer, perfetto_writer>;
@@ -122,6 +120,4 @@ class trace_window {
   std::uint64_t names_over_limit_at_open_ = 0;  // names_over_limit() when the window opened
 };
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

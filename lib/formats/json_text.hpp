@@ -13,9 +13,7 @@
 #include <string>
 #include <string_view>
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // The length of the ill-formed or well-formed UTF-8 sequence at the start of
 // `s` (s not empty, s[0] >= 0x80), per the Unicode Standard's table 3-7:
@@ -221,6 +219,4 @@ inline std::string shapes_json(std::span<const std::int64_t> shapes) {
   append_shapes_json(out, shapes);
   return out;
 }
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

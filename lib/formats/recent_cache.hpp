@@ -9,9 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // A key's slot: call sites are static objects at least 16 bytes apart.
 inline std::size_t recent_slot_hash(const void* where, std::int64_t salt = 0) noexcept {
@@ -42,6 +40,4 @@ class recent_cache {
   std::array<slot, N> slots_{};
 };
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -2,9 +2,7 @@
 
 #include "formats/json_text.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 namespace {
 // "file(line): name"; a site with no source line of its own (OpenMP's
@@ -64,6 +62,4 @@ std::string module_path(const thread_state& ts) {
   return path;
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -7,9 +7,7 @@
 
 #include "records/thread.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // A stack frame as traces and tables show it: "file(line): name" (the name
 // alone for a site with no line of its own), or "ProfilerStep*" for every
@@ -27,6 +25,4 @@ std::string call_stack(const thread_state& ts, const open_scope& s);
 // "Module Hierarchy": the PROF_MODULE scopes on ts.stack, outermost first, '.'-separated.
 std::string module_path(const thread_state& ts);
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -6,9 +6,7 @@
 
 #include <stdexcept>
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 const std::array<format_row, 2> trace_formats{{
     {trace_format::json, "json", ".json", false, true, "events_not_written", nullptr, nullptr},
@@ -105,6 +103,4 @@ void convert_trace(const format_row& from, const format_row& to, const std::file
   to.from_kineto(json.path(), out);
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

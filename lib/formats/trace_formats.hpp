@@ -17,9 +17,7 @@
 
 #include "proftrace/profile.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 enum class compression : std::uint8_t { none, gzip, zstd };
 
@@ -89,6 +87,4 @@ std::string trace_file_suffix(trace_format f, compression c);
 void convert_trace(const format_row& from, const format_row& to, const std::filesystem::path& in,
                    const std::filesystem::path& out);
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -10,9 +10,7 @@
 #include "records/thread.hpp"
 #include "proftrace/profile.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 struct trace_head {
   std::int64_t pid = 0;
@@ -40,6 +38,4 @@ inline bool plain_slice(const thread_state& ts, const open_scope& s, const trace
   return only_external_id(s, h) && s.step == step_kind::none;
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

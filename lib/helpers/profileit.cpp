@@ -17,9 +17,7 @@
 #include "proftrace/cuda.hpp"
 #endif
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 namespace {
 
@@ -177,6 +175,4 @@ run_stats profileit_probe::finish() {
   return s.stats;
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -6,14 +6,10 @@
 #include <string>
 #include <string_view>
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 void warn(std::string_view message) noexcept;
 // Emits `message` only the first time `key` is seen in this process.
 void warn_once(std::string_view key, std::string_view message) noexcept;
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -2,9 +2,7 @@
 
 #include <algorithm>
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 void memory_resolver::resolve_noted(bool split, std::uint64_t split_ticks) {
   std::stable_sort(timeline_.begin(), timeline_.end(),
@@ -87,6 +85,4 @@ void memory_resolver::cross_split() {
                               memory_category::unknown, memory_action::reserve});
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -18,9 +18,7 @@
 #include "records/memory.hpp"
 #include "records/thread.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 constexpr bool is_memory(event_kind k) noexcept {
   return k == event_kind::alloc || k == event_kind::free || k == event_kind::reserved;
@@ -87,6 +85,4 @@ class memory_resolver {
   std::vector<memory_record> preexisting_;
 };
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

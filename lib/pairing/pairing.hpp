@@ -50,9 +50,7 @@
 #include "recording/record_layout.hpp"
 #include "recording/registry.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 
 // Which step a scope of `where` is.
@@ -841,6 +839,4 @@ class pairing {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> losses_;
 };
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

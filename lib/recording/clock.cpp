@@ -8,9 +8,7 @@
 #include <cpuid.h>
 #endif
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 namespace {
 
 bool tsc_is_invariant() noexcept {
@@ -94,6 +92,4 @@ std::int64_t trace_clock_ns() {
   return calibration.to_unix_ns(now_ticks());
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -5,9 +5,7 @@
 
 #include "proftrace/config.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // Starts a session from $PROFTRACE_CONFIG (once per process; nothing when
 // unset) and stops it at exit. Called before main() from the recorder's
@@ -18,6 +16,4 @@ void start_from_environment() noexcept;
 // (its trace kept) so that the program's own takes over.
 void yield_environment_session(const void* starting) noexcept;
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

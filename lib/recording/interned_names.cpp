@@ -3,9 +3,7 @@
 
 #include <atomic>
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 namespace {
 std::atomic<std::uint64_t> over_limit_uses{0};
@@ -15,6 +13,4 @@ void count_name_over_limit() noexcept { over_limit_uses.fetch_add(1, std::memory
 
 std::uint64_t names_over_limit() noexcept { return over_limit_uses.load(std::memory_order_relaxed); }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -19,9 +19,7 @@
 
 #include "proftrace/config.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 inline constexpr std::size_t max_interned_names = std::size_t{1} << 16;
 inline constexpr std::size_t max_interned_name_bytes = std::size_t{16} << 20;
@@ -33,6 +31,4 @@ void count_name_over_limit() noexcept;
 // The events and args recorded as over_limit_name since the process started.
 std::uint64_t names_over_limit() noexcept;
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

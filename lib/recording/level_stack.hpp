@@ -15,9 +15,7 @@
 #include <cstdlib>
 #include <type_traits>
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 template <class T, std::uint32_t InPlace>
 struct level_stack {
@@ -48,6 +46,4 @@ struct level_stack {
   }
 };
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

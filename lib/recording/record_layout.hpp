@@ -17,9 +17,7 @@
 
 #include "proftrace/detail/event.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // Appends `v` at data word `used` of an extension area of `capacity`
 // words, skipping each slot's kind word. False (nothing written) when full.
@@ -146,6 +144,4 @@ inline std::uint64_t encode_arg_where(const void* key_site, arg_type t) noexcept
   return reinterpret_cast<std::uintptr_t>(key_site) | static_cast<std::uint64_t>(t);
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -3,9 +3,7 @@
 #include "record_layout.hpp"
 #include "registry.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 namespace {
 std::atomic<overflow_policy> overflow{static_cast<overflow_policy>(PROFTRACE_OVERFLOW_POLICY)};
 }
@@ -127,6 +125,4 @@ std::uint64_t record_step_begin(const site* s, std::int64_t step, std::uint64_t 
 }
 #endif
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

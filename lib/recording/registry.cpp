@@ -9,9 +9,7 @@
 #include "environment_session.hpp"
 #include "helpers/warn.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 namespace {
 
 constexpr std::size_t max_pooled_rings = 16;
@@ -178,6 +176,4 @@ void set_thread_name(const char* name) noexcept {
   }
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

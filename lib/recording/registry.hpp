@@ -13,9 +13,7 @@
 #include "proftrace/detail/site.hpp"
 #include "proftrace/overflow.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 struct thread_record {
   std::unique_ptr<ring> events;
@@ -75,6 +73,4 @@ bool flusher_running() noexcept;
 void mark_flusher_thread() noexcept;
 bool on_flusher_thread() noexcept;
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -17,9 +17,7 @@
 #include "proftrace/detail/recorder.hpp"
 #include "registry.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 namespace {
 // Ring uids start at 1 (an index is never 0 or cancel_end) and wrap below
@@ -344,6 +342,4 @@ std::size_t ring::consume(event* out, std::size_t max, std::size_t* first, bool 
   return 0;
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

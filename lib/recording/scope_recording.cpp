@@ -13,9 +13,7 @@
 
 #include "level_stack.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 namespace {
 
 constexpr std::uint32_t marks_mask = (PROFTRACE_WITH_NVTX ? state_nvtx : 0u) |
@@ -153,6 +151,4 @@ open_step_span start_step() noexcept {
                  })};
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -8,9 +8,7 @@
 
 #include "records/scope.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // An async range whose begin was seen and whose end was not yet.
 struct open_async {
@@ -35,6 +33,4 @@ struct early_async_end {
   std::int64_t tid = 0;
 };
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -7,15 +7,11 @@
 
 #include "proftrace/config.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // How many kinds there are; kind indices run below it.
 std::size_t counter_kind_count() noexcept;
 // Which kind an arg key (a site's name pointer) is; -1 for any other arg.
 int counter_kind_of_key(const char* key) noexcept;
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -16,9 +16,7 @@
 #include "records/memory.hpp"
 #include "records/pairing_counts.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 class trace_file;
 
@@ -59,6 +57,4 @@ struct finished_trace {
   const char* not_written_key() const noexcept;
 };
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -11,9 +11,7 @@
 
 #include "proftrace/config.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 enum class gpu_activity_kind : std::uint8_t {
   kernel,
@@ -108,6 +106,4 @@ struct gpu_device_properties {
   int max_blocks_per_multiprocessor = 0;  // 0: unknown (not in Kineto's list, used for occupancy)
 };
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -8,9 +8,7 @@
 #include "proftrace/detail/site.hpp"
 #include "records/gpu_activity.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // What CUDA collection could not record, counted in the trace.
 struct gpu_loss_counts {
@@ -47,6 +45,4 @@ struct gpu_span {
   std::int64_t begin_ns, end_ns;
 };
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

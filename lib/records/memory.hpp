@@ -8,9 +8,7 @@
 #include "proftrace/detail/event.hpp"
 #include "proftrace/memory_category.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // An allocation, free or reserve report as resolved in time order across
 // threads: what it changed, the totals after it, and the step it fell in.
@@ -64,6 +62,4 @@ inline memory_record record_of(std::int64_t ns, const resolved_memory& m, int de
           : kind == event_kind::free ? memory_action::destroy
                                      : memory_action::reserve};
 }
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

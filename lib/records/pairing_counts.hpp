@@ -6,9 +6,7 @@
 
 #include "proftrace/config.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // What pairing counts in the window it writes to, beside loss_counts.
 struct pairing_counts {
@@ -31,6 +29,4 @@ struct pairing_counts {
   std::uint64_t dropped_args = 0;     // PROF_ARG with no scope open, or past max_scope_args on one scope
 };
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

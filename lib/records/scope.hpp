@@ -12,9 +12,7 @@
 #include "proftrace/detail/event.hpp"
 #include "proftrace/detail/site.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // Which step a scope is, if any: pairing tells it from the scope's site.
 enum class step_kind : std::uint8_t {
@@ -174,6 +172,4 @@ struct closed_leaf {
   std::uint64_t external_id;
 };
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -9,9 +9,7 @@
 #include "records/memory.hpp"
 #include "records/scope.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 struct thread_state {
   std::int64_t tid = 0;
@@ -45,6 +43,4 @@ inline open_scope& as_leaf(thread_state& ts, const closed_leaf& l) noexcept {
   return s;
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -10,9 +10,7 @@
 
 #include "formats/json_text.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 namespace {
 
@@ -404,6 +402,4 @@ int parse_memory_device(std::string_view name) {
                               "' (expected \"cpu\", \"cuda\" or \"cuda:N\")");
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

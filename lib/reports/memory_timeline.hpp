@@ -13,9 +13,7 @@
 #include "proftrace/memory_stats.hpp"
 #include "records/memory.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // Peaks and current totals per device over `records` (trace and session
 // fields both set to the trace's peaks), devices in increasing order.
@@ -39,6 +37,4 @@ std::string timeline_html(const memory_timeline& t, int device, const memory_pea
 // Throws std::invalid_argument on anything else.
 int parse_memory_device(std::string_view name);
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

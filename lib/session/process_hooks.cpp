@@ -14,9 +14,7 @@
 #include "proftrace/detail/recorder.hpp"
 #include "session_impl.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 bool in_forked_child = false;
 
@@ -123,6 +121,4 @@ void session_access::mpi_ending() noexcept {
   }
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

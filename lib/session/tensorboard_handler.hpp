@@ -8,9 +8,7 @@
 #include "formats/trace_formats.hpp"
 #include "proftrace/profile.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 struct tensorboard_handler {
   std::filesystem::path dir;
@@ -20,6 +18,4 @@ struct tensorboard_handler {
   void operator()(session& p);
 };
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -17,9 +17,7 @@
 #include <fstream>
 #include <stdexcept>
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 struct compressed_output::impl {
   explicit impl(std::filesystem::path d) : dest(std::move(d)), temp(make_temporary(dest)) {}
@@ -63,6 +61,4 @@ void compressed_output::commit() {
                              "': cannot rename the finished file: " + std::strerror(errno));
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -14,9 +14,7 @@
 #include <memory>
 #include <ostream>
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 class compressed_output {
  public:
@@ -33,6 +31,4 @@ class compressed_output {
   std::unique_ptr<impl> impl_;
 };
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

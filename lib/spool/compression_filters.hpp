@@ -12,9 +12,7 @@
 
 #include "formats/trace_formats.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // Iostreams' default buffers are a few hundred bytes: each would be one call
 // into the compressor.
@@ -44,6 +42,4 @@ inline void push_decompressor(boost::iostreams::filtering_istream& in, compressi
   }
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

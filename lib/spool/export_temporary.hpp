@@ -20,9 +20,7 @@
 #include <string>
 #include <system_error>
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 struct export_temporary_options {
   std::string suffix{};      // after the random part (".json")
@@ -53,6 +51,4 @@ class export_temporary {
 // Removes the stale temporaries of `dest` in `dir` (see above); returns how many.
 std::size_t remove_stale_temporaries(const std::filesystem::path& dest, const std::filesystem::path& dir);
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -27,9 +27,7 @@
 #include <utility>
 #include <vector>
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // One spilled run: written once, then read back once, in order. Throws
 // std::runtime_error when the temporary file cannot be made or written.
@@ -186,6 +184,4 @@ class sorted_runs {
   std::size_t spilled_ = 0;
 };
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

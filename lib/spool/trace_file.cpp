@@ -18,9 +18,7 @@
 #include <utility>
 #include <vector>
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 namespace {
 std::string describe(const std::filesystem::path& p, const char* what, int err) {
@@ -487,6 +485,4 @@ void write_compressed(const std::filesystem::path& dest, std::string_view text) 
   out.commit();
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -19,9 +19,7 @@
 #include <string>
 #include <string_view>
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 class export_temporary;
 
@@ -108,6 +106,4 @@ class trace_file {
 // export_to does. Throws std::runtime_error naming dest and the reason.
 void write_compressed(const std::filesystem::path& dest, std::string_view text);
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

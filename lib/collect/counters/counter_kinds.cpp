@@ -4,9 +4,7 @@
 
 #include <iterator>
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 namespace {
 
 constexpr counter_kind kinds[] = {
@@ -72,6 +70,4 @@ int counter_kind_of_key(const char* key) noexcept {
   return -1;
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -12,9 +12,7 @@
 #include "proftrace/detail/site.hpp"
 #include "records/counter_keys.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 struct counter_kind {
   const char* name;   // perf list's name, the arg key and the table column
@@ -33,6 +31,4 @@ const site* counter_key_site(std::size_t kind) noexcept;
 // A session counts at most this many at once.
 inline constexpr std::size_t max_session_counters = 8;
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

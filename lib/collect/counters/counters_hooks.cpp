@@ -15,9 +15,7 @@
 #include "helpers/warn.hpp"
 #endif
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 #if PROFTRACE_WITH_COUNTERS
 namespace {
@@ -76,6 +74,4 @@ extern const collector_hooks counters_hooks{
 extern const collector_hooks counters_hooks = absent_collector(activity::counters);
 #endif
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -12,9 +12,7 @@
 #include "recording/level_stack.hpp"
 #include "proftrace/detail/recorder.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 namespace {
 
 // The session's selection. A thread copies it when `generation` moved; the
@@ -224,6 +222,4 @@ void counters_leave(std::uint32_t level, bool recorded) noexcept {
   t.depth = level;
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -16,15 +16,11 @@
 
 #include "counter_kinds.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // Opens kind `kind` for the calling thread: its fd, or -1 with the reason in `why`.
 int open_counter(std::size_t kind, std::string& why) noexcept;
 // The kinds counted from now on (at most max_session_counters; empty: none).
 void set_session_counters(std::span<const std::uint8_t> kinds) noexcept;
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -2,14 +2,10 @@
 // what the hot path records.
 #include "collect/collector_hooks.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 extern const collector_hooks cpu_hooks{
     .kind = activity::cpu,
     .state_bits = [](const profile_options&) -> std::uint32_t { return state_recording; }};
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

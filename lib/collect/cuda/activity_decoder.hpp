@@ -14,9 +14,7 @@
 #include "cupti_api.hpp"
 #include "records/gpu_activity.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // The record structs of this toolkit's CUPTI (newer versions append fields).
 #if CUPTI_API_VERSION >= 130000
@@ -67,6 +65,4 @@ class activity_decoder {
   decode_counts counts_;
 };
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

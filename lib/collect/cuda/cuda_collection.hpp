@@ -6,9 +6,7 @@
 
 #include "records/gpu_batch.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 #if PROFTRACE_WITH_CUDA
 // Starts CUPTI collection for a session. False when it stays off: with one
@@ -23,6 +21,4 @@ gpu_batch cuda_collection_take();
 std::vector<gpu_device_properties> cuda_devices();
 #endif
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

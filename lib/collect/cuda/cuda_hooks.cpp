@@ -3,9 +3,7 @@
 #include "collect/collector_hooks.hpp"
 #include "cuda_collection.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 #if PROFTRACE_WITH_CUDA
 // CUDA cannot be used across fork(): a forked child never collects it.
@@ -24,6 +22,4 @@ extern const collector_hooks cuda_kernels_hooks{
 extern const collector_hooks cuda_kernels_hooks = absent_collector(activity::cuda);
 #endif
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

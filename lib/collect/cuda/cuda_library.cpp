@@ -16,9 +16,7 @@
 #define PROFTRACE_CUDART_DIRS ""
 #endif
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 namespace {
 
@@ -125,6 +123,4 @@ const shared_library& cudart_library() {
   return lib;
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

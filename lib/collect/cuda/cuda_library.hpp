@@ -16,9 +16,7 @@
 
 #include "proftrace/config.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 class shared_library {
  public:
@@ -76,6 +74,4 @@ bool bind_function(Field& field, const shared_library& lib, const char* symbol, 
 const shared_library& cupti_library();
 const shared_library& cudart_library();
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

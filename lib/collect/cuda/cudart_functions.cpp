@@ -2,9 +2,7 @@
 
 #include "cuda_library.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 bool bind_device_calls(cudart_functions& cudart, std::string& why) {
   const shared_library& runtime = cudart_library();
@@ -23,6 +21,4 @@ bool bind_all_calls(cudart_functions& cudart, std::string& why) {
          PROFTRACE_DETAIL_BIND(cudart.get_error_string, runtime, cudaGetErrorString);
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

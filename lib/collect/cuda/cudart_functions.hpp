@@ -17,9 +17,7 @@
 
 #include "proftrace/config.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 struct cudart_functions {
   decltype(&cudaGetDeviceCount) get_device_count = nullptr;
@@ -41,6 +39,4 @@ bool bind_device_calls(cudart_functions& cudart, std::string& why);
 // the memory info and the error strings.
 bool bind_all_calls(cudart_functions& cudart, std::string& why);
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

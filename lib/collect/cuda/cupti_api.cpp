@@ -7,9 +7,7 @@
 #include "cuda_library.hpp"
 #include "cudart_functions.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 namespace {
 
@@ -116,6 +114,4 @@ std::string describe(const cupti_api& api, CUptiResult result) {
   return out + " (" + std::to_string(static_cast<int>(result)) + ")";
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

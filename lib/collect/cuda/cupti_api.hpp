@@ -15,9 +15,7 @@
 #include "records/gpu_activity.hpp"
 #include "proftrace/config.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 struct cupti_api {
   CUptiResult (*activity_register_callbacks)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
@@ -53,6 +51,4 @@ cupti_api unavailable_cupti_api(const char* reason);
 // "CUPTI_ERROR_UNKNOWN (999)"-style text for a result, through the table.
 std::string describe(const cupti_api& api, CUptiResult result);
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

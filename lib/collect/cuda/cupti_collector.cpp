@@ -10,9 +10,7 @@
 #include "cuda_collection.hpp"
 #include "proftrace/detail/recorder.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 namespace {
 
@@ -256,6 +254,4 @@ gpu_batch cuda_collection_take() {
 
 std::vector<gpu_device_properties> cuda_devices() { return cupti_collector::instance().devices(); }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

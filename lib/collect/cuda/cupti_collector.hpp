@@ -18,9 +18,7 @@
 #include "activity_decoder.hpp"
 #include "cupti_api.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 enum class cuda_collection {
   on,
@@ -92,6 +90,4 @@ class cupti_collector {
   unsigned reported_ = 0;  // bit per cuda_collection value already warned about
 };
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -4,15 +4,11 @@
 #include "proftrace/cuda.hpp"
 #include "proftrace/timeit.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 bool synchronize_cuda_for_timing() noexcept {
   static const bool device_visible = cuda::available();  // asked once: the answer does not change in a run
   return device_visible && cuda::detail::runtime().device_synchronize() == 0;
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -1,9 +1,7 @@
 // The FLOPs collector: estimates are ring events added to the innermost scope.
 #include "collect/collector_hooks.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 extern const collector_hooks flops_hooks{
     .kind = activity::flops,
@@ -11,6 +9,4 @@ extern const collector_hooks flops_hooks{
       return o.with_flops ? std::uint32_t{state_flops} : 0u;
     }};
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -12,9 +12,7 @@
 #include "proftrace/config.hpp"
 #include "proftrace/distributed.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 struct clock_offset {
   std::int64_t offset_ns = 0;      // this rank's clock minus rank 0's
@@ -40,6 +38,4 @@ const mpi_bridge* installed_mpi_bridge() noexcept;
 void on_mpi_initialised() noexcept;
 void on_mpi_finalizing() noexcept;
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

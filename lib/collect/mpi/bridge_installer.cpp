@@ -9,9 +9,7 @@
 
 PROFTRACE_DEFINE_COMPONENT_ANCHOR();
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 namespace {
 
 bool mpi_usable() noexcept {
@@ -35,6 +33,4 @@ constexpr mpi_bridge bridge{mpi_world_rank, measure_clock_offset};
 [[maybe_unused]] const bool installed = (install_mpi_bridge(&bridge), true);
 
 }  // namespace
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -5,9 +5,7 @@
 #include <limits>
 #include <vector>
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 namespace {
 
@@ -75,6 +73,4 @@ std::optional<clock_offset> measure_clock_offset(std::int64_t (*clock)(), int ro
   return clock_offset{mine[0], mine[1], rounds};
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -7,9 +7,7 @@
 
 #include "bridge.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // Collective over MPI_COMM_WORLD: every rank must call it. Rank 0 exchanges
 // at least `rounds` ping-pongs with each other rank in turn (more, up to 64
@@ -20,6 +18,4 @@ namespace detail {
 // finalised) or an MPI call fails.
 std::optional<clock_offset> measure_clock_offset(std::int64_t (*clock)(), int rounds = 16);
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

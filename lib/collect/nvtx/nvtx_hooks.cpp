@@ -2,9 +2,7 @@
 // scope also an NVTX range, for Nsight.
 #include "collect/collector_hooks.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 #if PROFTRACE_WITH_NVTX
 // NVTX ranges need a tool (Nsight), attached when the process starts; with
@@ -17,6 +15,4 @@ extern const collector_hooks nvtx_ranges_hooks{
 extern const collector_hooks nvtx_ranges_hooks = absent_collector(activity::nvtx);
 #endif
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

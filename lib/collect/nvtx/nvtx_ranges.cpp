@@ -7,9 +7,7 @@
 
 #include "proftrace/detail/recorder.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 namespace {
 
@@ -64,6 +62,4 @@ void pop_nvtx_range() noexcept { nvtxDomainRangePop(proftrace_domain()); }
 // starts, so this answer holds for the process's life.
 bool nvtx_tool_attached() noexcept { return proftrace_domain() != nullptr; }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -18,9 +18,7 @@
 
 extern char** environ;
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 namespace {
 
 std::string base_name(const std::string& path) {
@@ -216,6 +214,4 @@ std::string describe_code(const code_location& c, const std::string& instead_of_
   return function.empty() ? c.location : function + " (" + c.location + ")";
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -15,9 +15,7 @@
 
 #include "proftrace/config.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 struct code_location {
   std::string function;  // without its parameters; empty if unknown
@@ -36,6 +34,4 @@ bool is_outlined(const std::string& function);
 // "function (file:line)"; an outlined function is replaced by `instead_of_outlined`.
 std::string describe_code(const code_location& c, const std::string& instead_of_outlined);
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

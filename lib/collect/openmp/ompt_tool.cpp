@@ -25,9 +25,7 @@
 #include "recording/registry.hpp"
 #include "helpers/warn.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 namespace {
 
 std::atomic<bool> tool_active{false};
@@ -359,9 +357,7 @@ bool start_openmp(const profile_options&, bool named, bool) {
   return false;
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail
 
 // The runtime's entry point (OpenMP 5.0, section 4.2.1). Weak: a program
 // that brings its own tool keeps it.

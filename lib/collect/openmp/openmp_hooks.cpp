@@ -5,9 +5,7 @@
 #include "ompt_tool.hpp"
 #endif
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 #if PROFTRACE_WITH_OPENMP
 extern const collector_hooks openmp_hooks{
@@ -17,6 +15,4 @@ extern const collector_hooks openmp_hooks{
 extern const collector_hooks openmp_hooks = absent_collector(activity::openmp);
 #endif
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -14,9 +14,7 @@
 
 #include "records/gpu_activity.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // Kineto's "blocks per SM", "warps per SM" and "est. achieved occupancy %",
 // from the launch and the device's limits (registers, shared memory,
@@ -74,6 +72,4 @@ class gpu_trace_writer {
   std::set<std::pair<std::uint32_t, std::uint32_t>> named_streams_;
 };
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

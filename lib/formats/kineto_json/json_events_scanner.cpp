@@ -3,9 +3,7 @@
 #include <array>
 
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 json_events_scanner::json_events_scanner(element_fn on_element, member_fn on_member, std::size_t max_piece)
     : on_element_(std::move(on_element)), on_member_(std::move(on_member)), max_piece_(max_piece) {}
@@ -228,6 +226,4 @@ bool json_events_scanner::finish() {
   fail("the text ends before any \"traceEvents\" array");
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -23,9 +23,7 @@
 #include <string>
 #include <string_view>
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 class json_events_scanner {
  public:
@@ -92,6 +90,4 @@ class json_events_scanner {
   std::uint64_t offset_ = 0, elements_ = 0;
 };
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -18,9 +18,7 @@
 #include <string_view>
 #include <utility>
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 enum class event_key : std::uint8_t {
   other,
@@ -53,6 +51,4 @@ inline event_key identify_event_key(std::string_view k) noexcept {
   }
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

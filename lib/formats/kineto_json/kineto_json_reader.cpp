@@ -2,9 +2,7 @@
 
 #include <utility>
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 kineto_json_reader::kineto_json_reader(kineto_json_handlers handlers, kineto_json_limits limits)
     : handlers_(std::move(handlers)),
@@ -24,6 +22,4 @@ bool kineto_json_reader::read(std::istream& text) {
   return !text.bad();
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

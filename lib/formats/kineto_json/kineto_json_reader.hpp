@@ -32,9 +32,7 @@
 
 #include "json_events_scanner.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 struct kineto_json_handlers {
   std::function<void(std::uint64_t index, std::string_view object_text)> on_event;
@@ -72,6 +70,4 @@ class kineto_json_reader {
   std::vector<char> chunk_;
 };
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -4,9 +4,7 @@
 
 #include "spool/compression_filters.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 kineto_json_text::kineto_json_text(const std::filesystem::path& path) : file_(path, std::ios::binary) {
   if (!file_) throw std::runtime_error(path.string() + ": cannot open");
@@ -17,6 +15,4 @@ kineto_json_text::kineto_json_text(const std::filesystem::path& path) : file_(pa
   }
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -17,9 +17,7 @@
 #include <fstream>
 #include <istream>
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 class kineto_json_text {
  public:
@@ -35,6 +33,4 @@ class kineto_json_text {
   std::istream* text_ = &file_;
 };
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -8,9 +8,7 @@
 #include "formats/stack_frames.hpp"
 #include "records/finished_trace.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 namespace {
 constexpr std::string_view instant_head = "\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\"";
@@ -365,6 +363,4 @@ void kineto_json_writer::gpu(const std::vector<gpu_activity>& activities, const 
   }
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

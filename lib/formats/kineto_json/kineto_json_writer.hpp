@@ -28,9 +28,7 @@
 #include "formats/recent_cache.hpp"
 #include "formats/trace_head.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 struct finished_trace;
 
@@ -160,6 +158,4 @@ class kineto_json_writer {
   recent_cache<std::pair<const site*, std::int64_t>, short_prefix> recent_prefixes_;
 };
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

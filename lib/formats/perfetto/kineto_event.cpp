@@ -8,9 +8,7 @@
 
 #include "formats/kineto_json/kineto_event_keys.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 namespace json = boost::json;
 
@@ -342,6 +340,4 @@ bool is_null(const annotation& a) noexcept {
   return j && j->text == "null";
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -30,9 +30,7 @@
 
 #include "perfetto_builder.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // A JSON value as the converter reads it: a number or boolean as itself, a
 // string's text, an array's or object's serialized text.
@@ -93,6 +91,4 @@ struct kineto_record {
 
 bool is_null(const annotation& a) noexcept;
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -20,9 +20,7 @@
 #include "kineto_event.hpp"
 #include "perfetto_builder.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 namespace {
 
@@ -445,6 +443,4 @@ kineto_conversion kineto_to_perfetto(const std::filesystem::path& input, const s
   return stats;
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

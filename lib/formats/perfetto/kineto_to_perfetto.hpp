@@ -30,9 +30,7 @@
 #include <cstdint>
 #include <filesystem>
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 struct kineto_conversion {
   std::uint64_t events = 0;  // elements of traceEvents
@@ -45,6 +43,4 @@ struct kineto_conversion {
 // Throws std::runtime_error naming the input or output and the reason.
 kineto_conversion kineto_to_perfetto(const std::filesystem::path& input, const std::filesystem::path& output);
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -10,9 +10,7 @@
 
 #include "proto_encoder.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 namespace {
 
@@ -555,6 +553,4 @@ void perfetto_builder::counter(std::uint64_t track, std::int64_t unix_ns, double
   write_event({.type = type_counter, .track = track, .unix_ns = unix_ns, .has_counter = true, .counter_value = value});
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

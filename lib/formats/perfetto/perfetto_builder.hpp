@@ -42,9 +42,7 @@
 #include <variant>
 #include <vector>
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // One debug annotation (an arg). `json` values are written as
 // DebugAnnotation.legacy_json_value (field 9) so that a reader can give them
@@ -392,6 +390,4 @@ class perfetto_builder {
   std::unordered_set<std::uint64_t> tracks_;
 };
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

@@ -17,9 +17,7 @@
 #include "proto_decoder.hpp"
 #include "spool/compression_filters.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 namespace {
 
@@ -640,6 +638,4 @@ perfetto_read_result read_perfetto(const std::filesystem::path& path, const perf
   }
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

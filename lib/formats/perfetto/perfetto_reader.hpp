@@ -31,9 +31,7 @@
 #include <variant>
 #include <vector>
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // A DebugAnnotation.legacy_json_value, kept as its JSON text.
 struct decoded_json {
@@ -132,6 +130,4 @@ constexpr std::int64_t ns_after(std::int64_t t, std::int64_t base) noexcept {
 // 0x0a, the key of Trace.packet (field 1, length-delimited).
 constexpr bool looks_like_perfetto(unsigned char first_byte) noexcept { return first_byte == 0x0a; }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

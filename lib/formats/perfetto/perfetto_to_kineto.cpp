@@ -5,9 +5,7 @@
 #include "formats/json_text.hpp"
 #include "spool/compressed_output.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 namespace {
 constexpr std::size_t flush_bytes = std::size_t{1} << 16;
@@ -281,6 +279,4 @@ perfetto_read_result perfetto_to_kineto(const std::filesystem::path& input, cons
   return r;
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

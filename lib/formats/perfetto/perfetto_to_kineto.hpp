@@ -30,9 +30,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 class decoded_json_writer {
  public:
@@ -84,6 +82,4 @@ class decoded_json_writer {
 // it goes and reported in the result.
 perfetto_read_result perfetto_to_kineto(const std::filesystem::path& input, const std::filesystem::path& output);
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

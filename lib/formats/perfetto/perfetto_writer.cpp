@@ -8,9 +8,7 @@
 #include "records/finished_trace.hpp"
 #include "perfetto_reader.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 namespace {
 constexpr std::uint32_t events_sequence = 1;
@@ -308,6 +306,4 @@ void perfetto_writer::gpu(const std::vector<gpu_activity>& activities, const std
   close_until(nullptr);
 }
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail

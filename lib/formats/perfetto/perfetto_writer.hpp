@@ -39,9 +39,7 @@
 #include "formats/recent_cache.hpp"
 #include "formats/trace_head.hpp"
 
-namespace proftrace {
-inline namespace PROFTRACE_ABI_NAMESPACE {
-namespace detail {
+namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 struct finished_trace;
 
@@ -168,6 +166,4 @@ class perfetto_writer {
   std::uint32_t next_sequence_;
 };
 
-}  // namespace detail
-}  // namespace PROFTRACE_ABI_NAMESPACE
-}  // namespace proftrace
+}  // namespace proftrace::detail
