@@ -65,11 +65,13 @@ profile read_profile(const std::filesystem::path& p) {
     out.paths.push_back(o.contains("parent") ? out.paths.at(static_cast<std::size_t>(o.at("parent").as_int64())) + "/" + label : label);
   }
   const json::array& columns = out.whole.at("columns").as_array();
+  const bool by_rank = columns.size() > 2 && columns[2] == "mpi.rank";  // only for several ranks
   for (const json::value& r : out.whole.at("data").as_array()) {
     const json::array& row = r.as_array();
     const auto node = static_cast<std::size_t>(row.at(1).as_int64());
-    auto& cells = out.rows[{out.paths.at(node), row.at(2).as_int64()}];
-    for (std::size_t c = 3; c < row.size(); ++c) cells[std::string(columns.at(c).as_string())] = row.at(c).to_number<double>();
+    auto& cells = out.rows[{out.paths.at(node), by_rank ? row.at(2).as_int64() : 0}];
+    for (std::size_t c = by_rank ? 3 : 2; c < row.size(); ++c)
+      cells[std::string(columns.at(c).as_string())] = row.at(c).to_number<double>();
   }
   return out;
 }
@@ -100,8 +102,7 @@ TEST_CASE("calls become a call tree: calls, inclusive and exclusive seconds per 
   CHECK(p.at("main/solve", "inclusive#sum#time.duration") == doctest::Approx(80 * us));
   CHECK(p.at("main/solve", "sum#time.duration") == doctest::Approx(70 * us));
   CHECK(p.at("main/solve/inner", "inclusive#sum#time.duration") == doctest::Approx(10 * us));
-  // mpi.rank a value column (Hatchet reads a non-value one as a node index).
-  CHECK(p.whole.at("column_metadata").as_array().at(2).as_object().at("is_value").as_bool());
+  CHECK(p.whole.at("columns").as_array().size() == 5);  // one rank: no mpi.rank column (Thicket groups such runs)
 }
 
 TEST_CASE("a call that outlives its caller is cut at the caller's end; one ending as the next begins is its sibling") {
@@ -117,12 +118,15 @@ TEST_CASE("a call that outlives its caller is cut at the caller's end; one endin
 TEST_CASE("a merged trace's ranks are one row per node and rank, rank by rank in node order; metadata from the trace") {
   const test_support::temp_dir dir("caliper");
   const std::string names = R"j({"ph": "M", "name": "process_name", "pid": 1000, "tid": 0, "args": {"name": "rank 1 (node2)"}},
-{"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "rank 0 (node1)"}})j";
+{"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "rank 0 (node1) steps 2-4"}})j";
   const profile p = convert(dir, trace({names, x("main", 0, 1, 0, 10), x("only0", 0, 1, 1, 2), x("main", 1000, 7, 0, 30)},
                                        R"(, "proftraceMerged": {"ranks": 2, "traces": 2})"));
   CHECK(p.at("main", "inclusive#sum#time.duration", 0) == doctest::Approx(10 * us));
   CHECK(p.at("main", "inclusive#sum#time.duration", 1) == doctest::Approx(30 * us));
   CHECK(p.at("main/only0", "count", 1) == 0);  // a row of zeros for a node the rank never entered
+  // mpi.rank a value column (Hatchet reads a non-value one as a node index).
+  CHECK(p.whole.at("columns").as_array().at(2) == "mpi.rank");
+  CHECK(p.whole.at("column_metadata").as_array().at(2).as_object().at("is_value").as_bool());
   const json::array& data = p.whole.at("data").as_array();
   REQUIRE(data.size() == 4);
   for (std::size_t i = 0; i < data.size(); ++i) {
@@ -142,7 +146,8 @@ TEST_CASE("a trace of one rank: its rank, the user's metadata as it is, the run'
   "version": "v2", "size": 64, "tags": {"a": 1},
   "proftraceRun": {"user": "ada", "hostname": "h", "executable": "app", "cmdline": "app -n 4"})"));
   CHECK(p.paths == std::vector<std::string>{"ProfilerStep*"});  // every step one node, as in the table
-  CHECK(p.at("ProfilerStep*", "count", 3) == 2);
+  CHECK(p.at("ProfilerStep*", "count") == 2);
+  CHECK(p.whole.at("mpi.rank").as_int64() == 3);  // one rank: metadata, not a column
   CHECK(p.whole.at("version").as_string() == "v2");
   CHECK(p.whole.at("size").as_int64() == 64);
   CHECK(p.whole.at("tags").as_string() == R"({"a":1})");

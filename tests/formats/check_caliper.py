@@ -31,14 +31,19 @@ import json, sys, warnings
 warnings.simplefilter("ignore")
 import hatchet as ht
 out = {}
-for path in sys.argv[1:]:
-    gf = ht.GraphFrame.from_caliper(path)
+for profile in sys.argv[1:]:
+    gf = ht.GraphFrame.from_caliper(profile)
+    # From the roots down: this reader links children, not parents (Node.path() is the node alone).
+    paths, todo = {}, [(root, root.frame["name"]) for root in gf.graph.roots]
+    while todo:
+        node, path = todo.pop()
+        paths[node] = path
+        todo.extend((c, path + ";" + c.frame["name"]) for c in node.children)
     rows = []
     for r in gf.dataframe.reset_index().to_dict("records"):
-        names = [n.frame["name"] for n in r["node"].path()]
-        rows.append({"path": ";".join(names), "rank": int(r["rank"]), "count": float(r["count"]),
+        rows.append({"path": paths[r["node"]], "rank": int(r.get("rank", 0)), "count": float(r["count"]),
                      "inc": float(r["time (inc)"])})
-    out[path] = {"rows": rows, "metadata": {k: v for k, v in gf.metadata.items() if isinstance(v, (str, int, float))},
+    out[profile] = {"rows": rows, "metadata": {k: v for k, v in gf.metadata.items() if isinstance(v, (str, int, float))},
                  "inc_metrics": gf.inc_metrics, "exc_metrics": gf.exc_metrics}
 print(json.dumps(out))
 """
@@ -137,7 +142,7 @@ def check_mpi(mpiexec, np_flag, ring, proftrace, python, work):
     assert ranks == [0, 1], ranks
     compute = [r for r in seen["rows"] if r["path"].endswith("compute")]
     assert sorted(r["rank"] for r in compute) == [0, 1] and all(r["count"] == 3 for r in compute), compute
-    assert seen["metadata"].get("mpi.world.size") == 2, seen["metadata"]
+    assert seen["metadata"].get("mpi.world.size") == 2 and seen["metadata"].get("hostname"), seen["metadata"]
     print(f"Hatchet: the merged 2-rank job, {len(raw['nodes'])} nodes x 2 ranks")
 
 

@@ -16,6 +16,9 @@ void append_value(std::string& out, double v) {
   else append_double(out, v);
 }
 
+// Thicket groups runs by metadata only when a run's rows are not by rank.
+bool by_rank(const call_path_profile& profile) { return profile.ranks().size() > 1; }
+
 void write_rows(const call_path_profile& profile, std::string& out) {
   const std::size_t columns = profile.metric_names().size();
   bool first = true;
@@ -26,12 +29,16 @@ void write_rows(const call_path_profile& profile, std::string& out) {
       append_int(out, node);  // Node order
       out += ", ";
       append_int(out, node);  // path: the node's index
-      out += ", ";
-      append_int(out, rank);
+      if (by_rank(profile)) {
+        out += ", ";
+        append_int(out, rank);
+      }
       const std::vector<double>* sums = profile.values(node, rank);
       for (std::size_t m = 0; m < columns; ++m) {
+        const double sum = sums && m < sums->size() ? (*sums)[m] : 0.0;
+        const bool time = m == call_path_profile::exclusive_ns || m == call_path_profile::inclusive_ns;
         out += ", ";
-        append_value(out, sums && m < sums->size() ? (*sums)[m] : 0.0);
+        append_value(out, time ? sum / 1e9 : sum);
       }
       out += ']';
     }
@@ -40,12 +47,14 @@ void write_rows(const call_path_profile& profile, std::string& out) {
 }
 
 void write_columns(const call_path_profile& profile, std::string& out) {
-  out += ",\n \"columns\": [\"Node order\", \"path\", \"mpi.rank\"";
+  out += ",\n \"columns\": [\"Node order\", \"path\"";
+  if (by_rank(profile)) out += ", \"mpi.rank\"";
   for (const std::string& name : profile.metric_names()) {
     out += ", ";
     append_json_string(out, name);
   }
-  out += "],\n \"column_metadata\": [{\"is_value\": false}, {\"is_value\": false}, {\"is_value\": true}";
+  out += "],\n \"column_metadata\": [{\"is_value\": false}, {\"is_value\": false}";
+  if (by_rank(profile)) out += ", {\"is_value\": true}";
   for (std::size_t m = 0; m < profile.metric_names().size(); ++m) out += ", {\"is_value\": true}";
   out += ']';
 }

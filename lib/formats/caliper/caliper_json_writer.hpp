@@ -10,8 +10,10 @@
 //
 // One row per node and rank, rank by rank, each rank's rows in node order
 // (Hatchet takes the first rows' "Node order" for the nodes'; a node a rank
-// never entered has zeros there). mpi.rank is a value column: Hatchet takes
-// a non-value one for an index into "nodes".
+// never entered has zeros there). mpi.rank is a value column (Hatchet takes
+// a non-value one for an index into "nodes"), written only for a profile
+// of several ranks: Thicket cannot group runs whose rows are by rank, so a
+// profile of one rank has one row per node (its rank, if any, is metadata).
 //
 //   std::string text;
 //   write_caliper_json(profile, run_metadata_members, text);

@@ -73,6 +73,7 @@ void caliper_run_metadata::member(std::string_view key, std::string_view json_va
 void caliper_run_metadata::read_distributed(std::string_view json_value) {
   const json::object o = object_of(json_value);
   rank_ = int_of(o, "rank");
+  has_rank_ = o.contains("rank");
   world_size_ = int_of(o, "world_size");
   if (const json::value* h = o.if_contains("host"); h && h->is_string()) host_ = std::string_view(h->get_string());
 }
@@ -105,6 +106,7 @@ void caliper_run_metadata::write(std::string& out, const profile_facts& facts) c
     put("cluster", quoted(cluster_of(facts.hosts.empty() ? host_ : *facts.hosts.begin())));
   }
   const std::int64_t ranks = world_size_ > 0 ? world_size_ : static_cast<std::int64_t>(std::max<std::size_t>(facts.ranks, 1));
+  if (facts.ranks <= 1 && has_rank_) put("mpi.rank", std::to_string(rank_));  // no rank column then
   put("mpi.world.size", std::to_string(ranks));
   put("jobsize", std::to_string(ranks));
   put("proftrace.version", quoted(PROFTRACE_VERSION_TEXT));

@@ -4,7 +4,8 @@
 // from a Kineto trace's top-level members: the session's add_metadata keys
 // as they are, and the run's own under the names Caliper's Adiak gives
 // them (launchdate, user, hostname, cluster, executable, cmdline,
-// mpi.world.size, jobsize) and proftrace.version.
+// mpi.world.size, jobsize; mpi.rank for a profile of one rank) and
+// proftrace.version.
 //
 //   caliper_run_metadata meta;
 //   meta.member("distributedInfo", R"({"rank": 1, "world_size": 4, "host": "node7"})");
@@ -49,6 +50,7 @@ class caliper_run_metadata {
   std::vector<std::pair<std::string, std::string>> user_;  // key, JSON text
   std::vector<std::pair<std::string, std::string>> run_;   // Adiak's key, JSON text
   std::int64_t rank_ = 0;
+  bool has_rank_ = false;
   std::int64_t world_size_ = 0;
   std::int64_t base_ns_ = 0;
   std::string host_;

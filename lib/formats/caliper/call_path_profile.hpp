@@ -6,7 +6,7 @@
 //   call_path_profile p;
 //   const std::uint32_t main = p.child(call_path_profile::no_node, "main");
 //   const std::uint32_t solve = p.child(main, "solve");
-//   p.add(solve, /*rank=*/0, call_path_profile::inclusive_seconds, 0.25);
+//   p.add(solve, /*rank=*/0, call_path_profile::inclusive_ns, 250e6);
 //   p.add(solve, 0, p.metric("sum#flops"), 1e9);
 //   for (std::int64_t rank : p.ranks()) ... p.values(solve, rank) ...
 #pragma once
@@ -29,8 +29,9 @@ namespace detail {
 class call_path_profile {
  public:
   static constexpr std::uint32_t no_node = UINT32_MAX;
-  // The columns every profile has first, in this order (Caliper's names).
-  enum fixed_metric : std::size_t { calls, exclusive_seconds, inclusive_seconds };
+  // The columns every profile has first, in this order (Caliper's names);
+  // times are summed in nanoseconds (exact), written in seconds.
+  enum fixed_metric : std::size_t { calls, exclusive_ns, inclusive_ns };
 
   struct node {
     std::string label;

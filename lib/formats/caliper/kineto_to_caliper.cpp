@@ -129,7 +129,8 @@ std::uint32_t converter::thread_of(const kineto_event& e) {
   return it->second;
 }
 
-// A merged trace names each rank's processes "rank N (host)", "rank N device K".
+// A merged trace names each rank's processes "rank N (host)" (with "steps
+// 2-4, ..." after it for several cycles), "rank N device K".
 void converter::add_process_name(const kineto_event& e) {
   const json_field* name = e.arg("name");
   if (e.name.string() != "process_name" || !name || !name->is_string()) return;
@@ -140,7 +141,8 @@ void converter::add_process_name(const kineto_event& e) {
   if (ec != std::errc{} || end == text.data() + 5) return;
   process_rank_[read_id(e.pid).text] = rank;
   const std::string_view rest(end, static_cast<std::size_t>(text.data() + text.size() - end));
-  if (rest.starts_with(" (") && rest.ends_with(")")) hosts_.emplace(rest.substr(2, rest.size() - 3));
+  if (const auto close = rest.find(')'); rest.starts_with(" (") && close != std::string_view::npos)
+    hosts_.emplace(rest.substr(2, close - 2));  // "rank N (host) steps 2-4"
 }
 
 std::int64_t converter::rank_of(std::uint32_t thread) const {

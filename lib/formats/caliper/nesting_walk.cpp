@@ -32,9 +32,8 @@ void nesting_walk::close_until(std::int64_t ts_ns) {
     const open_call done = open_.back();
     open_.pop_back();
     const std::int64_t inclusive = done.end_ns - done.begin_ns;
-    profile_.add(done.node, rank_, call_path_profile::inclusive_seconds, static_cast<double>(inclusive) / 1e9);
-    profile_.add(done.node, rank_, call_path_profile::exclusive_seconds,
-                 static_cast<double>(inclusive - done.callees_ns) / 1e9);
+    profile_.add(done.node, rank_, call_path_profile::inclusive_ns, static_cast<double>(inclusive));
+    profile_.add(done.node, rank_, call_path_profile::exclusive_ns, static_cast<double>(inclusive - done.callees_ns));
     if (!open_.empty()) open_.back().callees_ns += inclusive;
   }
 }
