@@ -72,7 +72,7 @@ class converter {
   std::string write();
 
  private:
-  void add_event(std::string_view text);
+  void add_event(const kineto_event& e);
   std::uint32_t thread_of(const kineto_event& e);
   void add_process_name(const kineto_event& e);
   std::int64_t rank_of(std::uint32_t thread) const;
@@ -98,14 +98,14 @@ class converter {
 };
 
 void converter::add(std::string_view text) {
-  add_event(text);
+  ++stats_.events;
+  if (reader_.read(text, event_)) add_event(event_);
+  else ++stats_.skipped;
   if (text.size() > (std::size_t{1} << 20)) event_ = {}, record_ = {};  // a large event's memory back
 }
 
-void converter::add_event(std::string_view text) {
-  ++stats_.events;
-  if (!reader_.read(text, event_)) return void(++stats_.skipped);
-  const kineto_event& e = event_;
+// Calls and memory events, sorted by thread and time; process names for the ranks.
+void converter::add_event(const kineto_event& e) {
   const std::string_view ph = e.ph.string();
   if (ph == "M") return add_process_name(e);
   const bool call = ph == "X" && e.cat.string() != "gpu_user_annotation";
