@@ -15,6 +15,9 @@
 #include <stdexcept>
 #include <string>
 
+#include <proftrace/proftrace.hpp>
+#include <proftrace/trace_handler.hpp>
+
 #include "formats/caliper/kineto_to_caliper.hpp"
 #include "formats/trace_formats.hpp"
 #include "test_support.hpp"
@@ -187,6 +190,26 @@ TEST_CASE("the format table: .cali.json is the Caliper row, written only, conver
   d::convert_trace(d::row_of(proftrace::trace_format::json), d::row_of(proftrace::trace_format::caliper), dir.path / "in.json",
                    dir.path / "out.cali.json");
   CHECK(read_profile(dir.path / "out.cali.json").paths == std::vector<std::string>{"main"});
+}
+
+TEST_CASE("a session's handler and exports write the profile by suffix; the handler never gzips it") {
+  const test_support::temp_dir dir("caliper");
+  proftrace::profile p({.on_trace_ready = proftrace::tensorboard_trace_handler(dir.path / "log", "w", true,
+                                                                               proftrace::trace_format::caliper),
+                        .stream_format = proftrace::trace_format::pftrace});
+  p.start();
+  {
+    PROF_SCOPE("outer");
+    PROF_SCOPE("inner");
+  }
+  p.stop();
+  std::vector<std::filesystem::path> written;
+  for (const auto& f : std::filesystem::directory_iterator(dir.path / "log")) written.push_back(f.path());
+  REQUIRE(written.size() == 1);
+  CHECK(written[0].filename().string().ends_with(".pt.trace.cali.json"));
+  CHECK(read_profile(written[0]).paths == std::vector<std::string>{"outer", "outer/inner"});
+  p.export_profile(dir.path / "again.cali.json");  // from the .pftrace stream, through JSON
+  CHECK(read_profile(dir.path / "again.cali.json").paths == std::vector<std::string>{"outer", "outer/inner"});
 }
 
 TEST_CASE("errors name the file: an output that cannot be written, an input that is not a trace") {

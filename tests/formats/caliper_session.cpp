@@ -1,5 +1,5 @@
-// A session for check_caliper.py: nested scopes on two threads (a worker
-// under "main" on one, a root on the other), metadata from the command
+// A session for check_caliper.py: nested scopes on three threads (a worker
+// under "main" on two, a root on the third), metadata from the command
 // line, exported as a Caliper profile and as Kineto JSON, and the table
 // grouped by stack as the profile's readers should see it.
 //
@@ -59,9 +59,15 @@ int main(int argc, char** argv) {
   p.add_metadata_json("problem_size", std::to_string(size));
   {
     PROF_SCOPE("main");
-    std::thread other(worker, size);
+    // The same path on two threads (summed in one row), and a worker at a root of its own.
+    std::thread same([size] {
+      PROF_SCOPE("main");
+      worker(size);
+    });
+    std::thread root(worker, size);
     worker(size);
-    other.join();
+    same.join();
+    root.join();
   }
   p.stop();
   p.export_profile(out / "run.cali.json");

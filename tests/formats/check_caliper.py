@@ -77,12 +77,15 @@ def probe(python, script, args):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+# The table's rows by call path of names: two scopes of one name at two
+# lines are two frames there ("file(line): name"), one node in the profile.
 def read_table(path):
     table = {}
     with open(path) as f:
         for line in f:
             stack, count, ns = line.rstrip("\n").split("\t")
-            table[stack] = (int(count), int(ns) / 1e9)
+            calls, seconds = table.get(stack, (0, 0.0))
+            table[stack] = (calls + int(count), seconds + int(ns) / 1e9)
     return table
 
 
@@ -111,7 +114,7 @@ def check_sessions(session, proftrace, python, work):
     profile = os.path.join(first, "run.cali.json")
     seen = probe(python, HATCHET_PROBE, [profile, converted])
     table = read_table(os.path.join(first, "table.tsv"))
-    assert len(table) >= 5, table
+    assert len(table) >= 5 and table["main;worker"][0] == 2, table  # two threads' calls of one path: one row
     check_against_table(seen[profile], table, "export_profile")
     check_against_table(seen[converted], table, "proftrace convert")
     meta = seen[profile]["metadata"]
