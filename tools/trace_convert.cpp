@@ -1,10 +1,11 @@
-// `proftrace convert`: Kineto JSON <-> Perfetto, by suffix, through the
-// library's converters.
+// `proftrace convert`: Kineto JSON <-> Perfetto, and either to a Caliper
+// profile, by suffix, through the library's converters.
 #include "perfetto_input.hpp"
 #include "trace_input.hpp"
 #include "trace_convert.hpp"
 #include <proftrace_trace_io/compression.hpp>
 #include <proftrace_trace_io/format_converters.hpp>
+#include <proftrace_trace_io/trace_formats.hpp>
 
 namespace proftrace::tools {
 
@@ -28,12 +29,30 @@ std::uint64_t recompress(const std::filesystem::path& input, const std::filesyst
   return total;
 }
 
+// To a format written only (a Caliper profile): through the format table, from either trace format.
+conversion_report convert_to_written_only(const std::filesystem::path& input, const std::filesystem::path& output,
+                                          bool in_perfetto) {
+  const read_result checked = read_readable_trace(input);
+  conversion_report report;
+  if (const std::string note = incompleteness(checked); !note.empty()) report.warnings.push_back(input.string() + ": " + note);
+  const pd::format_row& to = *pd::trace_name_of(output).format;
+  try {
+    pd::convert_trace(pd::row_of(in_perfetto ? proftrace::trace_format::pftrace : proftrace::trace_format::json), to, input, output);
+  } catch (const std::exception& e) {
+    throw trace_error(e.what());
+  }
+  report.summary = "written as " + std::string(to.name) + " from " + std::to_string(checked.events) + " events";
+  return report;
+}
+
 }  // namespace
 
 conversion_report convert_trace(const std::filesystem::path& input, const std::filesystem::path& output) {
+  refuse_written_only(input);
   const bool in_perfetto = is_perfetto_trace(input);
   if (!in_perfetto && !named_json(input))
     throw trace_error(input.string() + ": cannot tell its format (" + std::string(trace_suffixes) + ")");
+  if (named_written_only(output)) return convert_to_written_only(input, output, in_perfetto);
   if (!named_perfetto_trace(output) && !named_json(output))
     throw trace_error(output.string() + ": unknown output format (" + std::string(trace_suffixes) + ")");
   // What any other command refuses, convert refuses with the same words.

@@ -17,6 +17,10 @@
 
 namespace proftrace::tools {
 
+// Throws trace_error when `path` names a format proftrace only writes (a
+// Caliper profile, .cali.json): it is not a trace, and never read as one.
+void refuse_written_only(const std::filesystem::path& path);
+
 class trace_input {
  public:
   enum class state : std::uint8_t {
@@ -26,7 +30,8 @@ class trace_input {
     corrupt,   // the compressed data cannot be decoded; error() says why
   };
 
-  // Throws trace_error ("PATH: cannot open: ...") when the file cannot be read.
+  // Throws trace_error ("PATH: cannot open: ...") when the file cannot be
+  // read, and as refuse_written_only does.
   explicit trace_input(const std::filesystem::path& path);
   ~trace_input();
   trace_input(const trace_input&) = delete;

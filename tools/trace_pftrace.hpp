@@ -17,8 +17,10 @@ bool is_perfetto_trace(const std::filesystem::path& path);
 bool named_perfetto_trace(const std::filesystem::path& path);  // by the suffix alone
 // The suffix of the format `path` holds (".json", ".pftrace"), as is_perfetto_trace tells it.
 std::string format_suffix_of(const std::filesystem::path& path);
-bool named_json(const std::filesystem::path& path);            // .json, .json.gz, .json.zst
-inline constexpr const char* trace_suffixes = ".json, .json.gz, .json.zst, .pftrace, .pftrace.gz, .pftrace.zst";
+bool named_json(const std::filesystem::path& path);            // .json, .json.gz, .json.zst (not .cali.json)
+bool named_written_only(const std::filesystem::path& path);    // .cali.json: an output only
+inline constexpr const char* trace_suffixes =
+    ".json, .json.gz, .json.zst, .pftrace, .pftrace.gz, .pftrace.zst; output only: .cali.json";
 
 // read_trace's work for a Perfetto trace: its slices become "X" events,
 // instants "i", counters "C" (in the order their END appears), with pid,

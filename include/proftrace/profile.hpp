@@ -73,8 +73,10 @@ enum class fork_child : std::uint8_t { profiling_off, fresh_session };
 // trace_processor load best. Exports take the format their path names
 // (.json[.gz|.zst], .pftrace[.gz|.zst]) and convert when it is the other one.
 // automatic: pftrace when on_trace_ready is a tensorboard_trace_handler
-// writing .pftrace, else json.
-enum class trace_format : std::uint8_t { automatic, json, pftrace };
+// writing .pftrace, else json. caliper: a calling-context profile in
+// Caliper's JSON-split layout (.cali.json) for Hatchet and Thicket, written
+// only at export (the session streams JSON); not a stream_format.
+enum class trace_format : std::uint8_t { automatic, json, pftrace, caliper };
 
 struct profile_options {
   // Empty: everything this build compiled in, CUDA only where it is really
@@ -183,9 +185,16 @@ class session {
   // self_cuda_time_total (std::invalid_argument otherwise); an unwritable
   // path throws std::runtime_error.
   void export_stacks(const std::filesystem::path& path, std::string_view metric = "self_cpu_time_total") const;
-  // Writes the last finished trace: ".json", ".json.gz" or ".json.zst".
-  // Throws std::runtime_error naming the path when it cannot be written.
+  // Writes the last finished trace in the format its suffix names:
+  // ".json", ".json.gz" or ".json.zst", ".pftrace[.gz|.zst]", or
+  // ".cali.json" (a Caliper profile, as export_profile). Throws
+  // std::runtime_error naming the path when it cannot be written.
   void export_chrome_trace(const std::filesystem::path& path) const;
+  // The last finished trace as a calling-context profile for Hatchet and
+  // Thicket: `path` should end in ".cali.json" (Caliper's JSON-split
+  // layout, docs/concepts/trace-formats.md); any other suffix exports as
+  // export_chrome_trace does.
+  void export_profile(const std::filesystem::path& path) const { export_chrome_trace(path); }
   // torch's export_memory_timeline for the last finished trace, by suffix:
   // ".html" a self-contained page (inline SVG stacked by category, peak
   // marked), "raw.json.gz" gzipped [[t_ns, action, bytes, category], ...],
@@ -251,6 +260,7 @@ class session {
   std::vector<function_event> events() const { return {}; }
   void export_stacks(const std::filesystem::path&, std::string_view = "self_cpu_time_total") const noexcept {}
   void export_chrome_trace(const std::filesystem::path&) const noexcept {}
+  void export_profile(const std::filesystem::path&) const noexcept {}
   void export_memory_timeline(const std::filesystem::path&, std::string_view = {}) const noexcept {}
   std::vector<device_memory_stats> memory_stats() const { return {}; }
   std::filesystem::path trace_path() const { return {}; }

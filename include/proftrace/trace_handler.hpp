@@ -6,7 +6,9 @@
 // Each ready trace is exported to
 // `{dir}/{worker_name}.{unix_time_ns}.pt.trace.json[.gz]`, or with
 // `format` trace_format::pftrace to `....pt.trace.pftrace[.gz]` (Perfetto's
-// protobuf; the session then streams in that format, see trace_format);
+// protobuf; the session then streams in that format, see trace_format),
+// with trace_format::caliper to `....pt.trace.cali.json` (a Caliper
+// profile for Hatchet and Thicket; never gzipped);
 // the default worker
 // name is `{hostname}_{pid}`, `rank{N}_{hostname}_{pid}` in a distributed job
 // (<proftrace/distributed.hpp>). A directory that cannot be created throws

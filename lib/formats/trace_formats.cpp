@@ -1,5 +1,6 @@
 #include "trace_formats.hpp"
 
+#include "formats/caliper/kineto_to_caliper.hpp"
 #include "formats/perfetto/kineto_to_perfetto.hpp"
 #include "formats/perfetto/perfetto_to_kineto.hpp"
 #include "spool/export_temporary.hpp"
@@ -8,11 +9,14 @@
 
 namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
-const std::array<format_row, 2> trace_formats{{
+const std::array<format_row, 3> trace_formats{{
     {trace_format::json, "json", ".json", false, true, "events_not_written", nullptr, nullptr},
     {trace_format::pftrace, "pftrace", ".pftrace", false, false, "packets_not_written",
      [](const std::filesystem::path& in, const std::filesystem::path& out) { perfetto_to_kineto(in, out); },
      [](const std::filesystem::path& in, const std::filesystem::path& out) { kineto_to_perfetto(in, out); }},
+    // After ".json": "x.cali.json" ends with both, and the last row wins.
+    {trace_format::caliper, "cali.json", ".cali.json", true, false, "events_not_written", nullptr,
+     [](const std::filesystem::path& in, const std::filesystem::path& out) { kineto_to_caliper(in, out); }},
 }};
 
 const format_row& row_of(trace_format f) noexcept {

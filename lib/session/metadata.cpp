@@ -1,9 +1,13 @@
 // What a trace says of itself: its head's keys (this rank, its clock against
 // the other ranks', the options it recorded with) and add_metadata's.
 #include <dlfcn.h>
+#include <pwd.h>
+#include <unistd.h>
 
 #include <boost/json/parse.hpp>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 
 #include "collect/mpi/bridge.hpp"
@@ -20,7 +24,8 @@ namespace {
 // give readers a second, conflicting member.
 constexpr std::string_view reserved_metadata_keys[] = {"schemaVersion", "deviceProperties", "displayTimeUnit",
                                                        "baseTimeNanoseconds", "traceEvents", "proftrace",
-                                                       "traceName", "distributedInfo", "clockAlignment"};
+                                                       "traceName", "distributedInfo", "clockAlignment",
+                                                       "proftraceRun"};
 
 void check_json(std::string_view key, std::string_view value) {
   for (std::string_view reserved : reserved_metadata_keys)
@@ -45,6 +50,30 @@ std::string distributed_json(const distributed_info& d) {
   detail::append_json_string(j, d.host);
   j += ", \"source\": ";
   detail::append_json_string(j, d.source);
+  return j + "}";
+}
+
+// Who ran what where, as Caliper's Adiak records it: a Caliper profile's
+// run metadata (lib/formats/caliper/caliper_run_metadata.hpp).
+std::string run_json() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const passwd* pw = ::getpwuid(::geteuid());
+  const char* user = pw ? pw->pw_name : std::getenv("USER");
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string cmdline{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  while (!cmdline.empty() && cmdline.back() == '\0') cmdline.pop_back();
+  for (char& c : cmdline) c = c == '\0' ? ' ' : c;
+  std::error_code ec;
+  const std::string exe = std::filesystem::read_symlink("/proc/self/exe", ec).filename().string();
+  std::string j = "{\"user\": ";
+  detail::append_json_string(j, user ? user : "");
+  j += ", \"hostname\": ";
+  detail::append_json_string(j, host);
+  j += ", \"executable\": ";
+  detail::append_json_string(j, exe);
+  j += ", \"cmdline\": ";
+  detail::append_json_string(j, cmdline);
   return j + "}";
 }
 
@@ -103,6 +132,7 @@ std::string clock_alignment_json(const std::optional<distributed_info>& dist, st
 void session::impl::add_head_metadata(detail::window_options& w) const {
   if (dist) w.head_metadata.emplace_back("distributedInfo", distributed_json(*dist));
   w.head_metadata.emplace_back("clockAlignment", clock_alignment);
+  w.head_metadata.emplace_back("proftraceRun", run_json());
   if (opts.profile_memory) w.head_metadata.emplace_back("profile_memory", "1");
   if (opts.with_stack) w.head_metadata.emplace_back("with_stack", "1");
   if (opts.record_shapes) w.head_metadata.emplace_back("record_shapes", "1");

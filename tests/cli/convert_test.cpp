@@ -395,6 +395,34 @@ TEST_CASE("convert and summary on cut, garbage and unknown files: clear errors, 
   CHECK(r.err.find("unknown output format") != std::string::npos);
 }
 
+TEST_CASE("convert to a Caliper profile from either format; a .cali.json is never read as a trace") {
+  temp_dir dir("cli-caliper");
+  const auto json = dir.path / "t.json";
+  write_nested_trace(json, 8);
+  const auto pf = dir.path / "t.pftrace";
+  REQUIRE(run_cli({"convert", json.string(), pf.string()}).rc == 0);
+  for (const auto& in : {json, pf}) {
+    const auto out = dir.path / (in.filename().string() + ".cali.json");
+    const auto r = run_cli({"convert", in.string(), out.string()});
+    REQUIRE_MESSAGE(r.rc == 0, r.err);
+    CHECK(r.out.find("written as cali.json") != std::string::npos);
+    const auto profile = boost::json::parse(slurp(out)).as_object();
+    std::set<std::string> labels;
+    for (const auto& n : profile.at("nodes").as_array()) labels.emplace(n.at("label").as_string());
+    CHECK(labels == std::set<std::string>{"ProfilerStep*", "aten::matmul", "aten::relu"});
+  }
+  const auto profile = dir.path / "t.json.cali.json";
+  for (const char* command : {"summary", "validate"}) {
+    const auto r = run_cli({command, profile.string()});
+    CHECK(r.rc == 1);
+    CHECK((r.out + r.err).find("never read back") != std::string::npos);
+  }
+  const auto r = run_cli({"convert", profile.string(), (dir.path / "back.json").string()});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("never read back") != std::string::npos);
+  CHECK(run_cli({"convert", json.string(), (dir.path / "t.cali.json.gz").string()}).rc == 1);  // never compressed
+}
+
 TEST_CASE("convert and validate count the same events: the elements of traceEvents of the trace's JSON form, metadata included") {
   temp_dir dir("cli-event-count");
   // The number before " events" in a command's output line.

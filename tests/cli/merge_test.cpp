@@ -257,6 +257,19 @@ TEST_CASE("merge: one process per rank in rank order, clocks moved by each rank'
   CHECK(work_ts[0] == doctest::Approx(work_ts[1]));  // the same true time once aligned
   CHECK(flow_ids.size() == 2);
 
+  // A Caliper profile of the job: one row per node and rank; given back as a trace, refused.
+  const auto profile = dir.path.parent_path() / "cli-merge-job.cali.json";
+  REQUIRE(run_cli({"merge", dir.path.string(), "-o", profile.string()}).rc == 0);
+  const auto cali = boost::json::parse(slurp(profile)).as_object();
+  CHECK(cali.at("nodes").as_array().size() == 1);
+  REQUIRE(cali.at("data").as_array().size() == 2);
+  CHECK(cali.at("data").as_array()[1].as_array()[2].as_int64() == 1);  // mpi.rank
+  CHECK(cali.at("mpi.world.size").as_int64() == 2);
+  const auto refused = run_cli({"merge", profile.string(), "-o", (dir.path / "m3.json").string()});
+  CHECK(refused.rc == 1);
+  CHECK(refused.err.find("never read back") != std::string::npos);
+  std::filesystem::remove(profile);
+
   write_file(dir.path / "broken.json", "{\"traceEvents\": [{\"ph\": \"X\"");
   CHECK(run_cli({"merge", (dir.path / "broken.json").string(), "-o", (dir.path / "m2.json").string()}).rc == 1);
   CHECK(run_cli({"merge", dir.path.string()}).rc == 2);  // no -o

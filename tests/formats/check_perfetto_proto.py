@@ -27,41 +27,12 @@ import collections
 import decimal
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 
-SKIP = 77
-
-
-def venv_python(venv: str) -> str:
-    return os.path.join(venv, "bin", "python")
-
-
-def ensure_venv(venv: str) -> bool:
-    stamp = os.path.join(venv, ".proftrace-perfetto-ready")
-    if os.path.exists(stamp):
-        return True
-    shutil.rmtree(venv, ignore_errors=True)
-    made = subprocess.run([sys.executable, "-m", "venv", venv], capture_output=True, text=True)
-    if made.returncode != 0:
-        print("SKIP: cannot create a virtualenv:", made.stderr.strip()[-400:])
-        return False
-    pip = [venv_python(venv), "-m", "pip", "install", "--disable-pip-version-check", "-q", "--timeout", "20",
-           "perfetto", "protobuf"]
-    try:
-        done = subprocess.run(pip, capture_output=True, text=True, timeout=300)
-    except subprocess.TimeoutExpired as e:
-        shutil.rmtree(venv, ignore_errors=True)
-        print(f"SKIP: installing perfetto from PyPI timed out ({e.timeout} s)")
-        return False
-    if done.returncode != 0:
-        shutil.rmtree(venv, ignore_errors=True)
-        print("SKIP: perfetto could not be installed from PyPI (unreachable?):", done.stderr.strip()[-400:])
-        return False
-    open(stamp, "w").close()
-    return True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from cached_venv import SKIP, ensure_venv, venv_python  # noqa: E402
 
 
 # Runs in the virtualenv: prints what Perfetto's classes see, as JSON.
@@ -269,7 +240,7 @@ def check_streamed(writer: str, venv: str, tmp: str) -> bool:
 def main() -> int:
     cli, trace_json, venv = sys.argv[1], sys.argv[2], sys.argv[3]
     writer = sys.argv[4] if len(sys.argv) > 4 else None
-    if not ensure_venv(venv):
+    if ensure_venv(venv, [["perfetto", "protobuf"]], "perfetto", timeout=300) is None:
         return SKIP
     with tempfile.TemporaryDirectory() as tmp:
         ok = check_converted(cli, trace_json, venv, tmp)

@@ -22,44 +22,17 @@ import sys
 import tempfile
 import time
 
-SKIP = 77
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from cached_venv import SKIP, ensure_venv, venv_python  # noqa: E402
+
 PACKAGE = "HolisticTraceAnalysis"
 RUNTIME_DEPS = ["pandas", "numpy", "networkx", "plotly", "psutil", "pyyaml", "pydot"]
 
 
-def venv_python(venv: str) -> str:
-    return os.path.join(venv, "bin", "python")
-
-
-def ensure_venv(venv: str) -> bool:
-    stamp = os.path.join(venv, ".proftrace-hta-ready")
-    if os.path.exists(stamp):
-        return True
-    started = time.monotonic()
-    shutil.rmtree(venv, ignore_errors=True)
-    made = subprocess.run([sys.executable, "-m", "venv", venv], capture_output=True, text=True)
-    if made.returncode != 0:
-        print("SKIP: cannot create a virtualenv:", made.stderr.strip()[-400:])
-        return False
+def ensure_hta_venv(venv: str) -> bool:
     # HTA's own requirements pull in JupyterLab and pytest (about 100
     # packages, 500 MB); its trace loader needs only these.
-    pip_install = [venv_python(venv), "-m", "pip", "install", "--disable-pip-version-check", "-q", "--timeout", "20"]
-    try:
-        pip = subprocess.run(pip_install + ["--no-deps", PACKAGE], capture_output=True, text=True, timeout=120)
-        if pip.returncode == 0:
-            pip = subprocess.run(pip_install + RUNTIME_DEPS, capture_output=True, text=True, timeout=300)
-    except subprocess.TimeoutExpired as e:
-        shutil.rmtree(venv, ignore_errors=True)
-        print(f"SKIP: installing {PACKAGE} from PyPI timed out ({e.timeout} s)")
-        return False
-    if pip.returncode != 0:
-        shutil.rmtree(venv, ignore_errors=True)
-        print(f"SKIP: {PACKAGE} could not be installed from PyPI (unreachable?):", pip.stderr.strip()[-400:])
-        return False
-    with open(stamp, "w") as f:
-        f.write(f"installed in {time.monotonic() - started:.1f} s\n")
-    print(f"{PACKAGE} installed in {time.monotonic() - started:.1f} s")
-    return True
+    return ensure_venv(venv, [["--no-deps", PACKAGE], RUNTIME_DEPS], PACKAGE, timeout=300) is not None
 
 
 # Runs in the virtualenv: prints what HTA sees as JSON.
@@ -86,7 +59,7 @@ print(json.dumps(out))
 
 def main() -> int:
     demo, venv = sys.argv[1], sys.argv[2]
-    if not ensure_venv(venv):
+    if not ensure_hta_venv(venv):
         return SKIP
     with tempfile.TemporaryDirectory() as tmp:
         traces = os.path.join(tmp, "traces")

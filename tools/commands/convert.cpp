@@ -16,6 +16,10 @@ const char* const convert_help =
     "-> OUT .pftrace, .pftrace.gz or .pftrace.zst (Perfetto's protobuf trace); IN\n"
     ".pftrace[.gz|.zst] -> OUT .json, .json.gz or .json.zst (Kineto layout). The same\n"
     "format on both sides copies the content, compressed by OUT's suffix.\n"
+    "OUT .cali.json: a calling-context profile in Caliper's JSON-split layout for\n"
+    "Hatchet and Thicket (from either format; calls, exclusive and inclusive\n"
+    "seconds, FLOPs, bytes, memory and counters per call path and rank, threads\n"
+    "summed). It is written only: a .cali.json IN is refused.\n"
     "JSON -> Perfetto: \"X\" events become slices on their thread's track (a string\n"
     "pid or tid, such as \"stream 7\", a named track), args debug annotations\n"
     "(arrays and objects as JSON), \"i\" instants, \"C\" counters, \"b\"/\"e\" slices\n"
@@ -45,6 +49,6 @@ int cmd_convert(const std::vector<std::string>& args) {
 
 }  // namespace
 
-const command convert_command{"convert", "  convert IN OUT   Kineto JSON <-> Perfetto .pftrace, formats by suffix\n", convert_help, cmd_convert};
+const command convert_command{"convert", "  convert IN OUT   Kineto JSON <-> Perfetto .pftrace, or to .cali.json, by suffix\n", convert_help, cmd_convert};
 
 }  // namespace proftrace::tools::cli

@@ -50,6 +50,8 @@ const char* const merge_help =
     "per rank. Streaming: memory stays small whatever the number and size of traces;\n"
     "one event at a time, an event over 16 MiB of JSON text is refused (exit 1).\n"
     "MERGED is written aside and renamed: a failed merge leaves it as it was.\n"
+    "A MERGED ending in .cali.json is a Caliper profile for Hatchet and Thicket:\n"
+    "the merged trace's calls summed per call path, one row per node and rank.\n"
     "\n"
     "options:\n"
     "  -o, --output MERGED  the merged trace (required)\n"
@@ -65,11 +67,12 @@ int cmd_merge(const std::vector<std::string>& args) {
   if (!a.output) throw usage_error{"merge needs -o MERGED"};
   if (a.positional.empty()) throw usage_error{"merge takes a directory or trace files"};
   const std::filesystem::path output = *a.output;
-  const bool to_perfetto = pt::named_perfetto_trace(output);  // merged as JSON, then converted
+  // Merged as JSON, then converted: a .pftrace, a Caliper profile (one row per node and rank).
+  const bool converted = pt::named_perfetto_trace(output) || pt::named_written_only(output);
   // As every command writes: into a directory that exists (the scratch one beside MERGED must not create it).
   if (const auto dir = output.parent_path(); !dir.empty() && !is_directory(dir.string()))
     throw pt::trace_error(output.string() + ": cannot write: " + std::strerror(ENOENT));
-  if (!to_perfetto && !pt::named_json(output))
+  if (!converted && !pt::named_json(output))
     throw pt::trace_error(output.string() + ": unknown output format (" + std::string(pt::trace_suffixes) + ")");
   std::vector<std::filesystem::path> files;
   std::vector<pt::skipped_file> skipped;
@@ -104,10 +107,10 @@ int cmd_merge(const std::vector<std::string>& args) {
   }
   print_skipped(skipped);
   if (files.empty()) throw pt::trace_error("no trace to merge");
-  if (to_perfetto && !scratch) scratch.emplace(output);
-  const std::filesystem::path merged = to_perfetto ? scratch->path / "merged.json.zst" : output;
+  if (converted && !scratch) scratch.emplace(output);
+  const std::filesystem::path merged = converted ? scratch->path / "merged.json.zst" : output;
   const auto r = pt::merge_traces(files, merged);
-  if (to_perfetto) print_warnings(pt::convert_trace(merged, output).warnings);  // whole or not at all
+  if (converted) print_warnings(pt::convert_trace(merged, output).warnings);  // whole or not at all
   std::cout << *a.output << ": " << r.traces << " traces, " << r.events << " events, " << r.ranks
             << (r.ranks == 1 ? " rank" : " ranks");
   if (r.unaligned) std::cout << "; " << r.unaligned << " without a measured clock offset (their Unix time taken as is)";

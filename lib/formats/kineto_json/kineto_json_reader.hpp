@@ -25,6 +25,7 @@
 #include "proftrace/config.hpp"
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <istream>
 #include <string_view>
@@ -69,5 +70,10 @@ class kineto_json_reader {
   json_events_scanner scanner_;
   std::vector<char> chunk_;
 };
+
+// The whole Kineto JSON file at `input` (compressed by its name) read
+// through a reader with `handlers`: true when it ended inside traceEvents.
+// Throws std::runtime_error whose message starts with the file's name.
+bool read_kineto_json_file(const std::filesystem::path& input, kineto_json_handlers handlers);
 
 }  // namespace proftrace::detail

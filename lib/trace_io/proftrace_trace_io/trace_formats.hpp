@@ -5,7 +5,8 @@
 //   if (n.format == proftrace::trace_format::perfetto) ...
 //
 // What tools/ uses of it: trace_name, parse_trace_name, trace_name_of,
-// compression, compression_of, suffix_of, row_of.
+// compression, compression_of, suffix_of, row_of, format_row and
+// convert_trace (to an export-only format such as .cali.json).
 #pragma once
 
 #include "formats/trace_formats.hpp"

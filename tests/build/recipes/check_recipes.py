@@ -5,9 +5,10 @@ every path the page's recipes name.
 - the writer calls the recipe lists are the calls the trace window makes on
   a writer (lib/drain/trace_window.*), and every writer of `trace_writers`
   declares each of them and its `static constexpr trace_format format`;
-- `trace_format` (include/proftrace/profile.hpp) has one value per writer
-  besides `automatic`, and the table `trace_formats` as many rows, its
-  size the same in lib/formats/trace_formats.hpp and .cpp;
+- `trace_format` (include/proftrace/profile.hpp) has one value per row of
+  the table `trace_formats` besides `automatic`, its size the same in
+  lib/formats/trace_formats.hpp and .cpp, and one writer per row that is
+  not export-only;
 - every command is where the command recipe puts one: tools/commands/<name>.cpp
   defining `const command <name>_command{`, its `extern` in command.hpp, its
   row in proftrace_cli.cpp's table, its source in tools/CMakeLists.txt, its
@@ -129,11 +130,16 @@ def main():
     formats = [v.strip() for v in values.group(1).split(",") if v.strip() and v.strip() != "automatic"] if values else []
     sizes = [re.search(r"std::array<format_row, (\d+)> trace_formats", read(root, f"lib/formats/trace_formats.{ext}"))
              for ext in ("hpp", "cpp")]
-    counts = {"trace_format's values besides automatic": len(formats), "trace_writers' writers": len(writers(root))}
+    # A row's export_only flag: such a format is written by converting, with no writer of its own.
+    rows = re.findall(r"\{trace_format::\w+, \"[^\"]*\", \"[^\"]*\", (true|false),", read(root, "lib/formats/trace_formats.cpp"))
+    counts = {"trace_format's values besides automatic": len(formats), "trace_formats' rows": len(rows)}
     for ext, size in zip(("hpp", "cpp"), sizes):
         counts[f"trace_formats' size in trace_formats.{ext}"] = int(size.group(1)) if size else -1
     if len(set(counts.values())) != 1:
         errors.append("these should agree: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    streamed = rows.count("false")
+    if len(writers(root)) != streamed:
+        errors.append(f"trace_writers has {len(writers(root))} writers for {streamed} formats that are not export-only")
 
     command_problems, commands = command_errors(root)
     errors += command_problems
