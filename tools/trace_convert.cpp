@@ -5,6 +5,7 @@
 #include "trace_convert.hpp"
 #include <proftrace_trace_io/compression.hpp>
 #include <proftrace_trace_io/format_converters.hpp>
+#include <proftrace_trace_io/trace_formats.hpp>
 
 namespace proftrace::tools {
 
@@ -28,20 +29,41 @@ std::uint64_t recompress(const std::filesystem::path& input, const std::filesyst
   return total;
 }
 
-}  // namespace
-
-conversion_report convert_trace(const std::filesystem::path& input, const std::filesystem::path& output) {
+// Whether IN is Perfetto's (else JSON); throws for a format IN or OUT cannot have.
+bool input_is_perfetto(const std::filesystem::path& input, const std::filesystem::path& output) {
+  if (named_export_only(input)) throw trace_error(input.string() + ": " + export_only_reason(input));
   const bool in_perfetto = is_perfetto_trace(input);
   if (!in_perfetto && !named_json(input))
     throw trace_error(input.string() + ": cannot tell its format (" + std::string(trace_suffixes) + ")");
-  if (!named_perfetto_trace(output) && !named_json(output))
-    throw trace_error(output.string() + ": unknown output format (" + std::string(trace_suffixes) + ")");
+  if (!named_perfetto_trace(output) && !named_json(output) && !named_export_only(output))
+    throw trace_error(output.string() + ": unknown output format (" + std::string(output_trace_suffixes) + ")");
+  return in_perfetto;
+}
+
+// OUT of an export-only format (.otf2), through the library's table: from
+// Kineto JSON, a .pftrace converted to it first. Its summary line.
+std::string write_export_only(const std::filesystem::path& input, bool in_perfetto, const std::filesystem::path& output,
+                              std::uint64_t events) {
+  const pd::format_row& from = pd::row_of(in_perfetto ? trace_format::pftrace : trace_format::json);
+  const pd::format_row& to = *pd::trace_name_of(output).format;
+  pd::convert_trace(from, to, input, output);
+  return std::to_string(events) + " events written as an " + std::string(to.name) + " archive";
+}
+
+}  // namespace
+
+conversion_report convert_trace(const std::filesystem::path& input, const std::filesystem::path& output) {
+  const bool in_perfetto = input_is_perfetto(input, output);
   // What any other command refuses, convert refuses with the same words.
   const read_result checked = read_readable_trace(input);
   conversion_report report;
   // The "proftrace" object goes along, so the output says so too.
   if (const std::string note = incompleteness(checked); !note.empty()) report.warnings.push_back(input.string() + ": " + note);
   try {
+    if (named_export_only(output)) {
+      report.summary = write_export_only(input, in_perfetto, output, checked.events);
+      return report;
+    }
     if (in_perfetto && named_json(output)) {
       pd::compressed_output out(output);
       pd::decoded_json_writer w(out.stream());

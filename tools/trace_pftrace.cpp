@@ -186,6 +186,18 @@ bool named_json(const std::filesystem::path& path) {
   return n.format != nullptr && n.format->format == trace_format::json;
 }
 
+bool named_export_only(const std::filesystem::path& path) {
+  const pd::trace_name n = pd::parse_trace_name(path.filename().native());
+  return n.format != nullptr && n.format->export_only;
+}
+
+std::string export_only_reason(const std::filesystem::path& path) {
+  const pd::trace_name n = pd::parse_trace_name(path.filename().native());
+  const std::string name = n.format ? std::string(n.format->name) : std::string("this format");
+  return "a ." + name + " file is written only (convert, merge, an export), never read: give its trace (" +
+         std::string(trace_suffixes) + ")";
+}
+
 bool is_perfetto_trace(const std::filesystem::path& path) {
   if (named_perfetto_trace(path)) return true;
   try {

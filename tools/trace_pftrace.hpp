@@ -19,6 +19,13 @@ bool named_perfetto_trace(const std::filesystem::path& path);  // by the suffix 
 std::string format_suffix_of(const std::filesystem::path& path);
 bool named_json(const std::filesystem::path& path);            // .json, .json.gz, .json.zst
 inline constexpr const char* trace_suffixes = ".json, .json.gz, .json.zst, .pftrace, .pftrace.gz, .pftrace.zst";
+// What convert and merge write besides (an OTF2 archive's anchor file: written only, never read).
+inline constexpr const char* output_trace_suffixes =
+    ".json, .json.gz, .json.zst, .pftrace, .pftrace.gz, .pftrace.zst, .otf2";
+// A name of a format that is written only (.otf2), never read back.
+bool named_export_only(const std::filesystem::path& path);
+// Why such a file is not read: "an OTF2 archive (.otf2) is written only ...".
+std::string export_only_reason(const std::filesystem::path& path);
 
 // read_trace's work for a Perfetto trace: its slices become "X" events,
 // instants "i", counters "C" (in the order their END appears), with pid,

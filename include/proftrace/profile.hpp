@@ -73,8 +73,12 @@ enum class fork_child : std::uint8_t { profiling_off, fresh_session };
 // trace_processor load best. Exports take the format their path names
 // (.json[.gz|.zst], .pftrace[.gz|.zst]) and convert when it is the other one.
 // automatic: pftrace when on_trace_ready is a tensorboard_trace_handler
-// writing .pftrace, else json.
-enum class trace_format : std::uint8_t { automatic, json, pftrace };
+// writing .pftrace, else json. otf2: an OTF2 archive (Vampir, Scalasca,
+// otf2-print), exported only: a session asked for it streams JSON and
+// converts at the export (`run.otf2` is the archive's anchor file, its
+// run.def and run/ beside it); builds without libotf2 (PROFTRACE_WITH_OTF2)
+// throw std::runtime_error there, naming the package.
+enum class trace_format : std::uint8_t { automatic, json, pftrace, otf2 };
 
 struct profile_options {
   // Empty: everything this build compiled in, CUDA only where it is really

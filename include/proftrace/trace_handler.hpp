@@ -6,7 +6,9 @@
 // Each ready trace is exported to
 // `{dir}/{worker_name}.{unix_time_ns}.pt.trace.json[.gz]`, or with
 // `format` trace_format::pftrace to `....pt.trace.pftrace[.gz]` (Perfetto's
-// protobuf; the session then streams in that format, see trace_format);
+// protobuf; the session then streams in that format, see trace_format), or
+// trace_format::otf2 to `....pt.trace.otf2` (an OTF2 archive's anchor
+// file, converted from JSON at the export; use_gzip does not apply);
 // the default worker
 // name is `{hostname}_{pid}`, `rank{N}_{hostname}_{pid}` in a distributed job
 // (<proftrace/distributed.hpp>). A directory that cannot be created throws

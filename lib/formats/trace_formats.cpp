@@ -1,5 +1,6 @@
 #include "trace_formats.hpp"
 
+#include "formats/otf2/kineto_to_otf2.hpp"
 #include "formats/perfetto/kineto_to_perfetto.hpp"
 #include "formats/perfetto/perfetto_to_kineto.hpp"
 #include "spool/export_temporary.hpp"
@@ -10,11 +11,14 @@ namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
 namespace detail {
 
-const std::array<format_row, 2> trace_formats{{
+const std::array<format_row, 3> trace_formats{{
     {trace_format::json, "json", ".json", false, true, "events_not_written", nullptr, nullptr},
     {trace_format::pftrace, "pftrace", ".pftrace", false, false, "packets_not_written",
      [](const std::filesystem::path& in, const std::filesystem::path& out) { perfetto_to_kineto(in, out); },
      [](const std::filesystem::path& in, const std::filesystem::path& out) { kineto_to_perfetto(in, out); }},
+    // An OTF2 archive's anchor file; without libotf2 its converter throws, naming the package.
+    {trace_format::otf2, "otf2", ".otf2", true, false, "events_not_written", nullptr,
+     [](const std::filesystem::path& in, const std::filesystem::path& out) { kineto_to_otf2(in, out); }},
 }};
 
 const format_row& row_of(trace_format f) noexcept {

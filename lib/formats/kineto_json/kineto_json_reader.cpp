@@ -1,6 +1,11 @@
 #include "kineto_json_reader.hpp"
 
+#include <stdexcept>
+#include <string>
+
 #include <utility>
+
+#include "kineto_json_text.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
@@ -22,6 +27,18 @@ bool kineto_json_reader::read(std::istream& text) {
     feed(std::string_view(chunk_.data(), static_cast<std::size_t>(text.gcount())));
   }
   return !text.bad();
+}
+
+bool read_kineto_json_file(const std::filesystem::path& path, kineto_json_handlers handlers) {
+  kineto_json_reader reader(std::move(handlers));
+  try {
+    kineto_json_text text(path);
+    if (!reader.read(text.stream())) throw std::runtime_error(path.string() + ": corrupt or cut compressed data");
+    return reader.finish();
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    throw std::runtime_error(what.starts_with(path.string()) ? what : path.string() + ": " + what);
+  }
 }
 
 }  // namespace detail

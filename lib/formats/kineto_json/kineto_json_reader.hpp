@@ -25,6 +25,7 @@
 #include "proftrace/config.hpp"
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <istream>
 #include <string_view>
@@ -71,6 +72,12 @@ class kineto_json_reader {
   json_events_scanner scanner_;
   std::vector<char> chunk_;
 };
+
+// The whole of the trace file at `path` (decompressed by its suffix, as
+// kineto_json_text reads it) through a reader with `handlers`: true when it
+// ended inside traceEvents. Throws std::runtime_error whose text starts
+// with the path (what the converters from Kineto JSON report).
+bool read_kineto_json_file(const std::filesystem::path& path, kineto_json_handlers handlers);
 
 }  // namespace detail
 }  // namespace PROFTRACE_ABI_NAMESPACE

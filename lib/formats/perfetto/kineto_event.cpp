@@ -3,6 +3,8 @@
 #include <boost/json.hpp>
 #include <boost/json/basic_parser_impl.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <optional>
 
@@ -41,6 +43,34 @@ const json_field* kineto_event::arg(std::string_view key) const noexcept {
   for (std::size_t i = 0; i < arg_count; ++i)
     if (args[i].first == key) return &args[i].second;
   return nullptr;
+}
+
+id_value read_id(const json_field& v) {
+  id_value id;
+  using kind = json_field::kind;
+  if (v.what == kind::absent) return id;
+  if (v.is_string()) {
+    id.text = v.text;
+  } else if (v.what == kind::int64 || (v.what == kind::uint64 && v.uint64 <= INT64_MAX) ||
+             (v.what == kind::double_ && std::trunc(v.double_) == v.double_ &&
+              std::fabs(v.double_) < 9.2e18)) {  // a whole number int64 holds; any other is text
+    id.is_number = true;
+    id.number = v.what == kind::int64 ? v.int64 : v.what == kind::uint64 ? static_cast<std::int64_t>(v.uint64)
+                                                                        : static_cast<std::int64_t>(v.double_);
+    id.text = std::to_string(id.number);
+  } else {
+    id.text = v.serialized();
+  }
+  return id;
+}
+
+bool read_ns(const json_field& v, std::int64_t& ns, std::uint64_t& clamped) {
+  if (!v.is_number()) return false;
+  constexpr double max_abs_ns = 4e18;
+  const double given = v.to_double() * 1000.0;
+  if (!(std::fabs(given) <= max_abs_ns)) ++clamped;
+  ns = static_cast<std::int64_t>(std::llround(std::clamp(given, -max_abs_ns, max_abs_ns)));
+  return true;
 }
 
 namespace {

@@ -61,6 +61,20 @@ struct kineto_event {
   const json_field* arg(std::string_view key) const noexcept;
 };
 
+// A pid or tid: its text (a map key, a named track's name), and its value
+// when it is an integer.
+struct id_value {
+  std::string text;
+  bool is_number = false;
+  std::int64_t number = 0;
+};
+id_value read_id(const json_field& v);
+
+// A number of microseconds as integer nanoseconds, within +-4e18 (126
+// years: a ts plus a dur, and either plus the base, stay exact or wrap
+// defined; a value past them is counted in `clamped`); false when absent.
+bool read_ns(const json_field& v, std::int64_t& ns, std::uint64_t& clamped);
+
 class kineto_event_reader {
  public:
   kineto_event_reader();

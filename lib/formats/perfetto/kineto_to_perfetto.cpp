@@ -16,7 +16,6 @@
 #include "spool/compressed_output.hpp"
 #include "spool/sorted_runs.hpp"
 #include "formats/kineto_json/kineto_json_reader.hpp"
-#include "formats/kineto_json/kineto_json_text.hpp"
 #include "kineto_event.hpp"
 #include "perfetto_builder.hpp"
 
@@ -29,45 +28,6 @@ namespace {
 namespace json = boost::json;
 
 constexpr std::size_t output_flush_bytes = std::size_t{1} << 20;
-
-// A pid or tid: its text (the map key and a named track's name), and its
-// value when it is an integer.
-struct id_value {
-  std::string text;
-  bool is_number = false;
-  std::int64_t number = 0;
-};
-
-id_value read_id(const json_field& v) {
-  id_value id;
-  using kind = json_field::kind;
-  if (v.what == kind::absent) return id;
-  if (v.is_string()) {
-    id.text = v.text;
-  } else if (v.what == kind::int64 || (v.what == kind::uint64 && v.uint64 <= INT64_MAX) ||
-             (v.what == kind::double_ && std::trunc(v.double_) == v.double_ &&
-              std::fabs(v.double_) < 9.2e18)) {  // a whole number int64 holds; any other is text
-    id.is_number = true;
-    id.number = v.what == kind::int64 ? v.int64 : v.what == kind::uint64 ? static_cast<std::int64_t>(v.uint64)
-                                                                        : static_cast<std::int64_t>(v.double_);
-    id.text = std::to_string(id.number);
-  } else {
-    id.text = v.serialized();
-  }
-  return id;
-}
-
-// A number of microseconds as integer nanoseconds, within +-4e18 (126
-// years: a ts plus a dur, and either plus the base, stay exact or wrap
-// defined; a value past them is counted in `clamped`); false when absent.
-bool read_ns(const json_field& v, std::int64_t& ns, std::uint64_t& clamped) {
-  if (!v.is_number()) return false;
-  constexpr double max_abs_ns = 4e18;
-  const double given = v.to_double() * 1000.0;
-  if (!(std::fabs(given) <= max_abs_ns)) ++clamped;
-  ns = static_cast<std::int64_t>(std::llround(std::clamp(given, -max_abs_ns, max_abs_ns)));
-  return true;
-}
 
 // What an event becomes; flows first: they sort before the "X" events they bind to.
 enum class step : std::uint8_t { flow_start, flow_end, x, instant, counter, async_begin, async_end };
@@ -424,16 +384,8 @@ kineto_conversion kineto_to_perfetto(const std::filesystem::path& input, const s
   std::string packets;  // before the converter: its threads' builders append here until they are gone
   const auto stage = std::make_unique<packet_stage>(packets);
   converter c(stats, *stage);
-  kineto_json_reader reader({.on_event = [&](std::uint64_t, std::string_view e) { c.add(e); },
-                             .on_member = [&](std::string_view k, std::string_view v) { c.member(k, v); }});
-  try {
-    kineto_json_text text(input);
-    if (!reader.read(text.stream())) throw std::runtime_error(input.string() + ": corrupt or cut compressed data");
-    stats.truncated = reader.finish();
-  } catch (const std::runtime_error& e) {
-    const std::string what = e.what();
-    throw std::runtime_error(what.starts_with(input.string()) ? what : input.string() + ": " + what);
-  }
+  stats.truncated = read_kineto_json_file(input, {.on_event = [&](std::uint64_t, std::string_view e) { c.add(e); },
+                                                  .on_member = [&](std::string_view k, std::string_view v) { c.member(k, v); }});
   compressed_output out(output);
   perfetto_builder b(*stage, /*sequence_id=*/1);
   c.write(b, [&] {
