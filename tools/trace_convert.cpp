@@ -62,6 +62,8 @@ conversion_report convert_trace(const std::filesystem::path& input, const std::f
   try {
     if (named_export_only(output)) {
       report.summary = write_export_only(input, in_perfetto, output, checked.events);
+      if (checked.truncated)
+        report.warnings.push_back(input.string() + ": truncated inside traceEvents: its complete events were converted");
       return report;
     }
     if (in_perfetto && named_json(output)) {

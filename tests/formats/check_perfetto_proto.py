@@ -27,41 +27,22 @@ import collections
 import decimal
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 
-SKIP = 77
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import pypi_venv  # noqa: E402
+
+SKIP = pypi_venv.SKIP
 
 
 def venv_python(venv: str) -> str:
-    return os.path.join(venv, "bin", "python")
+    return pypi_venv.python_of(venv)
 
 
 def ensure_venv(venv: str) -> bool:
-    stamp = os.path.join(venv, ".proftrace-perfetto-ready")
-    if os.path.exists(stamp):
-        return True
-    shutil.rmtree(venv, ignore_errors=True)
-    made = subprocess.run([sys.executable, "-m", "venv", venv], capture_output=True, text=True)
-    if made.returncode != 0:
-        print("SKIP: cannot create a virtualenv:", made.stderr.strip()[-400:])
-        return False
-    pip = [venv_python(venv), "-m", "pip", "install", "--disable-pip-version-check", "-q", "--timeout", "20",
-           "perfetto", "protobuf"]
-    try:
-        done = subprocess.run(pip, capture_output=True, text=True, timeout=300)
-    except subprocess.TimeoutExpired as e:
-        shutil.rmtree(venv, ignore_errors=True)
-        print(f"SKIP: installing perfetto from PyPI timed out ({e.timeout} s)")
-        return False
-    if done.returncode != 0:
-        shutil.rmtree(venv, ignore_errors=True)
-        print("SKIP: perfetto could not be installed from PyPI (unreachable?):", done.stderr.strip()[-400:])
-        return False
-    open(stamp, "w").close()
-    return True
+    return pypi_venv.ensure_venv(venv, ["perfetto", "protobuf"], "perfetto")
 
 
 # Runs in the virtualenv: prints what Perfetto's classes see, as JSON.

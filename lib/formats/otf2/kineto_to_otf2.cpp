@@ -125,12 +125,12 @@ void converter::add_metadata(const kineto_event& e) {
 
 void converter::add(std::string_view text) {
   ++stats_.events;
-  if (!reader_.read(text, event_)) return void(++stats_.skipped);
-  const kineto_event& e = event_;
-  const std::string_view ph = e.ph.string();
-  if (ph == "M") return add_metadata(e);
   std::int64_t ts = 0, dur = 0;
-  if (!read_ns(e.ts, ts, stats_.clamped)) return void(++stats_.skipped);
+  const event_use use = read_timed_event(reader_, text, event_, ts, stats_.clamped);
+  const kineto_event& e = event_;
+  if (use == event_use::metadata) return add_metadata(e);
+  if (use == event_use::unusable) return void(++stats_.skipped);
+  const std::string_view ph = e.ph.string();
   step_key k{.ts = ts, .end = ts, .seq = seq_++, .thread = 0};
   if (ph == "X") k.what = step::scope, read_ns(e.dur, dur, stats_.clamped);
   else if (ph == "C") k.what = step::counter;
@@ -161,6 +161,8 @@ void converter::member(std::string_view key, std::string_view value) {
 
 void converter::write(const std::filesystem::path& output) {
   archive_.emplace(output);
+  // Readers refuse an archive without a location: a trace with no event gets an empty one.
+  if (threads_.threads.empty()) threads_.threads.push_back({.pid = {"0", true, 0}, .tid = {"0", true, 0}});
   layout_ = plan_layout(threads_);
   const std::size_t locations = threads_.threads.size();
   open_.resize(locations);

@@ -68,6 +68,7 @@ OTF2_EvtWriter* otf2_archive::events(std::uint64_t location) {
 }
 
 void otf2_archive::close_events(const std::vector<std::uint64_t>& locations) {
+  for (const std::uint64_t location : locations) events(location);  // readers open every location's event file
   for (const auto& [location, writer] : writers_) check(OTF2_Archive_CloseEvtWriter(archive_, writer), "closing events");
   writers_.clear();
   check(OTF2_Archive_CloseEvtFiles(archive_), "closing the event files");

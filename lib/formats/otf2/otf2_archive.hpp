@@ -34,8 +34,9 @@ class otf2_archive {
 
   // The event writer of a location (made at its first use).
   OTF2_EvtWriter* events(std::uint64_t location);
-  // Closes every event writer, then writes each location's (empty) local
-  // definitions, as readers expect one per location.
+  // Closes every event writer (making those of `locations` without one:
+  // readers expect an event file per location), then writes each location's
+  // (empty) local definitions, as readers expect one per location too.
   void close_events(const std::vector<std::uint64_t>& locations);
   OTF2_GlobalDefWriter* definitions();
   // Closes the archive and moves its files over any archive of that name.

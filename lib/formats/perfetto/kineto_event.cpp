@@ -334,6 +334,13 @@ class record_cursor {
 
 }  // namespace
 
+event_use read_timed_event(kineto_event_reader& reader, std::string_view text, kineto_event& e, std::int64_t& ts_ns,
+                           std::uint64_t& clamped) {
+  if (!reader.read(text, e)) return event_use::unusable;
+  if (e.ph.string() == "M") return event_use::metadata;
+  return read_ns(e.ts, ts_ns, clamped) ? event_use::timed : event_use::unusable;
+}
+
 void write_record(const kineto_event& e, std::string& out) {
   put_text(out, e.name.string());
   put_text(out, e.cat.string());

@@ -35,35 +35,11 @@ import shutil
 import subprocess
 import sys
 
-SKIP = 77
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
+import pypi_venv  # noqa: E402
 
-
-def venv_python(venv):
-    return os.path.join(venv, "bin", "python")
-
-
-def ensure_venv(venv):
-    stamp = os.path.join(venv, ".proftrace-otf2-ready")
-    if os.path.exists(stamp):
-        return True
-    shutil.rmtree(venv, ignore_errors=True)
-    made = subprocess.run([sys.executable, "-m", "venv", venv], capture_output=True, text=True)
-    if made.returncode != 0:
-        print("SKIP: cannot create a virtualenv:", made.stderr.strip()[-400:])
-        return False
-    pip = [venv_python(venv), "-m", "pip", "install", "--disable-pip-version-check", "-q", "--timeout", "20", "otf2"]
-    try:
-        done = subprocess.run(pip, capture_output=True, text=True, timeout=300)
-    except subprocess.TimeoutExpired as e:
-        shutil.rmtree(venv, ignore_errors=True)
-        print(f"SKIP: installing otf2 from PyPI timed out ({e.timeout} s)")
-        return False
-    if done.returncode != 0:
-        shutil.rmtree(venv, ignore_errors=True)
-        print("SKIP: otf2 could not be installed from PyPI (unreachable?):", done.stderr.strip()[-400:])
-        return False
-    open(stamp, "w").close()
-    return True
+SKIP = pypi_venv.SKIP
+venv_python = pypi_venv.python_of
 
 
 # Runs in the virtualenv: the archive as JSON (definitions and each location's events).
@@ -336,7 +312,7 @@ def main():
     if shutil.which("otf2-print") is None:
         print("SKIP: otf2-print not installed (Debian: otf2-tools)")
         return SKIP
-    if not ensure_venv(venv):
+    if not pypi_venv.ensure_venv(venv, ["otf2"], "otf2"):
         return SKIP
     if mode == "session":
         check_session(proftrace, venv, work, sys.argv[5])

@@ -95,6 +95,19 @@ TEST_CASE("the converter walks each thread's nesting: overlaps cut, steps one re
   CHECK(entries == 4);
 }
 
+TEST_CASE("a trace with no event is an archive readers take; a cut trace converts its complete events") {
+  const test_support::temp_dir dir("otf2-empty");
+  std::ofstream(dir.path / "empty.json") << R"({"traceEvents": []})";
+  const d::otf2_conversion empty = d::kineto_to_otf2(dir.path / "empty.json", dir.path / "empty.otf2");
+  CHECK(empty.locations == 1);  // otf2-print refuses an archive without one
+  CHECK(readable_scopes(dir.path / "empty.otf2", 0) == 0);
+  std::ofstream(dir.path / "cut.json") << R"({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 5, "dur": 1},)";
+  const d::otf2_conversion cut = d::kineto_to_otf2(dir.path / "cut.json", dir.path / "cut.otf2");
+  CHECK(cut.truncated);
+  CHECK(cut.scopes == 1);
+  CHECK(readable_scopes(dir.path / "cut.otf2", 1) == 1);
+}
+
 TEST_CASE("a session exports an OTF2 archive; the trace handler names it .pt.trace.otf2, never compressed") {
   const test_support::temp_dir dir("otf2-session");
   proftrace::profile p({.on_trace_ready = proftrace::tensorboard_trace_handler(dir.path / "tb", "w", true, trace_format::otf2)});
