@@ -46,7 +46,12 @@ std::string write_export_only(const std::filesystem::path& input, bool in_perfet
                               std::uint64_t events) {
   const pd::format_row& from = pd::row_of(in_perfetto ? trace_format::pftrace : trace_format::json);
   const pd::format_row& to = *pd::trace_name_of(output).format;
-  pd::convert_trace(from, to, input, output);
+  try {
+    pd::convert_trace(from, to, input, output);
+  } catch (const std::runtime_error& e) {  // the library's "proftrace: " would follow the tool's own
+    const std::string_view what = e.what();
+    throw trace_error(std::string(what.starts_with("proftrace: ") ? what.substr(11) : what));
+  }
   return std::to_string(events) + " events written as an " + std::string(to.name) + " archive";
 }
 

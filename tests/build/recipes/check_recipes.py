@@ -6,6 +6,7 @@ every path the page's recipes name.
   a writer (lib/drain/trace_window.*), and every writer of `trace_writers`
   declares each of them and its `static constexpr trace_format format`;
 - `trace_format` (include/proftrace/profile.hpp) has one value per writer
+  or export-only row (`true` in its row of lib/formats/trace_formats.cpp)
   besides `automatic`, and the table `trace_formats` as many rows, its
   size the same in lib/formats/trace_formats.hpp and .cpp;
 - every command is where the command recipe puts one: tools/commands/<name>.cpp
@@ -129,7 +130,10 @@ def main():
     formats = [v.strip() for v in values.group(1).split(",") if v.strip() and v.strip() != "automatic"] if values else []
     sizes = [re.search(r"std::array<format_row, (\d+)> trace_formats", read(root, f"lib/formats/trace_formats.{ext}"))
              for ext in ("hpp", "cpp")]
-    counts = {"trace_format's values besides automatic": len(formats), "trace_writers' writers": len(writers(root))}
+    # An export-only row (written by converting from Kineto JSON) has no writer.
+    export_only = re.findall(r"\{trace_format::\w+, \"[^\"]*\", \"[^\"]*\", true,", read(root, "lib/formats/trace_formats.cpp"))
+    counts = {"trace_format's values besides automatic": len(formats),
+              "trace_writers' writers and export-only rows": len(writers(root)) + len(export_only)}
     for ext, size in zip(("hpp", "cpp"), sizes):
         counts[f"trace_formats' size in trace_formats.{ext}"] = int(size.group(1)) if size else -1
     if len(set(counts.values())) != 1:
