@@ -92,7 +92,8 @@ class converter {
   kineto_record taken_;
   sorted_runs<step_key, step_order> runs_{step_order{}, sort_limits};
   std::uint64_t seq_ = 0;
-  std::int64_t base_ns_ = 0, first_ts_ = std::numeric_limits<std::int64_t>::max(), last_ts_ = 0;
+  std::int64_t base_ns_ = 0, first_ts_ = std::numeric_limits<std::int64_t>::max(),
+               last_ts_ = std::numeric_limits<std::int64_t>::min();
   otf2_layout_input threads_;
   std::unordered_map<std::string, std::uint32_t> thread_index_;  // "pid\x1ftid"
 
