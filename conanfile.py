@@ -60,6 +60,8 @@ class ProftraceConan(ConanFile):
         tc.cache_variables["PROFTRACE_WITH_MPI"] = bool(self.options.with_mpi)
         tc.cache_variables["PROFTRACE_WITH_COUNTERS"] = self.settings.os == "Linux"
         tc.cache_variables["PROFTRACE_WITH_OPENMP"] = "ON" if self.options.with_openmp else "OFF"
+        # No .otf2 export: the recipe takes no libotf2 (Conan Center has none); an export to .otf2 throws, naming it.
+        tc.cache_variables["PROFTRACE_WITH_OTF2"] = "OFF"
         tc.cache_variables["PROFTRACE_BUILD_TESTS"] = False
         tc.cache_variables["PROFTRACE_BUILD_EXAMPLES"] = False
         tc.cache_variables["PROFTRACE_BUILD_BENCH"] = False
@@ -91,6 +93,7 @@ class ProftraceConan(ConanFile):
             f"PROFTRACE_WITH_MPI={1 if self.options.with_mpi and enabled else 0}",
             f"PROFTRACE_WITH_COUNTERS={1 if self.settings.os == 'Linux' and enabled else 0}",
             f"PROFTRACE_WITH_OPENMP={1 if self.options.with_openmp and enabled else 0}",
+            "PROFTRACE_WITH_OTF2=0",
             "PROFTRACE_OVERFLOW_POLICY=0", "PROFTRACE_RING_EVENTS=32768",
         ]
         self.buildenv_info.prepend_path("PATH", os.path.join(self.package_folder, "bin"))

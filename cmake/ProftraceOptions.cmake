@@ -15,6 +15,7 @@ else()
 endif()
 option(PROFTRACE_WITH_COUNTERS "Per-scope counters through perf_event_open (Linux)" ${proftrace_counters_default})
 set(PROFTRACE_WITH_OPENMP AUTO CACHE STRING "OpenMP collector through OMPT: ON, OFF or AUTO (on where omp-tools.h is found)")
+set(PROFTRACE_WITH_OTF2 AUTO CACHE STRING "OTF2 archives (.otf2) through libotf2: ON, OFF or AUTO (on where pkg-config finds otf2)")
 set(PROFTRACE_OVERFLOW_POLICY drop CACHE STRING "Default ring overflow policy: drop, block or drop_oldest")
 set(PROFTRACE_RING_EVENTS 32768 CACHE STRING "Default events per thread ring (power of two)")
 # The tests and the command line need the recorder itself, which a
@@ -34,6 +35,7 @@ set(PROFTRACE_SANITIZE "" CACHE STRING "Build everything with -fsanitize=<list> 
 set_property(CACHE PROFTRACE_WITH_CUDA PROPERTY STRINGS ON OFF AUTO)
 set_property(CACHE PROFTRACE_WITH_NVTX PROPERTY STRINGS ON OFF AUTO)
 set_property(CACHE PROFTRACE_WITH_OPENMP PROPERTY STRINGS ON OFF AUTO)
+set_property(CACHE PROFTRACE_WITH_OTF2 PROPERTY STRINGS ON OFF AUTO)
 set_property(CACHE PROFTRACE_OVERFLOW_POLICY PROPERTY STRINGS drop block drop_oldest)
 
 macro(proftrace_bool out value)
@@ -122,6 +124,23 @@ if(NOT PROFTRACE_WITH_OPENMP STREQUAL "OFF" AND PROFTRACE_ENABLED)
   endif()
 endif()
 
+# OTF2 (the Score-P trace format Vampir and Scalasca read) through the
+# reference library, found by pkg-config (Debian: libotf2-trace-dev). Without
+# it an export to .otf2 throws, naming the package and this option.
+set(PROFTRACE_WITH_OTF2_01 0)
+if(NOT PROFTRACE_WITH_OTF2 STREQUAL "OFF" AND PROFTRACE_ENABLED)
+  find_package(PkgConfig QUIET)
+  if(PkgConfig_FOUND)
+    pkg_check_modules(PROFTRACE_OTF2 QUIET IMPORTED_TARGET otf2)
+  endif()
+  if(PROFTRACE_OTF2_FOUND)
+    set(PROFTRACE_WITH_OTF2_01 1)
+    message(STATUS "proftrace: libotf2 ${PROFTRACE_OTF2_VERSION} found; .otf2 archives are written")
+  elseif(PROFTRACE_WITH_OTF2 STREQUAL "ON")
+    message(FATAL_ERROR "proftrace: PROFTRACE_WITH_OTF2=ON but pkg-config finds no otf2 (Debian: apt-get install libotf2-trace-dev)")
+  endif()
+endif()
+
 if(PROFTRACE_OVERFLOW_POLICY STREQUAL "drop")
   set(PROFTRACE_OVERFLOW_POLICY_01 0)
 elseif(PROFTRACE_OVERFLOW_POLICY STREQUAL "block")
@@ -142,6 +161,7 @@ set(PROFTRACE_PUBLIC_DEFINITIONS
   PROFTRACE_WITH_MPI=${PROFTRACE_WITH_MPI_01}
   PROFTRACE_WITH_COUNTERS=${PROFTRACE_WITH_COUNTERS_01}
   PROFTRACE_WITH_OPENMP=${PROFTRACE_WITH_OPENMP_01}
+  PROFTRACE_WITH_OTF2=${PROFTRACE_WITH_OTF2_01}
   PROFTRACE_OVERFLOW_POLICY=${PROFTRACE_OVERFLOW_POLICY_01}
   PROFTRACE_RING_EVENTS=${PROFTRACE_RING_EVENTS})
 

@@ -11,6 +11,7 @@ packages=(
   chromium
   valgrind likwid
   libopenmpi-dev openmpi-bin
+  libotf2-trace-dev otf2-tools
   gfortran
 )
 

@@ -22,6 +22,7 @@ void print_tool_help() {
                "Reads trace files in PyTorch Kineto's JSON layout (.json, .json.gz, .json.zst),\n"
                "written by proftrace or by torch.profiler, once and in bounded memory, and\n"
                "Perfetto's protobuf traces (.pftrace, .pftrace.gz, .pftrace.zst; also by content).\n"
+               "convert and merge also write OTF2 archives (.otf2) for Vampir and Scalasca.\n"
                "\n"
                "commands:\n";
   for (const cli::command* c : commands) std::cout << c->overview;

@@ -29,38 +29,48 @@ std::uint64_t recompress(const std::filesystem::path& input, const std::filesyst
   return total;
 }
 
-// To a format written only (a Caliper profile): through the format table, from either trace format.
-conversion_report convert_to_written_only(const std::filesystem::path& input, const std::filesystem::path& output,
-                                          bool in_perfetto) {
-  const read_result checked = read_readable_trace(input);
-  conversion_report report;
-  if (const std::string note = incompleteness(checked); !note.empty()) report.warnings.push_back(input.string() + ": " + note);
+// Whether IN is Perfetto's (else JSON); throws for a format IN or OUT cannot have.
+bool input_is_perfetto(const std::filesystem::path& input, const std::filesystem::path& output) {
+  refuse_export_only(input);
+  const bool in_perfetto = is_perfetto_trace(input);
+  if (!in_perfetto && !named_json(input))
+    throw trace_error(input.string() + ": cannot tell its format (" + std::string(trace_suffixes) + ")");
+  if (!named_perfetto_trace(output) && !named_json(output) && !named_export_only(output))
+    throw trace_error(output.string() + ": unknown output format (" + std::string(output_trace_suffixes) + ")");
+  return in_perfetto;
+}
+
+// OUT of an export-only format (.otf2), through the library's table: from
+// Kineto JSON, a .pftrace converted to it first. Its summary line.
+std::string write_export_only(const std::filesystem::path& input, bool in_perfetto, const std::filesystem::path& output,
+                              std::uint64_t events) {
+  const pd::format_row& from = pd::row_of(in_perfetto ? trace_format::pftrace : trace_format::json);
   const pd::format_row& to = *pd::trace_name_of(output).format;
   try {
-    pd::convert_trace(pd::row_of(in_perfetto ? proftrace::trace_format::pftrace : proftrace::trace_format::json), to, input, output);
-  } catch (const std::exception& e) {
-    throw trace_error(e.what());
+    pd::convert_trace(from, to, input, output);
+  } catch (const std::runtime_error& e) {  // the library's "proftrace: " would follow the tool's own
+    const std::string_view what = e.what();
+    throw trace_error(std::string(what.starts_with("proftrace: ") ? what.substr(11) : what));
   }
-  report.summary = "written as " + std::string(to.name) + " from " + std::to_string(checked.events) + " events";
-  return report;
+  return std::to_string(events) + " events written as " + std::string(to.name) + " (" + output.filename().string() + ")";
 }
 
 }  // namespace
 
 conversion_report convert_trace(const std::filesystem::path& input, const std::filesystem::path& output) {
-  refuse_written_only(input);
-  const bool in_perfetto = is_perfetto_trace(input);
-  if (!in_perfetto && !named_json(input))
-    throw trace_error(input.string() + ": cannot tell its format (" + std::string(trace_suffixes) + ")");
-  if (named_written_only(output)) return convert_to_written_only(input, output, in_perfetto);
-  if (!named_perfetto_trace(output) && !named_json(output))
-    throw trace_error(output.string() + ": unknown output format (" + std::string(trace_suffixes) + ")");
+  const bool in_perfetto = input_is_perfetto(input, output);
   // What any other command refuses, convert refuses with the same words.
   const read_result checked = read_readable_trace(input);
   conversion_report report;
   // The "proftrace" object goes along, so the output says so too.
   if (const std::string note = incompleteness(checked); !note.empty()) report.warnings.push_back(input.string() + ": " + note);
   try {
+    if (named_export_only(output)) {
+      report.summary = write_export_only(input, in_perfetto, output, checked.events);
+      if (checked.truncated)
+        report.warnings.push_back(input.string() + ": truncated inside traceEvents: its complete events were converted");
+      return report;
+    }
     if (in_perfetto && named_json(output)) {
       pd::compressed_output out(output);
       pd::decoded_json_writer w(out.stream());

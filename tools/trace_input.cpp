@@ -31,16 +31,20 @@ namespace {
 constexpr std::size_t compressed_chunk = std::size_t{1} << 18;
 }
 
-void refuse_written_only(const std::filesystem::path& path) {
+std::string export_only_reason(const std::filesystem::path& path) {
   const auto* format = proftrace::detail::parse_trace_name(path.filename().native()).format;
-  if (format && format->export_only)
-    throw trace_error(path.string() + ": a " + std::string(format->suffix) +
-                      " file is written by proftrace, never read back: give the trace it was converted from "
-                      "(.json or .pftrace)");
+  if (format == nullptr || !format->export_only) return {};
+  return "a " + std::string(format->suffix) +
+         " file is written only (convert, merge, an export), never read back: give the trace it was converted "
+         "from (.json or .pftrace)";
+}
+
+void refuse_export_only(const std::filesystem::path& path) {
+  if (const std::string why = export_only_reason(path); !why.empty()) throw trace_error(path.string() + ": " + why);
 }
 
 trace_input::trace_input(const std::filesystem::path& path) {
-  refuse_written_only(path);
+  refuse_export_only(path);
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw trace_error(path.string() + ": is a directory");
   file_ = std::fopen(path.c_str(), "rb");

@@ -17,9 +17,11 @@
 
 namespace proftrace::tools {
 
-// Throws trace_error when `path` names a format proftrace only writes (a
-// Caliper profile, .cali.json): it is not a trace, and never read as one.
-void refuse_written_only(const std::filesystem::path& path);
+// Why `path` is not read when it names a format proftrace only writes (an
+// OTF2 archive, a Caliper profile): it is not a trace. Empty otherwise.
+std::string export_only_reason(const std::filesystem::path& path);
+// Throws trace_error ("PATH: " and that reason) for such a path.
+void refuse_export_only(const std::filesystem::path& path);
 
 class trace_input {
  public:
@@ -31,7 +33,7 @@ class trace_input {
   };
 
   // Throws trace_error ("PATH: cannot open: ...") when the file cannot be
-  // read, and as refuse_written_only does.
+  // read, and as refuse_export_only does.
   explicit trace_input(const std::filesystem::path& path);
   ~trace_input();
   trace_input(const trace_input&) = delete;

@@ -187,7 +187,7 @@ bool named_json(const std::filesystem::path& path) {
   return n.format != nullptr && n.format->format == trace_format::json;
 }
 
-bool named_written_only(const std::filesystem::path& path) {
+bool named_export_only(const std::filesystem::path& path) {
   const pd::trace_name n = pd::parse_trace_name(path.filename().native());
   return n.format != nullptr && n.format->export_only;
 }

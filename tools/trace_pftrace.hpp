@@ -18,9 +18,13 @@ bool named_perfetto_trace(const std::filesystem::path& path);  // by the suffix 
 // The suffix of the format `path` holds (".json", ".pftrace"), as is_perfetto_trace tells it.
 std::string format_suffix_of(const std::filesystem::path& path);
 bool named_json(const std::filesystem::path& path);            // .json, .json.gz, .json.zst (not .cali.json)
-bool named_written_only(const std::filesystem::path& path);    // .cali.json: an output only
-inline constexpr const char* trace_suffixes =
-    ".json, .json.gz, .json.zst, .pftrace, .pftrace.gz, .pftrace.zst; output only: .cali.json";
+inline constexpr const char* trace_suffixes = ".json, .json.gz, .json.zst, .pftrace, .pftrace.gz, .pftrace.zst";
+// What convert and merge write besides (written only, never read: an OTF2
+// archive's anchor file, a Caliper profile).
+inline constexpr const char* output_trace_suffixes =
+    ".json, .json.gz, .json.zst, .pftrace, .pftrace.gz, .pftrace.zst, .otf2, .cali.json";
+// A name of a format that is written only (.otf2, .cali.json), never read back.
+bool named_export_only(const std::filesystem::path& path);
 
 // read_trace's work for a Perfetto trace: its slices become "X" events,
 // instants "i", counters "C" (in the order their END appears), with pid,

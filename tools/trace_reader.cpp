@@ -573,13 +573,15 @@ leading_byte first_text_byte(const std::filesystem::path& path) {
 }  // namespace
 
 read_result read_trace(const std::filesystem::path& path, const read_options& options) {
+  refuse_export_only(path);
   if (is_perfetto_trace(path)) return read_perfetto_trace(path, options);
   return json_trace_read(path, options).run();
 }
 
 trace_probe probe_trace(const std::filesystem::path& path) {
-  if (is_perfetto_trace(path)) return probe_perfetto_trace(path);
   trace_probe p;
+  if (p.reason = export_only_reason(path); !p.reason.empty()) return p;
+  if (is_perfetto_trace(path)) return probe_perfetto_trace(path);
   const auto not_trace = [&](std::string why) {
     p.reason = not_kineto_trace(std::move(why));
     return p;

@@ -73,10 +73,14 @@ enum class fork_child : std::uint8_t { profiling_off, fresh_session };
 // trace_processor load best. Exports take the format their path names
 // (.json[.gz|.zst], .pftrace[.gz|.zst]) and convert when it is the other one.
 // automatic: pftrace when on_trace_ready is a tensorboard_trace_handler
-// writing .pftrace, else json. caliper: a calling-context profile in
-// Caliper's JSON-split layout (.cali.json) for Hatchet and Thicket, written
-// only at export (the session streams JSON); not a stream_format.
-enum class trace_format : std::uint8_t { automatic, json, pftrace, caliper };
+// writing .pftrace, else json. Export-only formats (a session asked for
+// one streams JSON and converts at the export): otf2, an OTF2 archive
+// (Vampir, Scalasca, otf2-print; `run.otf2` is the archive's anchor file,
+// its run.def and run/ beside it; builds without libotf2
+// (PROFTRACE_WITH_OTF2) throw std::runtime_error there, naming the
+// package); caliper, a calling-context profile in Caliper's JSON-split
+// layout (.cali.json) for Hatchet and Thicket.
+enum class trace_format : std::uint8_t { automatic, json, pftrace, otf2, caliper };
 
 struct profile_options {
   // Empty: everything this build compiled in, CUDA only where it is really

@@ -7,8 +7,10 @@
 // `{dir}/{worker_name}.{unix_time_ns}.pt.trace.json[.gz]`, or with
 // `format` trace_format::pftrace to `....pt.trace.pftrace[.gz]` (Perfetto's
 // protobuf; the session then streams in that format, see trace_format),
-// with trace_format::caliper to `....pt.trace.cali.json` (a Caliper
-// profile for Hatchet and Thicket; never gzipped);
+// with trace_format::otf2 to `....pt.trace.otf2` (an OTF2 archive's anchor
+// file) or trace_format::caliper to `....pt.trace.cali.json` (a Caliper
+// profile for Hatchet and Thicket), both converted from JSON at the export
+// (use_gzip does not apply to them);
 // the default worker
 // name is `{hostname}_{pid}`, `rank{N}_{hostname}_{pid}` in a distributed job
 // (<proftrace/distributed.hpp>). A directory that cannot be created throws

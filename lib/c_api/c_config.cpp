@@ -143,7 +143,7 @@ constexpr const char* count = "a whole number >= 0";
 
 constexpr config_key table[] = {
     {"out", "on_trace_ready", "a directory: out=DIR", set_out},
-    {"format", "on_trace_ready", "json, json.gz, json.zst, pftrace, pftrace.gz, pftrace.zst or cali.json", set_format},
+    {"format", "on_trace_ready", "json, json.gz, json.zst, pftrace, pftrace.gz, pftrace.zst, otf2 or cali.json", set_format},
     {"table", "", flag, set_table},
     {"skip_first", "schedule", count, set_schedule<&schedule_args::skip_first>},
     {"wait", "schedule", count, set_schedule<&schedule_args::wait>},

@@ -1,6 +1,7 @@
 #include "trace_formats.hpp"
 
 #include "formats/caliper/kineto_to_caliper.hpp"
+#include "formats/otf2/kineto_to_otf2.hpp"
 #include "formats/perfetto/kineto_to_perfetto.hpp"
 #include "formats/perfetto/perfetto_to_kineto.hpp"
 #include "spool/export_temporary.hpp"
@@ -9,11 +10,14 @@
 
 namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
-const std::array<format_row, 3> trace_formats{{
+const std::array<format_row, 4> trace_formats{{
     {trace_format::json, "json", ".json", false, true, "events_not_written", nullptr, nullptr},
     {trace_format::pftrace, "pftrace", ".pftrace", false, false, "packets_not_written",
      [](const std::filesystem::path& in, const std::filesystem::path& out) { perfetto_to_kineto(in, out); },
      [](const std::filesystem::path& in, const std::filesystem::path& out) { kineto_to_perfetto(in, out); }},
+    // An OTF2 archive's anchor file; without libotf2 its converter throws, naming the package.
+    {trace_format::otf2, "otf2", ".otf2", true, false, "events_not_written", nullptr,
+     [](const std::filesystem::path& in, const std::filesystem::path& out) { kineto_to_otf2(in, out); }},
     // After ".json": "x.cali.json" ends with both, and the last row wins.
     {trace_format::caliper, "cali.json", ".cali.json", true, false, "events_not_written", nullptr,
      [](const std::filesystem::path& in, const std::filesystem::path& out) { kineto_to_caliper(in, out); }},

@@ -50,7 +50,7 @@ struct format_row {
   trace_converter from_kineto;  // null: the format is Kineto JSON
 };
 
-extern const std::array<format_row, 3> trace_formats;
+extern const std::array<format_row, 4> trace_formats;
 
 // The row of a format (trace_format::automatic: Kineto JSON's, the default).
 const format_row& row_of(trace_format f) noexcept;

@@ -89,7 +89,7 @@ void tensorboard_handler::operator()(session& p) {
 trace_ready_fn tensorboard_trace_handler(std::filesystem::path dir, std::string worker_name, bool use_gzip,
                                          trace_format format) {
   const detail::format_row& row = detail::row_of(format);
-  // An export-only format (a Caliper profile) is never compressed.
+  // An export-only format is never compressed (an OTF2 archive is a directory of its own files).
   return detail::tensorboard_handler{std::move(dir), std::move(worker_name), row.format,
                                      use_gzip && !row.export_only ? detail::compression::gzip : detail::compression::none};
 }

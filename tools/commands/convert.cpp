@@ -16,6 +16,12 @@ const char* const convert_help =
     "-> OUT .pftrace, .pftrace.gz or .pftrace.zst (Perfetto's protobuf trace); IN\n"
     ".pftrace[.gz|.zst] -> OUT .json, .json.gz or .json.zst (Kineto layout). The same\n"
     "format on both sides copies the content, compressed by OUT's suffix.\n"
+    "OUT .otf2 (from JSON or Perfetto): an OTF2 archive for Vampir, Scalasca and\n"
+    "otf2-print: OUT is its anchor file, OUT's .def and event folder beside it\n"
+    "(threads as locations, processes as location groups, scopes as Enter/Leave,\n"
+    "counters, FLOPs and memory totals as metrics, mpi_calls' messages as MPI\n"
+    "send/receive); written only: proftrace reads no .otf2. Needs a build with\n"
+    "libotf2 (PROFTRACE_WITH_OTF2).\n"
     "OUT .cali.json: a calling-context profile in Caliper's JSON-split layout for\n"
     "Hatchet and Thicket (from either format; calls, exclusive and inclusive\n"
     "seconds, FLOPs, bytes, memory and counters per call path and rank, threads\n"
@@ -49,6 +55,6 @@ int cmd_convert(const std::vector<std::string>& args) {
 
 }  // namespace
 
-const command convert_command{"convert", "  convert IN OUT   Kineto JSON <-> Perfetto .pftrace, or to .cali.json, by suffix\n", convert_help, cmd_convert};
+const command convert_command{"convert", "  convert IN OUT   Kineto JSON <-> Perfetto .pftrace, or to .otf2 or .cali.json, by suffix\n", convert_help, cmd_convert};
 
 }  // namespace proftrace::tools::cli

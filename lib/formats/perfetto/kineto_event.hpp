@@ -89,6 +89,12 @@ class kineto_event_reader {
   std::unique_ptr<parser> parser_;
 };
 
+// An element of traceEvents as the converters take it: `text` read into
+// `e`, and its "ts" into `ts_ns` (read_ns) unless it is metadata ("M").
+enum class event_use : std::uint8_t { unusable, metadata, timed };  // unusable: not an object, or no number ts
+event_use read_timed_event(kineto_event_reader& reader, std::string_view text, kineto_event& e, std::int64_t& ts_ns,
+                           std::uint64_t& clamped);
+
 // Appends the event's name, cat, "s", serialized id ("" when absent) and
 // args to `out`, in the form kineto_record reads.
 void write_record(const kineto_event& e, std::string& out);

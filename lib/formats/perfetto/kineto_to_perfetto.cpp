@@ -191,12 +191,12 @@ void converter::add(std::string_view text) {
 
 void converter::add_event(std::string_view text) {
   ++stats_.events;
-  if (!reader_.read(text, event_)) return void(++stats_.skipped);
-  const kineto_event& e = event_;
-  const std::string_view ph = e.ph.string();
-  if (ph == "M") return add_metadata(e);
   std::int64_t ts = 0, dur = 0;
-  if (!read_ns(e.ts, ts, stats_.clamped) || ph.size() != 1) return void(++stats_.skipped);
+  const event_use use = read_timed_event(reader_, text, event_, ts, stats_.clamped);
+  const kineto_event& e = event_;
+  if (use == event_use::metadata) return add_metadata(e);
+  const std::string_view ph = e.ph.string();
+  if (use == event_use::unusable || ph.size() != 1) return void(++stats_.skipped);
   step_key k{.ts = ts, .end = ts, .seq = seq_++, .thread = thread_of(e)};
   if (ph == "s" || ph == "f") return add_flow(e, k, ph == "s");
   switch (ph[0]) {
