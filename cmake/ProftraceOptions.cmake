@@ -18,6 +18,7 @@ set(PROFTRACE_WITH_OPENMP AUTO CACHE STRING "OpenMP collector through OMPT: ON, 
 set(PROFTRACE_WITH_OTF2 AUTO CACHE STRING "OTF2 archives (.otf2) through libotf2: ON, OFF or AUTO (on where pkg-config finds otf2)")
 set(PROFTRACE_OVERFLOW_POLICY drop CACHE STRING "Default ring overflow policy: drop, block or drop_oldest")
 set(PROFTRACE_RING_EVENTS 32768 CACHE STRING "Default events per thread ring (power of two)")
+set(PROFTRACE_RING_GROWTH 4 CACHE STRING "How many times its size a thread's ring may grow to when the flusher falls behind (1: never; a power of two)")
 # The tests and the command line need the recorder itself, which a
 # zero-cost build (PROFTRACE_ENABLED=OFF) does not build.
 if(PROJECT_IS_TOP_LEVEL AND PROFTRACE_ENABLED)

@@ -83,4 +83,5 @@
 #define PROFTRACE_RING_EVENTS 32768
 #endif
 
+
 #endif /* PROFTRACE_SWITCHES_H */

@@ -94,14 +94,17 @@ struct flusher::impl {
   // Takes what `ts`'s ring holds into ts.batch, noting its memory and step
   // events for resolve_memory. Bounded, so a producer that never pauses
   // cannot keep the flusher here.
-  void take(thread_state& ts, ring& r) {
+  void take(thread_state& ts, thread_record* rec) {
     ts.batch.clear();
-    for (std::size_t round = 0; round <= 2 * r.capacity() / chunk.size() + 1; ++round) {
-      std::size_t first = 0;
-      const std::size_t n = r.consume(chunk.data(), chunk.size(), &first);
-      ts.batch.insert(ts.batch.end(), chunk.data() + first, chunk.data() + first + n);
-      if (n == 0 && first == 0) break;
-    }
+    do {
+      ring& r = *rec->events;
+      for (std::size_t round = 0; round <= 2 * r.capacity() / chunk.size() + 1; ++round) {
+        std::size_t first = 0;
+        const std::size_t n = r.consume(chunk.data(), chunk.size(), &first);
+        ts.batch.insert(ts.batch.end(), chunk.data() + first, chunk.data() + first + n);
+        if (n == 0 && first == 0) break;
+      }
+    } while (registry::follow_move(rec));  // the ring it moved to holds what came after
     for (std::size_t i = 0; i < ts.batch.size(); i += record_length(ts.batch[i])) {
       const event& e = ts.batch[i];
       const auto kind = static_cast<event_kind>(e.kind);
@@ -160,22 +163,47 @@ struct flusher::impl {
       if (yield && caller_waits()) return;
       thread_state& ts = state_of(rec);
       ts.exited = rec->exited.load(std::memory_order_acquire);
-      ring& r = *rec->events;
       bool parking = false;
-      // What was there when the drain came is taken; what a running producer
-      // adds meanwhile only in batches: consuming right behind it would make
-      // it take back every cache line of the ring from this core.
-      const std::uint64_t owed = r.published();
-      for (std::size_t round = 0; round <= 2 * r.capacity() / chunk.size() + 1 && !(yield && caller_waits()); ++round) {
-        if (r.taken() >= owed && yield && r.unread() < min_batch) break;
-        std::size_t first = 0;
-        const std::size_t n = r.consume(chunk.data(), chunk.size(), &first, /*fuse_leaves=*/true);
-        route(ts, chunk.data() + first, n, split, split_ticks, parking);
-        if (current && current->buffered() > commit_bytes) current->commit();
-        if (n == 0 && first == 0) break;
-      }
-      account_losses(ts, r);
+      do {
+        ring& r = *rec->events;
+        const std::uint64_t backlog = r.unread();
+        drain_ring(ts, r, split, split_ticks, yield, parking);
+        grow_if_behind(ts, r, backlog);
+      } while (registry::follow_move(rec));  // the ring it moved to holds what came after
+      account_losses(ts, *rec->events);
       reap_if_done(ts, rec);
+    }
+  }
+
+  // What was there when the drain came is taken; what a running producer
+  // adds meanwhile only in batches: consuming right behind it would make it
+  // take back every cache line of the ring from this core.
+  void drain_ring(thread_state& ts, ring& r, bool split, std::uint64_t split_ticks, bool yield, bool& parking) {
+    const std::uint64_t owed = r.published();
+    for (std::size_t round = 0; round <= 2 * r.capacity() / chunk.size() + 1 && !(yield && caller_waits()); ++round) {
+      if (r.taken() >= owed && yield && r.unread() < min_batch) break;
+      std::size_t first = 0;
+      const std::size_t n = r.consume(chunk.data(), chunk.size(), &first, /*fuse_leaves=*/true);
+      route(ts, chunk.data() + first, n, split, split_ticks, parking);
+      if (current && current->buffered() > commit_bytes) current->commit();
+      if (n == 0 && first == 0) break;
+    }
+  }
+
+  // A ring found three quarters full when its drain came (its producer's
+  // wake-up came too late: a busy machine), or that lost events since the
+  // last drain, is offered a larger one to move to (registry::max_ring_events;
+  // bench/README.md "Drops under load").
+  void grow_if_behind(const thread_state& ts, ring& r, std::uint64_t backlog) {
+    const registry& reg = registry::instance();
+    const std::uint32_t larger = reg.max_ring_events();
+    if (r.successor_offered() || r.capacity() >= larger) return;
+    const std::uint64_t slots = 2 * std::uint64_t{r.capacity()};
+    if (backlog < slots / 4 * 3 && r.dropped() == ts.dropped_seen) return;
+    try {
+      r.offer_successor(new ring(larger));
+    } catch (const std::exception&) {
+      // No memory for it: the ring stays as it is, and its losses are counted as ever.
     }
   }
 
@@ -184,7 +212,7 @@ struct flusher::impl {
     for (thread_record* rec : records) {
       thread_state& ts = state_of(rec);
       ts.exited = rec->exited.load(std::memory_order_acquire);
-      take(ts, *rec->events);
+      take(ts, rec);
       account_losses(ts, *rec->events);
     }
     memory.resolve_noted(split, split_ticks);

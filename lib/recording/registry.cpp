@@ -83,11 +83,38 @@ void registry::reap(thread_record* r) {
   records_.erase(it);
 }
 
+bool registry::follow_move(thread_record* r) noexcept {
+  ring& left = *r->events;
+  if (!left.moved() || !left.empty()) return false;
+  ring* larger = left.hand_over_successor();
+  r->moved_from.push_back(std::move(r->events));
+  r->events.reset(larger);
+  return true;
+}
+
+// How far a ring may grow when the flusher finds it filling faster than it
+// drains (three quarters full when it came, or a loss): to this many times
+// its size, in one step (CMake's PROFTRACE_RING_GROWTH; 1: never).
+#ifndef PROFTRACE_RING_GROWTH
+#define PROFTRACE_RING_GROWTH 4
+#endif
+
+std::uint32_t registry::max_ring_events() const noexcept {
+  const std::uint64_t most = std::uint64_t{ring_events()} * PROFTRACE_RING_GROWTH;
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(most, std::uint64_t{1} << 30));
+}
+
 void registry::keep_only_this_thread_after_fork() noexcept {
   thread_record* mine = exit_hook.record;
   for (auto& r : records_) {
     if (r.get() != mine) continue;
+    if (r->events->moved()) {  // this thread pushes to the successor: it is the ring kept
+      r->moved_from.push_back(std::move(r->events));
+      r->events.reset(r->moved_from.back()->hand_over_successor());
+    }
+    r->moved_from.clear();
     r->events->reset();
+    this_thread_ring = r->events.get();
     auto kept = std::move(r);
     records_.clear();
     records_.push_back(std::move(kept));

@@ -17,6 +17,10 @@ namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 struct thread_record {
   std::unique_ptr<ring> events;
+  // The rings this thread's producer moved from (ring::offer_successor),
+  // drained: kept until the thread is reaped, as each forwards a push made
+  // through a reference taken before its move.
+  std::vector<std::unique_ptr<ring>> moved_from;
   std::int64_t tid = 0;
   std::string name;                  // guarded by registry::mutex
   std::atomic<bool> exited{false};   // set by the thread on exit; the flusher then drains and frees
@@ -33,6 +37,12 @@ class registry {
   std::vector<thread_record*> snapshot();
   // Frees an exited, drained record; its ring goes to a pool for reuse.
   void reap(thread_record* r);
+  // The flusher: once `r`'s producer moved to the larger ring offered and
+  // the ring it left is drained, that larger ring becomes r->events (true).
+  static bool follow_move(thread_record* r) noexcept;
+  // The largest ring a thread's ring grows to (ring_events() x
+  // PROFTRACE_RING_GROWTH; ring_events() itself when growth is off).
+  std::uint32_t max_ring_events() const noexcept;
   void set_name(thread_record* r, std::string name);
   void name_if_unnamed(thread_record* r, const char* name);
   std::string name_of(thread_record* r);

@@ -49,9 +49,17 @@ ring::ring(std::uint32_t capacity) {
   reset();
 }
 
-ring::~ring() { std::free(words_); }
+ring::~ring() {
+  if (owns_successor_) delete successor_.load(std::memory_order_relaxed);
+  std::free(words_);
+}
 
 void ring::reset() noexcept {
+  if (owns_successor_) delete successor_.load(std::memory_order_relaxed);
+  owns_successor_ = false;
+  successor_.store(nullptr, std::memory_order_relaxed);
+  moved_.store(false, std::memory_order_relaxed);
+  carried_dropped_ = 0;
   base_ = fresh_base();
   head_.store(base_, std::memory_order_relaxed);
   tail_.store(base_, std::memory_order_relaxed);
@@ -222,6 +230,8 @@ std::uint64_t ring::push_record_unguarded(std::uint64_t ticks, std::uint64_t whe
   const std::uint64_t n = record_slots(where, payload, kind, n_ext);
   std::uint64_t next = h + n;  // where the head goes
   if (h + n > limit_) {
+    if (PROFTRACE_UNLIKELY(successor_.load(std::memory_order_acquire) != nullptr))
+      return push_to_successor(h, ticks, where, payload, kind, ext_words, n_ext);
     h = make_room(h, static_cast<std::uint32_t>(n), ticks, kind);
     if (h == no_begin) return no_begin;
     next = h + n;
@@ -234,6 +244,60 @@ std::uint64_t ring::push_record_unguarded(std::uint64_t ticks, std::uint64_t whe
   store_record(h, ticks, where, payload, kind, ext_words, n_ext);
   head_.store(next, std::memory_order_release);
   return h;
+}
+
+bool ring::offer_successor(ring* larger) noexcept {
+  if (successor_offered()) {
+    delete larger;
+    return false;
+  }
+  owns_successor_ = true;
+  successor_.store(larger, std::memory_order_release);
+  return true;
+}
+
+ring* ring::hand_over_successor() noexcept {
+  ring* next = successor_.load(std::memory_order_relaxed);
+  owns_successor_ = false;
+  // A signal handler's push that reentered a push through this ring after
+  // the move was counted here: it belongs to the successor's count now.
+  if (const std::uint64_t late = dropped() - next->carried_dropped_; late != 0)
+    next->reentered_.fetch_add(late, std::memory_order_relaxed);
+  return next;
+}
+
+std::uint64_t ring::push_to_successor(std::uint64_t h, std::uint64_t ticks, std::uint64_t where,
+                                      std::uint64_t payload, event_kind kind, const std::uint64_t* ext_words,
+                                      std::uint32_t n_ext) noexcept {
+  ring& next = *successor_.load(std::memory_order_acquire);
+  if (!moved_.load(std::memory_order_relaxed)) move_to(next, h);
+  return next.push_record(ticks, where, payload, kind, ext_words, n_ext);
+}
+
+// In this order, for a signal handler that records between two steps: the
+// successor is whole before the thread's pushes go there, and the losses
+// counted here until then are carried after.
+void ring::move_to(ring& next, std::uint64_t h) noexcept {
+  next.continue_from(*this, h);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (this_thread_ring == this) this_thread_ring = &next;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  next.carried_dropped_ = dropped();
+  next.dropped_.fetch_add(dropped_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  next.reentered_.fetch_add(reentered_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  next.overwritten_.fetch_add(overwritten_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  limit_to(0);  // every later push through this ring comes to push_to_successor
+  moved_.store(true, std::memory_order_release);
+}
+
+void ring::continue_from(const ring& old, std::uint64_t h) noexcept {
+  base_ = old.base_;
+  head_.store(h, std::memory_order_relaxed);
+  tail_.store(h, std::memory_order_relaxed);
+  tail_cache_ = next_wake_ = consumed_ = h;
+  unmarked_drops_ = old.unmarked_drops_;  // its gap record comes first here
+  gap_owed_ = false;
+  limit_to(unmarked_drops_ != 0 ? h : h + watermark_);
 }
 
 // One attempt of consume(): copies whole records, from the tail `t` up to

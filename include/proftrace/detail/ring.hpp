@@ -122,6 +122,22 @@ class ring {
     return dropped_.load(std::memory_order_relaxed) + reentered_.load(std::memory_order_relaxed);
   }
 
+  // ---- growth: the flusher offers a larger ring, the producer moves to it ----
+  // The flusher offers `larger` (this ring owns it until handed over). The
+  // producer moves at its next visit to the slow path: the larger ring goes
+  // on with this ring's indices (an end there names a begin here as in one
+  // ring) and loss counts, and becomes this_thread_ring; this ring takes no
+  // record after that. False (and `larger` deleted) when one was offered.
+  bool offer_successor(ring* larger) noexcept;
+  bool successor_offered() const noexcept { return successor_.load(std::memory_order_relaxed) != nullptr; }
+  // The producer moved: what this ring holds is all it will hold.
+  bool moved() const noexcept { return moved_.load(std::memory_order_acquire); }
+  // Once moved and drained: the successor, now the caller's, with the
+  // losses counted here after the move carried onto it. This ring keeps
+  // forwarding a push made through a reference taken before the move, so it
+  // lives as long as the successor does.
+  ring* hand_over_successor() noexcept;
+
   // ---- consumer side (the flusher lock holder only) ----
 
   // Copies the unread records (at most `max` events, whole records only)
@@ -284,6 +300,12 @@ class ring {
   void overwrite_oldest(std::uint64_t h, std::uint32_t n) noexcept;
   // One attempt of consume(): copies whole records from the tail (ring.cpp).
   struct drain_pass;
+  // The producer's side of a move (offer_successor): the push at `h` goes
+  // to the successor, moving there first if it has not yet.
+  std::uint64_t push_to_successor(std::uint64_t h, std::uint64_t ticks, std::uint64_t where, std::uint64_t payload,
+                                  event_kind kind, const std::uint64_t* ext_words, std::uint32_t n_ext) noexcept;
+  void move_to(ring& next, std::uint64_t h) noexcept;
+  void continue_from(const ring& old, std::uint64_t h) noexcept;
 
   // Producer cache line.
   alignas(64) std::atomic<std::uint64_t> head_{0};
@@ -297,6 +319,9 @@ class ring {
   std::uint64_t wait_end_ = 0;  // the end of a wait whose record make_room wrote; the push reads and clears it
   volatile std::sig_atomic_t pushing_ = 0;     // this thread is inside a push (enter_push)
   std::atomic<std::uint64_t> reentered_{0};    // pushes dropped by enter_push
+  std::atomic<ring*> successor_{nullptr};      // offered by the flusher (offer_successor)
+  std::atomic<bool> moved_{false};             // the producer moved to successor_
+  std::uint64_t carried_dropped_ = 0;          // dropped() of the ring moved from, when it moved here
 
   // Consumer cache line.
   alignas(64) std::atomic<std::uint64_t> tail_{0};
@@ -314,6 +339,7 @@ class ring {
   std::uint64_t watermark_ = 0;
   std::uint64_t base_ = 0;  // uid << ring_uid_shift: the first index
   bool tsc_ = false;
+  bool owns_successor_ = false;  // the flusher's: until hand_over_successor()
 };
 
 }  // namespace detail
