@@ -115,12 +115,16 @@ TEST_CASE("flusher: a ring found three quarters full grows, and a burst it would
     pd::ring* first = pd::this_thread_ring;
     t.go(1);
     t.wait_for(2);
-    for (int i = 0; i < 50; ++i) PROF_SCOPE("inner");  // 100 slots: past three quarters, no loss
+    for (int i = 0; i < 50; ++i) {  // 100 slots: past three quarters, no loss
+      PROF_SCOPE("inner");
+    }
     t.go(3);
     grew = wait_until([&] { return first->empty() && first->successor_offered(); });
     t.go(4);
     t.wait_for(5);
-    for (int i = 0; i < 200; ++i) PROF_SCOPE("inner");  // 400 slots: only the larger ring holds them
+    for (int i = 0; i < 200; ++i) {  // 400 slots: only the larger ring holds them
+      PROF_SCOPE("inner");
+    }
     moved = pd::this_thread_ring != first;
     t.go(6);
   });

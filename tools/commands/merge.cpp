@@ -35,9 +35,9 @@ struct scratch_dir {
 const char* const merge_help =
     "usage: proftrace merge DIR_OR_TRACES... -o MERGED\n"
     "\n"
-    "Writes one trace (.json[.gz|.zst], .pftrace[.gz|.zst] or .otf2 by MERGED's\n"
-    "suffix; an OTF2 archive has one location group per rank, MPI messages\n"
-    "between ranks from mpi_calls' peers;\n"
+    "Writes one trace (.json[.gz|.zst], .pftrace[.gz|.zst], .otf2 or .cali.json by\n"
+    "MERGED's suffix; an OTF2 archive has one location group per rank, MPI messages\n"
+    "between ranks from mpi_calls' peers; a Caliper profile one row per node and rank;\n"
     "never one of the traces given) holding\n"
     "the events of every trace given (a directory: its traces, decided by\n"
     "content as for 'summary DIR'; the other files are skipped and named on\n"
@@ -69,12 +69,13 @@ int cmd_merge(const std::vector<std::string>& args) {
   if (!a.output) throw usage_error{"merge needs -o MERGED"};
   if (a.positional.empty()) throw usage_error{"merge takes a directory or trace files"};
   const std::filesystem::path output = *a.output;
-  // Merged as JSON, then converted (an OTF2 archive: one location group per rank).
-  const bool to_perfetto = pt::named_perfetto_trace(output) || pt::named_export_only(output);
+  // Merged as JSON, then converted: a .pftrace, an OTF2 archive (one location group per rank), a Caliper
+  // profile (one row per node and rank).
+  const bool converted = pt::named_perfetto_trace(output) || pt::named_export_only(output);
   // As every command writes: into a directory that exists (the scratch one beside MERGED must not create it).
   if (const auto dir = output.parent_path(); !dir.empty() && !is_directory(dir.string()))
     throw pt::trace_error(output.string() + ": cannot write: " + std::strerror(ENOENT));
-  if (!to_perfetto && !pt::named_json(output))
+  if (!converted && !pt::named_json(output))
     throw pt::trace_error(output.string() + ": unknown output format (" + std::string(pt::output_trace_suffixes) + ")");
   std::vector<std::filesystem::path> files;
   std::vector<pt::skipped_file> skipped;

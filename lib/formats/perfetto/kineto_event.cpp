@@ -52,6 +52,13 @@ bool read_ns(const json_field& v, std::int64_t& ns, std::uint64_t& clamped) {
   return true;
 }
 
+event_use read_timed_event(kineto_event_reader& reader, std::string_view text, kineto_event& e, std::int64_t& ts_ns,
+                           std::uint64_t& clamped) {
+  if (!reader.read(text, e)) return event_use::unusable;
+  if (e.ph.string() == "M") return event_use::metadata;
+  return read_ns(e.ts, ts_ns, clamped) ? event_use::timed : event_use::unusable;
+}
+
 std::string json_field::serialized() const {
   switch (what) {
     case kind::absent: return {};
