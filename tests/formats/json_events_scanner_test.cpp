@@ -12,25 +12,21 @@
 #include <vector>
 
 #include "formats/kineto_json/json_events_scanner.hpp"
+#include "kineto_json_sample.hpp"
 
 using proftrace::detail::json_events_scanner;
 
 namespace {
 
-// Every character the splitter acts on, in strings and nested values.
-const std::string sample =
-    "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"}]\"}],\n"
-    " \"traceEvents\": [\n"
-    "  {\"ph\": \"X\", \"name\": \"a\\\"}]\\\\\", \"ts\": 1.5, \"dur\": 2,\n"
-    "   \"args\": {\"Input Dims\": [[64, 128], []], \"nested\": {\"deeper\": {\"x\": \"{[\"}}}},\n"
-    "  {\"ph\": \"i\", \"name\": \"b\", \"ts\": -12345.678e-3}\n"
-    " ],\n"
-    " \"baseTimeNanoseconds\": 1700000000000000000 , \"empty\": {}\n"
-    "}\n";
+// kineto_json_sample with one more member after a space before its comma.
+const std::string sample = [] {
+  std::string s = kineto_json_sample;
+  return s.replace(s.rfind("\n}\n"), 3, " , \"empty\": {}\n}\n");
+}();
 
 // What a scan of `text`, `chunk` bytes at a time, found.
 struct scan {
-  std::vector<std::string> elements, members;  // a piece, or "error <kind> <what>"
+  std::vector<std::string> elements, members;  // a member as its key, '\0', its value
   std::vector<std::uint64_t> begins, ends, member_ends;
   bool cut = false;
   bool failed = false;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "kineto_json_sample.hpp"
 #include "test_support.hpp"
 #include "formats/kineto_json/kineto_json_reader.hpp"
 #include "formats/kineto_json/kineto_json_text.hpp"
@@ -24,17 +25,7 @@ using namespace proftrace::detail;
 
 namespace {
 
-// Nested objects and arrays in args, and strings holding every character
-// the splitter acts on ({ } [ ] " \ ,) escaped or not.
-const std::string sample =
-    "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"}]\"}],\n"
-    " \"traceEvents\": [\n"
-    "  {\"ph\": \"X\", \"name\": \"a\\\"}]\\\\\", \"ts\": 1.5, \"dur\": 2,\n"
-    "   \"args\": {\"Input Dims\": [[64, 128], []], \"nested\": {\"deeper\": {\"x\": \"{[\"}}}},\n"
-    "  {\"ph\": \"i\", \"name\": \"b\", \"ts\": -12345.678e-3}\n"
-    " ],\n"
-    " \"baseTimeNanoseconds\": 1700000000000000000\n"
-    "}\n";
+const std::string& sample = kineto_json_sample;
 
 struct collected {
   std::vector<std::uint64_t> indices;
