@@ -145,12 +145,18 @@ struct sax {
     if (res->metadata.size() < 4096) res->metadata.push_back(std::move(m));
   }
 
+  // A string field's text (into the buffer it has: no temporary), empty for another type.
+  static void assign_string(std::string& field, json_type t, const std::string& text) {
+    if (t == json_type::string) field.assign(text);
+    else field.clear();
+  }
+
   // A field of the event being read (field_id names it).
   void event_field(json_type t, const std::string& text, double num) {
     switch (field_id) {
-      case key_id::ph: ev->ph_type = t, ev->ph = t == json_type::string ? text : std::string(); break;
-      case key_id::cat: ev->cat_type = t, ev->cat = t == json_type::string ? text : std::string(); break;
-      case key_id::name: ev->name_type = t, ev->name = t == json_type::string ? text : std::string(); break;
+      case key_id::ph: ev->ph_type = t, assign_string(ev->ph, t, text); break;
+      case key_id::cat: ev->cat_type = t, assign_string(ev->cat, t, text); break;
+      case key_id::name: ev->name_type = t, assign_string(ev->name, t, text); break;
       case key_id::ts: ev->ts_type = t, ev->ts = num; break;
       case key_id::dur: ev->dur_type = t, ev->dur = num; break;
       case key_id::pid: ev->pid_type = t, ev->pid = text; break;
