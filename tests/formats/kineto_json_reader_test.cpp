@@ -162,6 +162,26 @@ TEST_CASE("kineto_json_reader: a stream that fails is told from one that ends") 
   CHECK(reader.finish());
 }
 
+TEST_CASE("kineto_json_reader: each event's byte offsets, and the structure checked when asked") {
+  std::vector<std::string> spans;
+  kineto_json_reader* self = nullptr;
+  kineto_json_reader reader({.on_event = [&](std::uint64_t, std::string_view e) {
+                               spans.push_back(sample.substr(self->event_begin(), self->event_end() - self->event_begin()));
+                               CHECK(spans.back() == e);
+                             },
+                             .on_member = {}},
+                            {.chunk = 3, .check_structure = true});
+  self = &reader;
+  std::istringstream in(sample);
+  REQUIRE(reader.read(in));
+  CHECK_FALSE(reader.finish());
+  CHECK(spans.size() == 2);
+  kineto_json_reader checked({.on_event = [](std::uint64_t, std::string_view) {}, .on_member = {}},
+                             {.check_structure = true});
+  CHECK_THROWS_WITH_AS(checked.feed("{\"traceEvents\": [{} {}]}"), "unexpected '{' in \"traceEvents\" (at byte 21)",
+                       json_events_scanner::error);
+}
+
 TEST_CASE("kineto_json_text: a trace's text by its suffix, plain, gzip or zstd") {
   test_support::temp_dir dir("kineto_json_text");
   for (const char* name : {"t.json", "t.json.gz", "t.json.zst"}) {
