@@ -28,9 +28,17 @@ class batch_queue {
     std::size_t capacity = 0;
     bool full() const noexcept { return size == capacity; }
     T& next() {
-      if (size == items.size()) items.emplace_back();
-      return items[size++];
+      T& item = reserve();
+      commit();
+      return item;
     }
+    // The item next() would give, not counted yet: commit() counts it (an
+    // item filled in place, which may also be given up).
+    T& reserve() {
+      if (size == items.size()) items.emplace_back();
+      return items[size];
+    }
+    void commit() noexcept { ++size; }
   };
 
   // `depth` batches (at least 2) of `batch_items` (at least 1) each. A
@@ -40,6 +48,7 @@ class batch_queue {
     for (std::size_t i = 0; i < std::max<std::size_t>(depth, 2); ++i) {
       free_.push_back(std::make_unique<batch>());
       free_.back()->capacity = std::max<std::size_t>(batch_items, 1);
+      free_.back()->items.reserve(free_.back()->capacity);  // items filled in place do not move
     }
   }
 

@@ -163,7 +163,8 @@ void for_each_event_text(const std::filesystem::path& file, std::size_t max_byte
         throw trace_error(event + " is longer than " + std::to_string(max_bytes >> 20) +
                           " MiB of JSON text; merge holds one event at a time and refuses larger ones "
                           "(a corrupt trace, or a decompression bomb?)");
-      case scanner::error::kind::not_a_trace: break;
+      case scanner::error::kind::not_a_trace:
+      case scanner::error::kind::invalid_structure: break;  // (merge does not ask for the structure check)
     }
     throw trace_error(name + ": " + e.what());
   }

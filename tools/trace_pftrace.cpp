@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <exception>
 #include <memory>
-#include <thread>
 #include <tuple>
 #include <climits>
 #include <istream>
@@ -14,7 +13,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "batch_queue.hpp"
+#include "event_handover.hpp"
 #include "json_array_text.hpp"
 #include "perfetto_input.hpp"
 #include "trace_input.hpp"
@@ -302,71 +301,36 @@ void check_whole(const std::filesystem::path& path, const pd::perfetto_read_resu
 
 namespace {
 
-// An event for the consumer; in a batch's last one, the JSON elements the
-// decoder had counted when it handed the batch over (in the others, the
-// next one's index).
-struct decoded_item {
-  trace_event event;
-  std::uint64_t elements_after = 0;
-  std::size_t metadata = 0;  // trace-wide entries read before it
-};
-using item_queue = batch_queue<decoded_item>;
-
 // The decoding thread's side: each event converted into the batch being
-// filled, handed over when full (or at the end).
+// filled; a batch's last item counts the JSON elements when it is handed over.
 class event_producer {
  public:
   event_producer(item_queue& q, const pd::decoded_json_writer& json, const std::vector<metadata_entry>& metadata)
-      : q_(q), json_(json), metadata_(metadata) {}
+      : batcher_(q), json_(json), metadata_(metadata) {}
 
   // false: the consumer stopped.
   bool add(const pd::decoded_event& d, std::int64_t base_ns) {
-    if ((!batch_ || batch_->full()) && !hand_over()) return false;
-    decoded_item& item = batch_->next();
-    item.event.clear();
-    item.event.index = json_.elements();
-    item.metadata = metadata_.size();
-    to_trace_event(d, base_ns, where_, item.event);
+    if (batcher_.full()) batcher_.last().elements_after = json_.elements();  // handed over by slot()
+    decoded_item* item = batcher_.slot();
+    if (!item) return false;
+    item->event.clear();
+    item->event.index = json_.elements();
+    item->metadata = metadata_.size();
+    to_trace_event(d, base_ns, where_, item->event);
     return true;
   }
   // Hands over what was filled; false: the consumer stopped.
   bool hand_over() {
-    if (batch_ && batch_->size > 0) {
-      batch_->items[batch_->size - 1].elements_after = json_.elements();
-      if (!q_.push(batch_)) return false;
-    }
-    if (!batch_) batch_ = q_.take_empty();
-    return batch_ != nullptr;
+    if (!batcher_.empty()) batcher_.last().elements_after = json_.elements();
+    return batcher_.hand_over();
   }
 
  private:
-  item_queue& q_;
+  event_batcher batcher_;
   const pd::decoded_json_writer& json_;
   const std::vector<metadata_entry>& metadata_;
-  std::unique_ptr<item_queue::batch> batch_;
   track_texts where_;
 };
-
-// Where the consumer stopped: the JSON elements counted up to its last
-// event, and the trace-wide entries read before it.
-struct consumer_stop {
-  bool stopped = false;
-  std::uint64_t elements = 0;
-  std::size_t metadata = 0;
-};
-
-// The calling thread's side: each event to options.on_event, in order.
-consumer_stop consume(item_queue& q, const read_options& options) {
-  std::unique_ptr<item_queue::batch> b;
-  while (q.pop(b))
-    for (std::size_t i = 0; i < b->size; ++i)
-      if (options.on_event && !options.on_event(b->items[i].event)) {
-        q.cancel();
-        return {true, i + 1 < b->size ? b->items[i + 1].event.index : b->items[i].elements_after,
-                b->items[i].metadata};
-      }
-  return {};
-}
 
 // The decoder's callbacks: metadata into `result`, events to `producer`.
 pd::perfetto_callbacks decoding_callbacks(read_result& result, event_producer& producer, std::int64_t& base_ns) {
@@ -416,30 +380,15 @@ read_result read_perfetto_trace(const std::filesystem::path& path, const read_op
   std::int64_t base_ns = 0;
   pd::perfetto_read_result r;
   bool damaged = false;
-  std::exception_ptr failure;
-  std::thread decoding([&] {
-    try {
-      r = read_perfetto_file(path, decoding_callbacks(result, producer, base_ns), &damaged, &json);
-    } catch (...) {
-      failure = std::current_exception();
-    }
-    producer.hand_over();  // the events before a failure are delivered before it is thrown
-    queue.close();
-  });
-  consumer_stop stop;
-  try {
-    stop = consume(queue, options);
-  } catch (...) {
-    queue.cancel();
-    decoding.join();
-    throw;
-  }
-  decoding.join();
+  const handover_end end = decode_ahead(
+      queue, options, [&] { r = read_perfetto_file(path, decoding_callbacks(result, producer, base_ns), &damaged, &json); },
+      [&] { producer.hand_over(); });  // the events before a failure are delivered before it is thrown
+  const consumer_stop& stop = end.stop;
   if (stop.stopped) {  // as if the decoder had stopped there: what it read past it is not reported
     r.stopped = true, r.events = stop.elements, r.truncated = false, damaged = false;
     result.metadata.resize(stop.metadata);
-  } else if (failure) {
-    std::rethrow_exception(failure);
+  } else if (end.failure) {
+    std::rethrow_exception(end.failure);
   }
   take_read(result, r);
   check_whole(path, r, damaged);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 
+#include "event_handover.hpp"
 #include "trace_reader.hpp"
 
 namespace proftrace::tools {
@@ -39,10 +40,6 @@ bool named_export_only(const std::filesystem::path& path);
 // may count some of it.
 read_result read_perfetto_trace(const std::filesystem::path& path, const read_options& options);
 // The same in batches of another size (tests: batch boundaries).
-struct event_batching {
-  std::size_t batch_events = 256;   // events per batch (their ring stays within a core's caches)
-  std::size_t batches = 8;          // batches in flight (at least 2)
-};
 read_result read_perfetto_trace(const std::filesystem::path& path, const read_options& options,
                                 const event_batching& batching);
 

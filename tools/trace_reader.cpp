@@ -14,7 +14,9 @@
 #include <fstream>
 #include <vector>
 
+#include "event_handover.hpp"
 #include "trace_input.hpp"
+#include "trace_pftrace.hpp"
 #include <proftrace_trace_io/perfetto_reader.hpp>
 #include <proftrace_trace_io/trace_formats.hpp>
 #include <proftrace_trace_io/kineto_event_keys.hpp>
@@ -85,6 +87,7 @@ struct sax {
 
   const read_options* opts = nullptr;
   read_result* res = nullptr;
+  event_batcher* batcher = nullptr;  // set: events go to a consumer thread
 
   int depth = 0;          // containers currently open
   int skip_from = 0;      // >0: ignoring everything at depth >= skip_from
@@ -103,7 +106,9 @@ struct sax {
   // The keys this reader acts on, recognised once per key.
   using key_id = pd::event_key;
   key_id field_id = key_id::other, arg_id = key_id::other;
-  trace_event ev;
+  trace_event own_ev;            // the event being read, when no batcher takes it
+  trace_event* ev = &own_ev;     // the event being read
+  decoded_item* item = nullptr;  // the batcher's item `ev` is, filled in place
 
   // ---- values ----
   // Every value (scalar, or a container at its opening) comes through here
@@ -118,10 +123,8 @@ struct sax {
     } else if (depth == 2 && in_meta) {  // a field of a metadata object: "distributedInfo.rank"
       if (res->metadata.size() < 4096) res->metadata.push_back({top_key + "." + meta_key, t, text});
     } else if (depth == 2 && in_events) {
-      if (t != json_type::object) {
-        ev.clear();
-        ev.index = res->events++;
-        ev.type = t;
+      if (t != json_type::object && begin_event()) {
+        ev->type = t;
         deliver();
       }
     } else if (depth == 3 && in_event) {
@@ -142,17 +145,23 @@ struct sax {
     if (res->metadata.size() < 4096) res->metadata.push_back(std::move(m));
   }
 
+  // A string field's text (into the buffer it has: no temporary), empty for another type.
+  static void assign_string(std::string& field, json_type t, const std::string& text) {
+    if (t == json_type::string) field.assign(text);
+    else field.clear();
+  }
+
   // A field of the event being read (field_id names it).
   void event_field(json_type t, const std::string& text, double num) {
     switch (field_id) {
-      case key_id::ph: ev.ph_type = t, ev.ph = t == json_type::string ? text : std::string(); break;
-      case key_id::cat: ev.cat_type = t, ev.cat = t == json_type::string ? text : std::string(); break;
-      case key_id::name: ev.name_type = t, ev.name = t == json_type::string ? text : std::string(); break;
-      case key_id::ts: ev.ts_type = t, ev.ts = num; break;
-      case key_id::dur: ev.dur_type = t, ev.dur = num; break;
-      case key_id::pid: ev.pid_type = t, ev.pid = text; break;
-      case key_id::tid: ev.tid_type = t, ev.tid = text; break;
-      case key_id::args: ev.has_args = t == json_type::object; break;
+      case key_id::ph: ev->ph_type = t, assign_string(ev->ph, t, text); break;
+      case key_id::cat: ev->cat_type = t, assign_string(ev->cat, t, text); break;
+      case key_id::name: ev->name_type = t, assign_string(ev->name, t, text); break;
+      case key_id::ts: ev->ts_type = t, ev->ts = num; break;
+      case key_id::dur: ev->dur_type = t, ev->dur = num; break;
+      case key_id::pid: ev->pid_type = t, ev->pid = text; break;
+      case key_id::tid: ev->tid_type = t, ev->tid = text; break;
+      case key_id::args: ev->has_args = t == json_type::object; break;
       default: break;
     }
   }
@@ -160,33 +169,53 @@ struct sax {
   // A value in the event's args (arg_id names it).
   void event_arg(json_type t, const std::string& text, double num) {
     if (arg_id == key_id::flops && t == json_type::number) {
-      ev.flops = num > 0 ? saturated_int64(num) : 0;
+      ev->flops = num > 0 ? saturated_int64(num) : 0;
     } else if (arg_id == key_id::external_id && t == json_type::number) {
-      ev.has_external_id = true;
-      ev.external_id = saturated_int64(num);
+      ev->has_external_id = true;
+      ev->external_id = saturated_int64(num);
     } else if (arg_id == key_id::bytes && t == json_type::number) {
-      ev.has_bytes = true;
-      ev.bytes = saturated_int64(num);
+      ev->has_bytes = true;
+      ev->bytes = saturated_int64(num);
     } else if (arg_id == key_id::device_type && t == json_type::number) {
-      ev.device_type = saturated_int64(num);
+      ev->device_type = saturated_int64(num);
     } else if (arg_id == key_id::stream) {
-      ev.has_stream = true;
+      ev->has_stream = true;
     } else if (arg_id == key_id::input_dims) {
-      ev.has_input_dims = true;
-      if (t != json_type::array) ev.input_dims = text;
+      ev->has_input_dims = true;
+      if (t != json_type::array) ev->input_dims = text;
     }
   }
 
   void dims_append(const std::string& text) {
     if (!dims_first.empty()) {
-      if (!dims_first.back()) ev.input_dims += ", ";
+      if (!dims_first.back()) ev->input_dims += ", ";
       dims_first.back() = false;
     }
-    if (ev.input_dims.size() < max_kept_string) ev.input_dims += text;
+    if (ev->input_dims.size() < max_kept_string) ev->input_dims += text;
   }
 
+  // A new element of traceEvents, read into the batcher's next item (handed
+  // over without a copy) or into own_ev; false once the consumer stopped.
+  bool begin_event() {
+    item = batcher && !muted ? batcher->reserve() : nullptr;
+    if (batcher && !muted && !item) stopped = true;
+    ev = item ? &item->event : &own_ev;
+    ev->clear();
+    ev->index = res->events++;
+    return !stopped;
+  }
+
+  // The event read to on_event, or counted in the batch a consumer thread takes it from.
   void deliver() {
-    if (!muted && opts->on_event && !opts->on_event(ev)) stopped = true;
+    if (muted) return;
+    if (item) {
+      item->elements_after = ev->index + 1;
+      item->metadata = res->metadata.size();
+      batcher->commit();
+      item = nullptr;
+    } else if (opts->on_event && !opts->on_event(*ev)) {
+      stopped = true;
+    }
   }
 
   bool container_begin(json_type t, error_code& ec) {
@@ -231,13 +260,15 @@ struct sax {
       in_meta = true;
     } else if (parent == 2 && in_events && t == json_type::object) {
       in_event = true;
-      ev.clear();
-      ev.index = res->events++;
+      if (!begin_event()) {
+        ec = json::error::syntax;
+        return false;
+      }
     } else if (parent == 3 && in_event && field_id == key_id::args && t == json_type::object) {
       in_args = true;
     } else if (parent == 4 && in_args && arg_id == key_id::input_dims && t == json_type::array) {
       dims_from = depth;
-      ev.input_dims = "[";
+      ev->input_dims = "[";
       dims_first.assign(1, true);
     } else {
       skip_from = depth;
@@ -252,7 +283,7 @@ struct sax {
       return true;
     }
     if (dims_from) {
-      ev.input_dims += "]";
+      ev->input_dims += "]";
       dims_first.pop_back();
       if (depth < dims_from) dims_from = 0;
       return true;
@@ -363,7 +394,7 @@ struct sax {
   // conversion would have to invent a value).
   bool refuse_infinity(error_code& ec) {
     const key_id k = depth == 3 && in_event ? field_id : depth == 4 && in_args ? arg_id : key_id::other;
-    refusal = (in_event ? "event " + std::to_string(ev.index) + ": " : std::string()) +
+    refusal = (in_event ? "event " + std::to_string(ev->index) + ": " : std::string()) +
               (k == key_id::ts ? "\"ts\" is" : k == key_id::dur ? "\"dur\" is" : "a number") +
               " beyond the range of a double";
     ec = json::error::syntax;
@@ -387,13 +418,21 @@ json::parse_options trace_parse_options() {
 // how far it got.
 class json_trace_read {
  public:
-  json_trace_read(const std::filesystem::path& path, const read_options& options)
+  json_trace_read(const std::filesystem::path& path, const read_options& options, event_batcher* batcher = nullptr)
       : file_name_(path.string()), in_(path), options_(options), parser_(trace_parse_options()) {
     std::error_code fs_ec;
     file_size_ = std::filesystem::file_size(path, fs_ec);
     progress_ = options.progress && file_size_ > 0;
     parser_.handler().opts = &options;
     parser_.handler().res = &result_;
+    parser_.handler().batcher = batcher;
+  }
+
+  // What was read so far (once run() returned or threw).
+  read_result so_far() const {
+    read_result r = result_;
+    r.bytes = offset_;
+    return r;
   }
 
   read_result run() {
@@ -575,7 +614,29 @@ leading_byte first_text_byte(const std::filesystem::path& path) {
 read_result read_trace(const std::filesystem::path& path, const read_options& options) {
   refuse_export_only(path);
   if (is_perfetto_trace(path)) return read_perfetto_trace(path, options);
-  return json_trace_read(path, options).run();
+  return read_json_trace(path, options, event_batching{});
+}
+
+// Parsed on a thread of its own while the caller's takes the events, as a
+// .pftrace is decoded; a read that hands over no event stays on this thread.
+read_result read_json_trace(const std::filesystem::path& path, const read_options& options,
+                            const event_batching& batching) {
+  if (!options.on_event || options.stop_at_events) return json_trace_read(path, options).run();
+  item_queue queue(batching.batch_events, batching.batches);
+  event_batcher batcher(queue);
+  json_trace_read read(path, options, &batcher);
+  read_result result;
+  const handover_end end = decode_ahead(
+      queue, options, [&] { result = read.run(); },
+      [&] { batcher.hand_over(); });  // the events before a failure are delivered before it is thrown
+  if (end.stop.stopped) {  // as if the parser had stopped there: what it read past it is not reported
+    result = read.so_far();
+    result.stopped = true, result.truncated = false, result.events = end.stop.elements;
+    result.metadata.resize(end.stop.metadata);
+  } else if (end.failure) {
+    std::rethrow_exception(end.failure);
+  }
+  return result;
 }
 
 trace_probe probe_trace(const std::filesystem::path& path) {

@@ -6,7 +6,9 @@
 // The file is read once, in 1 MiB chunks, through boost::json::basic_parser
 // (a SAX parser): no document is ever built, so memory stays bounded whatever
 // the size of the trace. Each element of the top-level "traceEvents" array is
-// handed to a callback as a small `trace_event` record.
+// handed to a callback as a small `trace_event` record; the parse runs on a
+// thread of its own while the callback takes the events on the caller's
+// (read_json_trace, through event_handover.hpp).
 #pragma once
 
 #include <climits>
@@ -134,6 +136,15 @@ struct read_options {
 // traceEvents (a cut inside traceEvents is reported as `truncated` instead);
 // refused_value_error for a number beyond a double.
 read_result read_trace(const std::filesystem::path& path, const read_options& options);
+// read_trace's work for a JSON trace: parsed on a thread of its own while
+// options.on_event takes the events on the calling thread, in batches of
+// `batching` (tests: batch boundaries). When on_event stops the read, what
+// the parser had read past that event is not reported (neither a cut, an
+// error nor top-level keys after it), as if it had stopped there; only
+// `bytes` may count some of it.
+struct event_batching;
+read_result read_json_trace(const std::filesystem::path& path, const read_options& options,
+                            const event_batching& batching);
 
 // ---- telling traces from the other files of an output directory ----
 

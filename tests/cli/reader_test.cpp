@@ -379,11 +379,13 @@ TEST_CASE("a Perfetto trace is told by content whatever its name; JSON starting 
 
 namespace {
 
-// What a read of `path` in batches of `b` gives: each event (index, name,
-// thread, time) and the result, the error's message if it throws; stopped
-// by the read's caller after `stop_after` events.
-std::string read_in_batches(const std::filesystem::path& path, pt::event_batching b,
-                            std::uint64_t stop_after = UINT64_MAX) {
+// What a read of `path` by `read` in batches of `b` gives: each event
+// (index, name, thread, time) and the result as `tail` tells it, the
+// error's message if it throws; stopped by the read's caller after
+// `stop_after` events.
+using batch_reader = pt::read_result (*)(const std::filesystem::path&, const pt::read_options&, const pt::event_batching&);
+std::string read_by(batch_reader read, const std::filesystem::path& path, pt::event_batching b, std::uint64_t stop_after,
+                    std::string (*tail)(const pt::read_result&)) {
   std::string seen;
   std::uint64_t n = 0;
   pt::read_options opts;
@@ -392,12 +394,18 @@ std::string read_in_batches(const std::filesystem::path& path, pt::event_batchin
     return ++n < stop_after;
   };
   try {
-    const pt::read_result r = pt::read_perfetto_trace(path, opts, b);
-    return seen + "events " + std::to_string(r.events) + (r.stopped ? " stopped" : "") +
-           (r.truncated ? " cut " + r.cut_inside_packet : "");
+    const pt::read_result r = read(path, opts, b);
+    return seen + "events " + std::to_string(r.events) + (r.stopped ? " stopped" : "") + tail(r);
   } catch (const pt::trace_error& e) {
     return seen + "error " + e.what();
   }
+}
+
+std::string read_in_batches(const std::filesystem::path& path, pt::event_batching b,
+                            std::uint64_t stop_after = UINT64_MAX) {
+  return read_by(pt::read_perfetto_trace, path, b, stop_after, [](const pt::read_result& r) {
+    return r.truncated ? " cut " + r.cut_inside_packet : std::string();
+  });
 }
 
 // Slices on two threads in turn, then (`bad`) one that ends before it begins.
@@ -481,4 +489,62 @@ TEST_CASE("a .pftrace read stopped at an event has the trace-wide entries before
     CHECK(keys(b, 1) == "early baseTimeNanoseconds ");
     CHECK(keys(b, 4'900) == "early baseTimeNanoseconds ");  // the decoder has read on to the end
   }
+}
+
+namespace {
+
+// The same for a JSON trace, with its top-level keys.
+std::string read_json_in_batches(const std::filesystem::path& path, pt::event_batching b,
+                                 std::uint64_t stop_after = UINT64_MAX) {
+  return read_by(pt::read_json_trace, path, b, stop_after, [](const pt::read_result& r) {
+    std::string tail = std::string(r.truncated ? " cut" : "") + " keys";
+    for (const auto& m : r.metadata) tail += ' ' + m.key;
+    return tail;
+  });
+}
+
+// 23 events between top-level keys; `damage` replaces the text of event 20 on.
+std::string json_events(const std::string& damage = {}) {
+  std::string out = "{\"early\": 1, \"traceEvents\": [\n";
+  for (int i = 0; i < 23; ++i) {
+    if (i == 20 && !damage.empty()) return out + damage;
+    out += std::string(i ? ",\n" : "") + "{\"ph\": \"X\", \"name\": \"s" + std::to_string(i) +
+           "\", \"pid\": 1, \"tid\": " + std::to_string(i % 2) + ", \"ts\": " + std::to_string(i) + ", \"dur\": 0.5}";
+  }
+  return out + "\n], \"late\": {\"x\": 2}}\n";
+}
+
+}  // namespace
+
+TEST_CASE("a JSON trace parsed on a thread of its own: every batch size gives the same events, stops, cuts and errors") {
+  temp_dir dir("json-batches");
+  const auto good = dir.path / "good.json", bad = dir.path / "bad.json", cut = dir.path / "cut.json",
+             refused = dir.path / "refused.json";
+  write_file(good, json_events());
+  write_file(bad, json_events(",{\"ph\": \"X\" \"name\": 1}]}"));
+  write_file(cut, json_events(",{\"ph\": \"X\", \"na"));
+  write_file(refused, json_events(",{\"ph\": \"X\", \"ts\": 1e400}]}"));
+  const pt::event_batching shapes[] = {{1, 2}, {2, 2}, {3, 3}, {7, 2}, {22, 2}, {23, 2}, {24, 4}};
+  for (const auto& path : {good, bad, cut, refused}) {
+    const std::string expected = read_json_in_batches(path, {});
+    for (const auto& b : shapes) {
+      CHECK_MESSAGE(read_json_in_batches(path, b) == expected, path << " in batches of " << b.batch_events);
+      for (const std::uint64_t stop : {1, 2, 3, 8, 20})
+        CHECK_MESSAGE(read_json_in_batches(path, b, stop) == read_json_in_batches(path, {}, stop),
+                      path << " stopped after " << stop << " in batches of " << b.batch_events);
+    }
+  }
+  CHECK(read_json_in_batches(good, {1, 2}).ends_with("events 23 keys early late late.x"));
+  // A stop is reported as if the parser had stopped there: no keys, cut or error past it.
+  for (const auto& path : {good, bad, cut, refused})
+    CHECK(read_json_in_batches(path, {1, 2}, 3).ends_with("events 3 stopped keys early"));
+  // Every event before an error is delivered before it, and the message is the one-thread reader's.
+  CHECK(read_json_in_batches(bad, {1, 2}).find("s19 1/1") != std::string::npos);
+  CHECK(read_json_in_batches(bad, {1, 2}).ends_with(bad.string() + ": invalid JSON at byte 1420: syntax error"));
+  CHECK(read_json_in_batches(cut, {1, 2}).ends_with("events 20 cut keys early"));
+  CHECK(read_json_in_batches(refused, {1, 2}).ends_with("event 20: \"ts\" is beyond the range of a double at byte 1432"));
+  // The caller's exception ends the parsing thread too, and reaches the caller.
+  pt::read_options throwing;
+  throwing.on_event = [](const pt::trace_event&) -> bool { throw pt::trace_error("caller's"); };
+  CHECK_THROWS_WITH_AS(pt::read_json_trace(good, throwing, {1, 2}), "caller's", pt::trace_error);
 }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "kineto_json_sample.hpp"
 #include "test_support.hpp"
 #include "formats/kineto_json/kineto_json_reader.hpp"
 #include "formats/kineto_json/kineto_json_text.hpp"
@@ -24,17 +25,7 @@ using namespace proftrace::detail;
 
 namespace {
 
-// Nested objects and arrays in args, and strings holding every character
-// the splitter acts on ({ } [ ] " \ ,) escaped or not.
-const std::string sample =
-    "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"}]\"}],\n"
-    " \"traceEvents\": [\n"
-    "  {\"ph\": \"X\", \"name\": \"a\\\"}]\\\\\", \"ts\": 1.5, \"dur\": 2,\n"
-    "   \"args\": {\"Input Dims\": [[64, 128], []], \"nested\": {\"deeper\": {\"x\": \"{[\"}}}},\n"
-    "  {\"ph\": \"i\", \"name\": \"b\", \"ts\": -12345.678e-3}\n"
-    " ],\n"
-    " \"baseTimeNanoseconds\": 1700000000000000000\n"
-    "}\n";
+const std::string& sample = kineto_json_sample;
 
 struct collected {
   std::vector<std::uint64_t> indices;
@@ -169,6 +160,26 @@ TEST_CASE("kineto_json_reader: a stream that fails is told from one that ends") 
   CHECK_FALSE(reader.read(in));
   CHECK(got.events.size() == 1);  // what came before the failure was read
   CHECK(reader.finish());
+}
+
+TEST_CASE("kineto_json_reader: each event's byte offsets, and the structure checked when asked") {
+  std::vector<std::string> spans;
+  kineto_json_reader* self = nullptr;
+  kineto_json_reader reader({.on_event = [&](std::uint64_t, std::string_view e) {
+                               spans.push_back(sample.substr(self->event_begin(), self->event_end() - self->event_begin()));
+                               CHECK(spans.back() == e);
+                             },
+                             .on_member = {}},
+                            {.chunk = 3, .check_structure = true});
+  self = &reader;
+  std::istringstream in(sample);
+  REQUIRE(reader.read(in));
+  CHECK_FALSE(reader.finish());
+  CHECK(spans.size() == 2);
+  kineto_json_reader checked({.on_event = [](std::uint64_t, std::string_view) {}, .on_member = {}},
+                             {.check_structure = true});
+  CHECK_THROWS_WITH_AS(checked.feed("{\"traceEvents\": [{} {}]}"), "unexpected '{' in \"traceEvents\" (at byte 21)",
+                       json_events_scanner::error);
 }
 
 TEST_CASE("kineto_json_text: a trace's text by its suffix, plain, gzip or zstd") {

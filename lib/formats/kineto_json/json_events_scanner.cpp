@@ -5,8 +5,12 @@
 
 namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
-json_events_scanner::json_events_scanner(element_fn on_element, member_fn on_member, std::size_t max_piece)
-    : on_element_(std::move(on_element)), on_member_(std::move(on_member)), max_piece_(max_piece) {}
+json_events_scanner::json_events_scanner(element_fn on_element, member_fn on_member, std::size_t max_piece,
+                                         bool check_structure)
+    : on_element_(std::move(on_element)),
+      on_member_(std::move(on_member)),
+      max_piece_(max_piece),
+      check_structure_(check_structure) {}
 
 void json_events_scanner::fail(const std::string& why, error::kind k, const char* found) const {
   throw error(k, elements_, found, why + " (at byte " + std::to_string(offset_) + ")");
@@ -131,14 +135,22 @@ void json_events_scanner::structural(const char* p) {
     depth_ = 1;
     return;
   }
-  if (done_) return;
-  if (in_events_ && depth_ == 2)
+  if (done_) {
+    if (check_structure_) fail_structure(c);
+    return;
+  }
+  if (in_events_ && depth_ == 2) {
     if (const char* what = non_object(c))
       fail("event " + std::to_string(elements_) + " is " + what + ", not an object", error::kind::element_not_object, what);
+    if (check_structure_) check_in_events(c);
+  } else if (depth_ == 1 && check_structure_) {
+    check_top_level(c);
+  }
   switch (c) {
     case '"':
       in_string_ = true;
       if (depth_ == 1 && state_ == state::expect_key) {
+        ++members_;
         reading_key_ = true;
         key_.clear();
         key_from_ = p + 1;
@@ -168,6 +180,7 @@ void json_events_scanner::open(const char* p) {
   if (depth_ == 1 && state_ == state::expect_value) {
     if (key_ == "traceEvents" && *p == '[') {
       in_events_ = seen_events_ = true;
+      events_state_ = events_state::element_or_close;
       state_ = state::in_value;
     } else {
       start_value(p);
@@ -176,6 +189,7 @@ void json_events_scanner::open(const char* p) {
     capturing_ = true;
     piece_.clear();
     capture_from_ = p;
+    element_begin_ = offset_of(p);
   }
   ++depth_;
 }
@@ -191,11 +205,14 @@ void json_events_scanner::close(const char* p) {
     const std::string_view element = captured(p);
     capturing_ = false;
     ++elements_;
+    element_end_ = offset_of(p) + 1;
+    events_state_ = events_state::comma_or_close;
     on_element_(element);
     if (piece_.capacity() > (std::size_t{1} << 20)) std::string().swap(piece_);  // a large event's memory back
   } else if (in_events_ && depth_ == 1) {
     in_events_ = false;
     state_ = state::after_value;
+    member_end_ = offset_of(p) + 1;
   }
 }
 
@@ -211,9 +228,57 @@ void json_events_scanner::end_member(const char* p) {
   std::string_view value = captured(p);
   capturing_ = false;
   value.remove_suffix(1);
+  std::uint64_t end = offset_of(p);
   while (!value.empty() && (value.back() == ' ' || value.back() == '\n' || value.back() == '\r' || value.back() == '\t'))
-    value.remove_suffix(1);
+    value.remove_suffix(1), --end;
+  member_end_ = end;
   if (on_member_) on_member_(key_, value);
+}
+
+// check_structure: a byte straight inside the top-level object (depth 1)
+// where its grammar allows it; what a member's value holds is its parser's
+// to check. A ']' here closes the object, which close() refuses.
+void json_events_scanner::check_top_level(char c) const {
+  const bool after_value = state_ == state::in_value || state_ == state::after_value;
+  bool ok = false;
+  switch (c) {
+    case '"': ok = state_ == state::expect_key || state_ == state::expect_value; break;
+    case ':': ok = state_ == state::expect_colon; break;
+    case ',': ok = after_value; break;
+    case '}': ok = after_value || (state_ == state::expect_key && members_ == 0); break;
+    case ']': ok = true; break;
+    case '{': case '[': ok = state_ == state::expect_value; break;
+    default: ok = state_ == state::expect_value || state_ == state::in_value; break;
+  }
+  if (!ok) fail_structure(c);
+}
+
+// check_structure: a byte straight inside traceEvents (depth 2) that
+// opens no value: an element begins, a comma or the array's end follows.
+void json_events_scanner::check_in_events(char c) {
+  switch (c) {
+    case '{':
+      if (events_state_ != events_state::comma_or_close) return;
+      break;
+    case ']':
+      if (events_state_ != events_state::element) return;
+      break;
+    case ',':
+      if (events_state_ == events_state::comma_or_close) {
+        events_state_ = events_state::element;
+        return;
+      }
+      break;
+    default: break;
+  }
+  fail_structure(c);
+}
+
+void json_events_scanner::fail_structure(char c) const {
+  const std::string what = c >= 0x20 && c < 0x7f ? std::string("'") + c + "'"
+                                                 : "byte " + std::to_string(static_cast<unsigned char>(c));
+  fail(done_ ? "data after the top-level object" : "unexpected " + what + (in_events_ ? " in \"traceEvents\"" : ""),
+       error::kind::invalid_structure);
 }
 
 bool json_events_scanner::finish() {

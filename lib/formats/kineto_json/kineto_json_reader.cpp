@@ -15,7 +15,7 @@ kineto_json_reader::kineto_json_reader(kineto_json_handlers handlers, kineto_jso
                [this](std::string_view key, std::string_view value) {
                  if (handlers_.on_member) handlers_.on_member(key, value);
                },
-               limits.max_piece),
+               limits.max_piece, limits.check_structure),
       chunk_(limits.chunk) {}
 
 bool kineto_json_reader::read(std::istream& text) {

@@ -45,6 +45,9 @@ struct kineto_json_limits {
   // (json_events_scanner::error::kind::too_long / not_a_trace).
   std::size_t max_piece = std::size_t{64} << 20;
   std::size_t chunk = std::size_t{1} << 20;  // bytes read at a time
+  // Also check the structure around the pieces (json_events_scanner's
+  // check_structure): invalid_structure thrown at the first byte it refuses.
+  bool check_structure = false;
 };
 
 class kineto_json_reader {
@@ -64,6 +67,11 @@ class kineto_json_reader {
   bool finish() { return scanner_.finish(); }
 
   std::uint64_t events() const noexcept { return scanner_.elements(); }
+  // During on_event: the element's byte offsets ('{' and past '}'); during
+  // on_member: past its value's last byte.
+  std::uint64_t event_begin() const noexcept { return scanner_.element_begin(); }
+  std::uint64_t event_end() const noexcept { return scanner_.element_end(); }
+  std::uint64_t member_end() const noexcept { return scanner_.member_end(); }
 
  private:
   kineto_json_handlers handlers_;
