@@ -64,7 +64,7 @@ TEST_CASE("ring: the producer moves to the larger ring offered; indices, drops a
   const auto events = consume_all(*next);
   REQUIRE(events.size() == 3);
   CHECK(kind_of(events[0]) == pd::event_kind::gap);  // the two drops before the move, marked where they were
-  CHECK(events[0].payload == 2);
+  CHECK(events[0].where == 2);  // a gap record counts its drops in `where`
   CHECK(kind_of(events[1]) == pd::event_kind::begin);
   CHECK(kind_of(events[2]) == pd::event_kind::end);
   CHECK(events[2].payload == begins[0]);  // an end there names a begin here
