@@ -188,7 +188,7 @@ BENCHMARK(BM_flusher_throughput)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
 BENCHMARK(BM_flusher_drop_onset)
-    ->ArgsProduct({{500'000, 1'000'000, 2'000'000, 4'000'000}, {0, 3}, {0, 2}, {0, 65536, 131072}})
+    ->ArgsProduct({{500'000, 1'000'000, 2'000'000, 4'000'000}, {0, 3}, {0, 2, 6}, {0, 65536, 131072}})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 

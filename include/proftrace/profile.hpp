@@ -111,7 +111,9 @@ struct profile_options {
   // schedule's active steps (builds with CUDA; a failure is one warning).
   bool cuda_profiler_gating = false;
   std::optional<overflow_policy> overflow{};  // empty: PROFTRACE_OVERFLOW_POLICY
-  std::uint32_t ring_events = PROFTRACE_RING_EVENTS;  // for threads that attach from now on
+  // For threads that attach from now on; a ring the flusher finds falling
+  // behind grows once to PROFTRACE_RING_GROWTH (4) times this.
+  std::uint32_t ring_events = PROFTRACE_RING_EVENTS;
   std::chrono::milliseconds flush_period{100};
   trace_format stream_format = trace_format::automatic;  // see trace_format
   // Where traces stream while recording. Empty: $PROFTRACE_SPOOL_DIR, else

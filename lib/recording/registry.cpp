@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "proftrace/detail/recorder.hpp"
 #include "environment_session.hpp"
@@ -99,8 +100,20 @@ bool registry::follow_move(thread_record* r) noexcept {
 #define PROFTRACE_RING_GROWTH 4
 #endif
 
+namespace {
+// PROFTRACE_RING_GROWTH in the environment (1, 2, 4, ... up to 64) overrides the build's.
+std::uint64_t ring_growth() noexcept {
+  static const std::uint64_t growth = [] {
+    const char* env = std::getenv("PROFTRACE_RING_GROWTH");
+    const long v = env ? std::strtol(env, nullptr, 10) : 0;
+    return v >= 1 && v <= 64 && (v & (v - 1)) == 0 ? static_cast<std::uint64_t>(v) : std::uint64_t{PROFTRACE_RING_GROWTH};
+  }();
+  return growth;
+}
+}  // namespace
+
 std::uint32_t registry::max_ring_events() const noexcept {
-  const std::uint64_t most = std::uint64_t{ring_events()} * PROFTRACE_RING_GROWTH;
+  const std::uint64_t most = std::uint64_t{ring_events()} * ring_growth();
   return static_cast<std::uint32_t>(std::min<std::uint64_t>(most, std::uint64_t{1} << 30));
 }
 
