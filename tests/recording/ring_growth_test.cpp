@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "recording/registry.hpp"
+#include "ring_consume.hpp"
 #include "test_support.hpp"
 
 namespace pd = proftrace::detail;
@@ -23,17 +24,6 @@ namespace {
 
 const pd::site growth_site{"grows", "test", __FILE__, __LINE__, pd::category::user_annotation};
 const std::uint64_t where = reinterpret_cast<std::uintptr_t>(&growth_site);
-
-std::vector<pd::event> consume_all(pd::ring& r) {
-  std::vector<pd::event> out, buf(256);
-  for (;;) {
-    std::size_t first = 0;
-    const std::size_t n = r.consume(buf.data(), buf.size(), &first);
-    if (n == 0) return out;
-    out.insert(out.end(), buf.begin() + static_cast<std::ptrdiff_t>(first),
-               buf.begin() + static_cast<std::ptrdiff_t>(first + n));
-  }
-}
 
 pd::event_kind kind_of(const pd::event& e) { return static_cast<pd::event_kind>(e.kind); }
 
@@ -53,7 +43,7 @@ TEST_CASE("ring: the producer moves to the larger ring offered; indices, drops a
   const std::uint64_t after = r.push(r.now(), where, 0, pd::event_kind::begin);  // full: the slow path moves
   CHECK(r.moved());
   r.push(r.now(), 0, begins[0], pd::event_kind::end);  // through the old reference: forwarded
-  const auto old_events = consume_all(r);
+  const auto old_events = test_support::consume_all(r);
   CHECK(old_events.size() == 128);
   CHECK(r.empty());
   const std::unique_ptr<pd::ring> next(r.hand_over_successor());
@@ -61,7 +51,7 @@ TEST_CASE("ring: the producer moves to the larger ring offered; indices, drops a
   CHECK(next->capacity() == 256);
   CHECK(next->dropped() == 2);
 
-  const auto events = consume_all(*next);
+  const auto events = test_support::consume_all(*next);
   REQUIRE(events.size() == 3);
   CHECK(kind_of(events[0]) == pd::event_kind::gap);  // the two drops before the move, marked where they were
   CHECK(events[0].where == 2);  // a gap record counts its drops in `where`

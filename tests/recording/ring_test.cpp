@@ -12,6 +12,7 @@
 #include "drain/flusher.hpp"
 #include "recording/registry.hpp"
 #include "flusher_stall.hpp"
+#include "ring_consume.hpp"
 #include "test_support.hpp"
 
 namespace pd = proftrace::detail;
@@ -675,17 +676,6 @@ namespace {
 
 const pd::site fast_path_site{"fast path", "test", __FILE__, __LINE__, pd::category::user_annotation};
 
-std::vector<pd::event> consume_all(pd::ring& r) {
-  std::vector<pd::event> out, buf(256);
-  for (;;) {
-    std::size_t first = 0;
-    const std::size_t n = r.consume(buf.data(), buf.size(), &first);
-    if (n == 0) return out;
-    out.insert(out.end(), buf.begin() + static_cast<std::ptrdiff_t>(first),
-               buf.begin() + static_cast<std::ptrdiff_t>(first + n));
-  }
-}
-
 }  // namespace
 
 TEST_CASE("ring: the short fast path writes a plain begin and its end, and leaves every other end to the full path") {
@@ -714,7 +704,7 @@ TEST_CASE("ring: the short fast path writes a plain begin and its end, and leave
     r.push_short_end_or(token, [&] { ++full; });
     CHECK(full == before + 1);
   }
-  const auto events = consume_all(r);
+  const auto events = test_support::consume_all(r);
   REQUIRE(events.size() == 2);
   CHECK(kind_of(events[0]) == pd::event_kind::begin);
   CHECK(events[0].where == where);
@@ -736,7 +726,7 @@ TEST_CASE("ring: the fast path leaves at the ring's limit, and with the full pat
     });
   }
   CHECK(full > 0);
-  const auto events = consume_all(r);
+  const auto events = test_support::consume_all(r);
   CHECK(events.size() + r.dropped() == pushes);
   CHECK(r.dropped() > 0);
   for (const pd::event& e : events) {

@@ -85,11 +85,7 @@ class converter {
   std::unordered_map<std::string, std::int64_t> process_rank_;   // by pid: a merged trace's "rank N (host)"
   std::set<std::string> hosts_;
   sorted_runs<walk_key, walk_order> runs_{walk_order{}, sort_limits};
-  std::uint64_t seq_ = 0;
-  kineto_event_reader reader_;
-  kineto_event event_;   // the event read last
-  std::string record_;   // its record, as the sort keeps it
-  kineto_record taken_;  // the record being walked
+  kineto_event_input in_;  // the reader, the event read last, its record, the record taken back
   call_path_profile profile_;
   nesting_walk walk_{profile_};
   std::uint32_t walked_thread_ = UINT32_MAX;
@@ -97,9 +93,9 @@ class converter {
 
 void converter::add(std::string_view text) {
   ++stats_.events;
-  if (reader_.read(text, event_)) add_event(event_);
+  if (in_.reader.read(text, in_.event)) add_event(in_.event);
   else ++stats_.skipped;
-  if (text.size() > (std::size_t{1} << 20)) event_ = {}, record_ = {};  // a large event's memory back
+  if (text.size() > (std::size_t{1} << 20)) in_.event = {}, in_.record = {};  // a large event's memory back
 }
 
 // Calls and memory events, sorted by thread and time; process names for the ranks.
@@ -112,11 +108,11 @@ void converter::add_event(const kineto_event& e) {
   std::int64_t ts = 0, dur = 0;
   if (!read_ns(e.ts, ts, stats_.clamped)) return void(++stats_.skipped);
   if (call) read_ns(e.dur, dur, stats_.clamped);
-  const walk_key k{.ts = ts, .end = ts + std::max<std::int64_t>(dur, 0), .seq = seq_++, .thread = thread_of(e),
+  const walk_key k{.ts = ts, .end = ts + std::max<std::int64_t>(dur, 0), .seq = in_.seq++, .thread = thread_of(e),
                    .what = call ? item::call : item::memory};
-  record_.clear();
-  write_record(e, record_);
-  runs_.add(k, record_);
+  in_.record.clear();
+  write_record(e, in_.record);
+  runs_.add(k, in_.record);
 }
 
 std::uint32_t converter::thread_of(const kineto_event& e) {
@@ -150,16 +146,16 @@ std::int64_t converter::rank_of(std::uint32_t thread) const {
 
 void converter::take(const walk_key& k, std::string_view payload) {
   if (k.thread != walked_thread_) walk_.begin_thread(rank_of(k.thread)), walked_thread_ = k.thread;
-  taken_.read(payload);
+  in_.taken.read(payload);
   if (k.what == item::memory) return add_memory(k);
   ++stats_.calls;
   // Every step one node, as the table's "ProfilerStep*" row.
-  const std::string_view label = taken_.name.starts_with("ProfilerStep#") ? "ProfilerStep*" : taken_.name;
+  const std::string_view label = in_.taken.name.starts_with("ProfilerStep#") ? "ProfilerStep*" : in_.taken.name;
   add_amounts(walk_.enter(k.ts, k.end, label));
 }
 
 void converter::add_amounts(std::uint32_t node) {
-  for (const annotation& a : taken_.args) {
+  for (const annotation& a : in_.taken.args) {
     double v = 0;
     if (!amount_of(a, v) || std::find(std::begin(not_amounts), std::end(not_amounts), a.name) != std::end(not_amounts))
       continue;
@@ -171,7 +167,7 @@ void converter::add_memory(const walk_key& k) {
   const std::uint32_t node = walk_.innermost_at(k.ts);
   if (node == call_path_profile::no_node) return;  // outside every call
   double bytes = 0, device_type = 0;
-  for (const annotation& a : taken_.args) {
+  for (const annotation& a : in_.taken.args) {
     if (a.name == "Bytes") amount_of(a, bytes);
     else if (a.name == "Device Type") amount_of(a, device_type);
   }

@@ -86,12 +86,8 @@ class converter {
   }
 
   otf2_conversion& stats_;
-  kineto_event_reader reader_;
-  kineto_event event_;
-  std::string record_;
-  kineto_record taken_;
+  kineto_event_input in_;  // the reader, the event read last, its record, the record taken back
   sorted_runs<step_key, step_order> runs_{step_order{}, sort_limits};
-  std::uint64_t seq_ = 0;
   std::int64_t base_ns_ = 0, first_ts_ = std::numeric_limits<std::int64_t>::max(),
                last_ts_ = std::numeric_limits<std::int64_t>::min();
   otf2_layout_input threads_;
@@ -127,12 +123,12 @@ void converter::add_metadata(const kineto_event& e) {
 void converter::add(std::string_view text) {
   ++stats_.events;
   std::int64_t ts = 0, dur = 0;
-  const event_use use = read_timed_event(reader_, text, event_, ts, stats_.clamped);
-  const kineto_event& e = event_;
+  const event_use use = read_timed_event(in_.reader, text, in_.event, ts, stats_.clamped);
+  const kineto_event& e = in_.event;
   if (use == event_use::metadata) return add_metadata(e);
   if (use == event_use::unusable) return void(++stats_.skipped);
   const std::string_view ph = e.ph.string();
-  step_key k{.ts = ts, .end = ts, .seq = seq_++, .thread = 0};
+  step_key k{.ts = ts, .end = ts, .seq = in_.seq++, .thread = 0};
   if (ph == "X") k.what = step::scope, read_ns(e.dur, dur, stats_.clamped);
   else if (ph == "C") k.what = step::counter;
   else if ((ph == "i" || ph == "I") && e.name.string() == "[memory]") k.what = step::memory;
@@ -142,9 +138,9 @@ void converter::add(std::string_view text) {
   k.end = ts + std::max<std::int64_t>(dur, 0);
   first_ts_ = std::min(first_ts_, ts);
   last_ts_ = std::max(last_ts_, k.end);
-  record_.clear();
-  write_record(e, record_);
-  runs_.add(k, record_);
+  in_.record.clear();
+  write_record(e, in_.record);
+  runs_.add(k, in_.record);
 }
 
 // baseTimeNanoseconds places the trace in Unix time; distributedInfo.rank
@@ -183,7 +179,7 @@ void converter::write(const std::filesystem::path& output) {
 }
 
 void converter::take(const step_key& k, std::string_view payload) {
-  taken_.read(payload);
+  in_.taken.read(payload);
   leave_until(k.thread, k.ts);
   switch (k.what) {
     case step::scope: return enter(k);
@@ -211,8 +207,8 @@ void converter::enter(const step_key& k) {
   open_scope scope;
   scope.end = k.end;
   if (!open.empty() && open.back().end < k.end) scope.end = open.back().end, ++stats_.cut;
-  const std::string_view name = taken_.name;
-  scope.region = defs_.region(region_name_of(name), taken_.cat);
+  const std::string_view name = in_.taken.name;
+  scope.region = defs_.region(region_name_of(name), in_.taken.cat);
   archive_->check(OTF2_EvtWriter_Enter(events_of(k.thread), nullptr, tick(k.ts), scope.region), "an enter");
   ++stats_.scopes;
   if (std::int64_t number = 0; profiler_step_number(name, number))
@@ -223,19 +219,19 @@ void converter::enter(const step_key& k) {
     mpi_locations_.try_emplace(layout_.groups[layout_.locations[k.thread].group].rank, k.thread);
     send_message(k.thread, tick(k.ts), scope);
   }
-  scope.flops = number_of(arg_named(taken_, "flops"));
+  scope.flops = number_of(arg_named(in_.taken, "flops"));
   open.push_back(scope);
 }
 
 // An MPI call's message: sent at its enter, or received before its leave
 // (kept on the scope), to or from a rank the archive holds.
 void converter::send_message(std::uint32_t thread, std::uint64_t at, open_scope& scope) {
-  const std::string_view name = taken_.name;
+  const std::string_view name = in_.taken.name;
   const bool sends = name == "MPI_Send" || name == "MPI_Isend" || name == "MPI_Sendrecv";
   const bool receives = name == "MPI_Recv" || name == "MPI_Irecv" || name == "MPI_Sendrecv";
-  const std::optional<double> peer = number_of(arg_named(taken_, "peer"));
+  const std::optional<double> peer = number_of(arg_named(in_.taken, "peer"));
   if ((!sends && !receives) || !peer) return;
-  const std::optional<double> bytes = number_of(arg_named(taken_, "bytes"));
+  const std::optional<double> bytes = number_of(arg_named(in_.taken, "bytes"));
   // A sendrecv's bytes are its send's and its receive's together.
   const auto length = static_cast<std::uint64_t>(std::max(bytes.value_or(0), 0.0)) / (sends && receives ? 2 : 1);
   std::uint32_t to = 0;
@@ -247,7 +243,7 @@ void converter::send_message(std::uint32_t thread, std::uint64_t at, open_scope&
     ++stats_.skipped;
   }
   if (!receives) return;
-  const std::optional<double> source = number_of(arg_named(taken_, "source"));
+  const std::optional<double> source = number_of(arg_named(in_.taken, "source"));
   scope.receive_from = static_cast<int>(source.value_or(*peer));
   scope.receive_bytes = length;
 }
@@ -281,8 +277,8 @@ void converter::sample(std::uint32_t thread, std::int64_t ts, std::string_view m
 }
 
 void converter::sample_counters(const step_key& k) {
-  const std::string_view name = taken_.name;
-  for (const annotation& arg : taken_.args)
+  const std::string_view name = in_.taken.name;
+  for (const annotation& arg : in_.taken.args)
     if (const std::optional<double> value = number_of(&arg))
       sample(k.thread, k.ts, arg.name == name ? std::string(name) : std::string(name) + "." + std::string(arg.name), "",
              *value);
@@ -290,7 +286,7 @@ void converter::sample_counters(const step_key& k) {
 
 void converter::sample_memory(const step_key& k) {
   for (const std::string_view total : {"Total Allocated", "Total Reserved"})
-    if (const std::optional<double> value = number_of(arg_named(taken_, total))) sample(k.thread, k.ts, total, "bytes", *value);
+    if (const std::optional<double> value = number_of(arg_named(in_.taken, total))) sample(k.thread, k.ts, total, "bytes", *value);
 }
 
 }  // namespace

@@ -111,4 +111,16 @@ struct kineto_record {
 
 bool is_null(const annotation& a) noexcept;
 
+// What a converter from Kineto JSON reads with (kineto_to_perfetto,
+// kineto_to_otf2, kineto_to_caliper): the reader, the event read last, its
+// record as the sort keeps it, the record being taken back from the sort,
+// and the count of events read (each one's place in the file).
+struct kineto_event_input {
+  kineto_event_reader reader;
+  kineto_event event;
+  std::string record;
+  kineto_record taken;
+  std::uint64_t seq = 0;
+};
+
 }  // namespace proftrace::detail

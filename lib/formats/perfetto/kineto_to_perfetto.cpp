@@ -118,11 +118,7 @@ class converter {
   // process_labels, process_sort_index, thread_sort_index: by pid, by "pid\x1ftid"
   std::unordered_map<std::string, track_order> process_order_, thread_order_;
   sorted_runs<step_key, step_order> runs_{step_order{}, sort_limits};
-  std::uint64_t seq_ = 0;
-  kineto_event_reader reader_;
-  kineto_event event_;    // the event read last
-  std::string record_;    // its record, as the sort keeps it
-  kineto_record taken_;   // the record being written
+  kineto_event_input in_;  // the reader, the event read last, its record, the record taken back
 
   // While writing: the "X" event read last, begun once the next event says
   // whether it is the innermost at its (thread, ts).
@@ -186,18 +182,18 @@ void converter::add_flow(const kineto_event& e, step_key k, bool start) {
 
 void converter::add(std::string_view text) {
   add_event(text);
-  if (text.size() > (std::size_t{1} << 20)) event_ = {}, record_ = {};  // a large event's memory back
+  if (text.size() > (std::size_t{1} << 20)) in_.event = {}, in_.record = {};  // a large event's memory back
 }
 
 void converter::add_event(std::string_view text) {
   ++stats_.events;
   std::int64_t ts = 0, dur = 0;
-  const event_use use = read_timed_event(reader_, text, event_, ts, stats_.clamped);
-  const kineto_event& e = event_;
+  const event_use use = read_timed_event(in_.reader, text, in_.event, ts, stats_.clamped);
+  const kineto_event& e = in_.event;
   if (use == event_use::metadata) return add_metadata(e);
   const std::string_view ph = e.ph.string();
   if (use == event_use::unusable || ph.size() != 1) return void(++stats_.skipped);
-  step_key k{.ts = ts, .end = ts, .seq = seq_++, .thread = thread_of(e)};
+  step_key k{.ts = ts, .end = ts, .seq = in_.seq++, .thread = thread_of(e)};
   if (ph == "s" || ph == "f") return add_flow(e, k, ph == "s");
   switch (ph[0]) {
     case 'X': k.what = step::x, read_ns(e.dur, dur, stats_.clamped), ++stats_.slices; break;
@@ -208,9 +204,9 @@ void converter::add_event(std::string_view text) {
     default: return void(++stats_.skipped);
   }
   k.end = ts + std::max<std::int64_t>(dur, 0);
-  record_.clear();
-  write_record(e, record_);
-  runs_.add(k, record_);
+  in_.record.clear();
+  write_record(e, in_.record);
+  runs_.add(k, in_.record);
 }
 
 // Every top-level key but the events is kept as trace-wide metadata
@@ -315,14 +311,14 @@ void converter::begin_pending(perfetto_builder& b, bool innermost) {
   open_slice slice{.end = open.empty() ? k.end : std::min(k.end, open.back().end), .ending_flows = {}};
   scratch_ids_.clear();
   if (innermost) take_flows(k.thread, slice.ending_flows);
-  taken_.read(pending_payload_);
-  const std::string_view name = taken_.name, cat = taken_.cat;
+  in_.taken.read(pending_payload_);
+  const std::string_view name = in_.taken.name, cat = in_.taken.cat;
   perfetto_builder& t = events_of(b, k.thread);
   const std::uint64_t track = thread_track(b, k.thread);
   if (name.starts_with("ProfilerStep#") && scratch_ids_.empty())  // one name per step: not interned
-    t.slice_begin(track, unix_ns(k.ts), perfetto_builder::one_off_name{name}, cat, taken_.args);
+    t.slice_begin(track, unix_ns(k.ts), perfetto_builder::one_off_name{name}, cat, in_.taken.args);
   else
-    t.slice_begin(track, unix_ns(k.ts), name, cat, taken_.args, scratch_ids_);
+    t.slice_begin(track, unix_ns(k.ts), name, cat, in_.taken.args, scratch_ids_);
   open.push_back(std::move(slice));
 }
 
@@ -336,10 +332,10 @@ void converter::end_slices(perfetto_builder& b, std::uint32_t thread, std::int64
 }
 
 void converter::emit_counters(perfetto_builder& b, const step_key& k) {
-  if (!taken_.args_object) return;
-  const std::string_view name = taken_.name;
+  if (!in_.taken.args_object) return;
+  const std::string_view name = in_.taken.name;
   const std::uint64_t parent = process_track(b, threads_[k.thread].pid);
-  for (const annotation& arg : taken_.args) {
+  for (const annotation& arg : in_.taken.args) {
     // null is how JSON writes a NaN or infinite sample (json_text.hpp): NaN here, null again on the way back.
     double value = std::numeric_limits<double>::quiet_NaN();
     if (const auto* i = std::get_if<std::int64_t>(&arg.value)) value = static_cast<double>(*i);
@@ -354,7 +350,7 @@ void converter::emit_counters(perfetto_builder& b, const step_key& k) {
 // An instant on its thread (after the ENDs there by its time), its process
 // or the whole trace, as its "s" says.
 void converter::emit_instant(perfetto_builder& b, const step_key& k) {
-  const kineto_record& e = taken_;
+  const kineto_record& e = in_.taken;
   if (e.scope == "p") {
     b.instant(process_track(b, threads_[k.thread].pid), unix_ns(k.ts), e.name, e.cat, e.args);
   } else if (e.scope == "g") {  // a track under no process
@@ -366,12 +362,12 @@ void converter::emit_instant(perfetto_builder& b, const step_key& k) {
 }
 
 void converter::emit_single(perfetto_builder& b, const step_key& k, std::string_view payload) {
-  taken_.read(payload);
+  in_.taken.read(payload);
   if (k.what == step::instant) return emit_instant(b, k);
   if (k.what == step::counter) return emit_counters(b, k);
   const std::uint64_t parent = process_track(b, threads_[k.thread].pid);
-  const std::uint64_t track = b.named_track(taken_.name, parent, std::hash<std::string_view>{}(taken_.id));
-  if (k.what == step::async_begin) b.slice_begin(track, unix_ns(k.ts), taken_.name, taken_.cat, taken_.args);
+  const std::uint64_t track = b.named_track(in_.taken.name, parent, std::hash<std::string_view>{}(in_.taken.id));
+  if (k.what == step::async_begin) b.slice_begin(track, unix_ns(k.ts), in_.taken.name, in_.taken.cat, in_.taken.args);
   else b.slice_end(track, unix_ns(k.ts));
 }
 
