@@ -60,6 +60,19 @@ const char* const merge_help =
     "  -h, --help           this text\n"
     "exit codes: 0 ok, 1 unreadable or invalid trace, 2 usage error\n";
 
+// Whether MERGED is written as JSON and then converted: a .pftrace, an OTF2
+// archive (one location group per rank), a Caliper profile (one row per
+// node and rank). Throws for a name no format has, or a directory that
+// does not exist (the scratch one beside MERGED must not create it).
+bool merged_as_json_then_converted(const std::filesystem::path& output) {
+  const bool converted = pt::named_perfetto_trace(output) || pt::named_export_only(output);
+  if (const auto dir = output.parent_path(); !dir.empty() && !is_directory(dir.string()))
+    throw pt::trace_error(output.string() + ": cannot write: " + std::strerror(ENOENT));
+  if (!converted && !pt::named_json(output))
+    throw pt::trace_error(output.string() + ": unknown output format (" + std::string(pt::output_trace_suffixes) + ")");
+  return converted;
+}
+
 int cmd_merge(const std::vector<std::string>& args) {
   const auto a = parse(args, {"-o", "--output"});
   if (a.help) {
@@ -69,14 +82,7 @@ int cmd_merge(const std::vector<std::string>& args) {
   if (!a.output) throw usage_error{"merge needs -o MERGED"};
   if (a.positional.empty()) throw usage_error{"merge takes a directory or trace files"};
   const std::filesystem::path output = *a.output;
-  // Merged as JSON, then converted: a .pftrace, an OTF2 archive (one location group per rank), a Caliper
-  // profile (one row per node and rank).
-  const bool converted = pt::named_perfetto_trace(output) || pt::named_export_only(output);
-  // As every command writes: into a directory that exists (the scratch one beside MERGED must not create it).
-  if (const auto dir = output.parent_path(); !dir.empty() && !is_directory(dir.string()))
-    throw pt::trace_error(output.string() + ": cannot write: " + std::strerror(ENOENT));
-  if (!converted && !pt::named_json(output))
-    throw pt::trace_error(output.string() + ": unknown output format (" + std::string(pt::output_trace_suffixes) + ")");
+  const bool converted = merged_as_json_then_converted(output);
   std::vector<std::filesystem::path> files;
   std::vector<pt::skipped_file> skipped;
   // merge copies each event's JSON text: a Perfetto trace is converted to
