@@ -282,9 +282,11 @@ void ring::move_to(ring& next, std::uint64_t h) noexcept {
   std::atomic_signal_fence(std::memory_order_seq_cst);
   if (this_thread_ring == this) this_thread_ring = &next;
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  next.carried_dropped_ = dropped();
-  next.dropped_.fetch_add(dropped_.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  next.reentered_.fetch_add(reentered_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  const std::uint64_t dropped_here = dropped_.load(std::memory_order_relaxed);
+  const std::uint64_t reentered_here = reentered_.load(std::memory_order_relaxed);
+  next.carried_dropped_ = dropped_here + reentered_here;  // exactly what is carried: a later count here is late
+  next.dropped_.fetch_add(dropped_here, std::memory_order_relaxed);
+  next.reentered_.fetch_add(reentered_here, std::memory_order_relaxed);
   next.overwritten_.fetch_add(overwritten_.load(std::memory_order_relaxed), std::memory_order_relaxed);
   limit_to(0);  // every later push through this ring comes to push_to_successor
   moved_.store(true, std::memory_order_release);

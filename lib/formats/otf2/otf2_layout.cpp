@@ -46,7 +46,8 @@ void make_groups(const otf2_layout_input& in, otf2_layout& out) {
     if (fresh) out.groups.emplace_back(), all_streams.push_back(true);
     all_streams[it->second] = all_streams[it->second] && is_gpu_stream(t);
     out.locations.push_back({.name = name_or(in.thread_names, t.pid.text + '\x1f' + t.tid.text, default_thread_name(t.tid)),
-                             .type = is_gpu_stream(t) ? OTF2_LOCATION_TYPE_ACCELERATOR_STREAM : OTF2_LOCATION_TYPE_CPU_THREAD,
+                             .type = static_cast<OTF2_LocationType>(is_gpu_stream(t) ? OTF2_LOCATION_TYPE_ACCELERATOR_STREAM
+                                                                                 : OTF2_LOCATION_TYPE_CPU_THREAD),
                              .group = it->second});
   }
   for (const auto& [pid, index] : group_of_pid) {
