@@ -31,11 +31,39 @@ module proftrace
       import :: c_ptr
       type(c_ptr) :: p
     end function
+    subroutine c_stop() bind(C, name="proftrace_stop")
+    end subroutine
+    subroutine c_step() bind(C, name="proftrace_step")
+    end subroutine
+    subroutine c_push_n(name, length) bind(C, name="proftrace_push_n")
+      import :: c_char, c_size_t
+      character(kind=c_char), intent(in) :: name(*)
+      integer(c_size_t), value :: length
+    end subroutine
+    subroutine c_pop() bind(C, name="proftrace_pop")
+    end subroutine
+    subroutine c_instant_n(name, length) bind(C, name="proftrace_instant_n")
+      import :: c_char, c_size_t
+      character(kind=c_char), intent(in) :: name(*)
+      integer(c_size_t), value :: length
+    end subroutine
+    subroutine c_counter_n(name, length, value) bind(C, name="proftrace_counter_n")
+      import :: c_char, c_size_t, c_double
+      character(kind=c_char), intent(in) :: name(*)
+      integer(c_size_t), value :: length
+      real(c_double), value :: value
+    end subroutine
     subroutine c_arg_int_n(key, length, value) bind(C, name="proftrace_arg_int_n")
       import :: c_char, c_size_t, c_int64_t
       character(kind=c_char), intent(in) :: key(*)
       integer(c_size_t), value :: length
       integer(c_int64_t), value :: value
+    end subroutine
+    subroutine c_arg_double_n(key, length, value) bind(C, name="proftrace_arg_double_n")
+      import :: c_char, c_size_t, c_double
+      character(kind=c_char), intent(in) :: key(*)
+      integer(c_size_t), value :: length
+      real(c_double), value :: value
     end subroutine
     subroutine c_arg_string_n(key, key_length, value, value_length) bind(C, name="proftrace_arg_string_n")
       import :: c_char, c_size_t
@@ -60,30 +88,6 @@ module proftrace
       integer(c_size_t) :: n
     end function
   end interface
-
-  ! The C API's functions that share a signature, declared once per signature.
-  abstract interface
-    subroutine no_args() bind(C)
-    end subroutine
-    subroutine named(name, length) bind(C)
-      import :: c_char, c_size_t
-      character(kind=c_char), intent(in) :: name(*)
-      integer(c_size_t), value :: length
-    end subroutine
-    subroutine named_double(name, length, value) bind(C)
-      import :: c_char, c_size_t, c_double
-      character(kind=c_char), intent(in) :: name(*)
-      integer(c_size_t), value :: length
-      real(c_double), value :: value
-    end subroutine
-  end interface
-  procedure(no_args), bind(C, name="proftrace_stop") :: c_stop
-  procedure(no_args), bind(C, name="proftrace_step") :: c_step
-  procedure(no_args), bind(C, name="proftrace_pop") :: c_pop
-  procedure(named), bind(C, name="proftrace_push_n") :: c_push_n
-  procedure(named), bind(C, name="proftrace_instant_n") :: c_instant_n
-  procedure(named_double), bind(C, name="proftrace_counter_n") :: c_counter_n
-  procedure(named_double), bind(C, name="proftrace_arg_double_n") :: c_arg_double_n
 
   ! proftrace_arg(key, value): an integer or real of any kind, a logical (1
   ! or 0) or a character value; another type records the text below.
