@@ -79,8 +79,12 @@ enum class fork_child : std::uint8_t { profiling_off, fresh_session };
 // its run.def and run/ beside it; builds without libotf2
 // (PROFTRACE_WITH_OTF2) throw std::runtime_error there, naming the
 // package); caliper, a calling-context profile in Caliper's JSON-split
-// layout (.cali.json) for Hatchet and Thicket.
-enum class trace_format : std::uint8_t { automatic, json, pftrace, otf2, caliper };
+// layout (.cali.json) for Hatchet and Thicket. none: a profile-only
+// session, aggregating every report (key_averages, table, memory, FLOPs,
+// counters, stacks, rank_averages) and writing no trace and no spool; an
+// export of a trace then throws std::logic_error saying so, and a
+// tensorboard_trace_handler writes nothing.
+enum class trace_format : std::uint8_t { automatic, json, pftrace, otf2, caliper, none };
 
 struct profile_options {
   // Empty: everything this build compiled in, CUDA only where it is really
@@ -116,6 +120,16 @@ struct profile_options {
   std::uint32_t ring_events = PROFTRACE_RING_EVENTS;
   std::chrono::milliseconds flush_period{100};
   trace_format stream_format = trace_format::automatic;  // see trace_format
+  // In an MPI job (proftrace::mpi linked, MPI initialised): at each trace's
+  // end and at stop(), every rank's rows are reduced over MPI into one
+  // report of the job on rank 0, rank_averages(). A collective, as the
+  // clock alignment: every rank must end the same traces in the same order
+  // (PROFTRACE_NO_RANK_REDUCTION=1 turns it off where they cannot).
+  bool across_ranks = false;
+  // The ranks that write traces, "0,7,100-131" (empty: every rank;
+  // PROFTRACE_TRACE_RANKS overrides it): the others run profile-only
+  // (trace_format::none) and still take part in rank_averages().
+  std::string trace_ranks{};
   // Where traces stream while recording. Empty: $PROFTRACE_SPOOL_DIR, else
   // the system's temporary directory.
   std::filesystem::path spool_dir{};

@@ -10,6 +10,7 @@
 #include "c_config.hpp"
 #include "proftrace/schedule.hpp"
 #include "session/tensorboard_handler.hpp"
+#include "session/trace_ranks.hpp"
 
 namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
@@ -126,6 +127,12 @@ bool set_stream_format(config_state& s, std::string_view v, bool) {
   return false;
 }
 
+// trace_ranks=0+7+100-131: '+' between ranks, as ',' ends the key.
+bool set_trace_ranks(config_state& s, std::string_view v, bool) {
+  s.out.opts.trace_ranks = std::string(v);
+  return parse_rank_list(v).has_value();
+}
+
 bool set_spool_dir(config_state& s, std::string_view v, bool) {
   s.out.opts.spool_dir = std::string(v);
   return !v.empty();
@@ -143,7 +150,7 @@ constexpr const char* count = "a whole number >= 0";
 
 constexpr config_key table[] = {
     {"out", "on_trace_ready", "a directory: out=DIR", set_out},
-    {"format", "on_trace_ready", "json, json.gz, json.zst, pftrace, pftrace.gz, pftrace.zst, otf2 or cali.json", set_format},
+    {"format", "on_trace_ready", "json, json.gz, json.zst, pftrace, pftrace.gz, pftrace.zst, otf2, cali.json or none", set_format},
     {"table", "", flag, set_table},
     {"skip_first", "schedule", count, set_schedule<&schedule_args::skip_first>},
     {"wait", "schedule", count, set_schedule<&schedule_args::wait>},
@@ -163,7 +170,9 @@ constexpr config_key table[] = {
     {"overflow", "overflow", "drop, block or drop_oldest", set_overflow},
     {"ring_events", "ring_events", "a power of two from 64 to 2^30", set_ring_events},
     {"flush_period_ms", "flush_period", "milliseconds from 1 to 3600000", set_flush_period},
-    {"stream_format", "stream_format", "automatic, json or pftrace", set_stream_format},
+    {"stream_format", "stream_format", "automatic, json, pftrace or none", set_stream_format},
+    {"ranks", "across_ranks", flag, set_flag<&profile_options::across_ranks>},
+    {"trace_ranks", "trace_ranks", "ranks and ranges joined by '+': trace_ranks=0+7+100-131", set_trace_ranks},
     {"spool_dir", "spool_dir", "a directory: spool_dir=DIR", set_spool_dir},
     {"in_forked_child", "in_forked_child", "profiling_off or fresh_session", set_in_forked_child},
     {"enabled", "enabled", flag, set_flag<&profile_options::enabled>},

@@ -44,6 +44,7 @@ trace_window::trace_window(window_options options, std::uint64_t start_ticks, st
       writer_(std::in_place_type<kineto_json_writer>, head_),  // the default format's, replaced below
       names_over_limit_at_open_(names_over_limit()) {
   make_writer(opts_.format);
+  if (row_of(opts_.format).profile_only) return;  // no spool
   std::string head;
   each_writer([&](auto& w) { head = w.head(); });
   file_ = std::make_shared<trace_file>(opts_.path, head, result_tail(), row_of(opts_.format).rewrites_tail);
@@ -142,7 +143,7 @@ void trace_window::commit() {
 
 std::shared_ptr<finished_trace> trace_window::finish(std::int64_t stop_ns, std::vector<std::string>& warnings) {
   commit();
-  file_->release_reserve();
+  if (file_) file_->release_reserve();
   if (!pending_warning.empty()) warnings.push_back(std::move(pending_warning));
   auto f = std::make_shared<finished_trace>(counters());
   if (f->names_over_limit > 0)
@@ -153,9 +154,13 @@ std::shared_ptr<finished_trace> trace_window::finish(std::int64_t stop_ns, std::
   f->averages = aggregator_.rows_by_first_begin();
   f->events = aggregator_.take_retained();
   f->memory = std::move(aggregator_.memory());
+  f->stop_unix_ns = stop_ns;
+  if (!file_) {
+    f->path.clear();
+    return f;
+  }
   f->write_error = file_->error();
   f->events_not_written = file_->events_not_written();
-  f->stop_unix_ns = stop_ns;
   if (file_->removed())
     warnings.push_back("proftrace: the trace file '" + file_->path().string() +
                        "' was removed while recording; the trace is complete in the still open file and exports "

@@ -21,16 +21,16 @@
 #include "records/async_range.hpp"
 #include "records/pairing_counts.hpp"
 #include "records/thread.hpp"
-#include "spool/trace_file.hpp"
 #include "proftrace/detail/clock.hpp"
 #include "spool/trace_file.hpp"
 #include "formats/kineto_json/kineto_json_writer.hpp"
+#include "formats/none/no_trace_writer.hpp"
 #include "formats/perfetto/perfetto_writer.hpp"
 
 namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // One writer per format of formats/trace_formats.hpp's table, each naming its trace_format.
-using trace_writers = std::variant<kineto_json_writer, perfetto_writer>;
+using trace_writers = std::variant<kineto_json_writer, perfetto_writer, no_trace_writer>;
 
 // A CUDA allocation or free (CUPTI's MEMORY2) as an event among the host's,
 // so that it resolves with them in time order, and what it resolved to.

@@ -10,17 +10,19 @@
 
 namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
-const std::array<format_row, 4> trace_formats{{
-    {trace_format::json, "json", ".json", false, true, "events_not_written", nullptr, nullptr},
-    {trace_format::pftrace, "pftrace", ".pftrace", false, false, "packets_not_written",
+const std::array<format_row, 5> trace_formats{{
+    {trace_format::json, "json", ".json", false, false, true, "events_not_written", nullptr, nullptr},
+    {trace_format::pftrace, "pftrace", ".pftrace", false, false, false, "packets_not_written",
      [](const std::filesystem::path& in, const std::filesystem::path& out) { perfetto_to_kineto(in, out); },
      [](const std::filesystem::path& in, const std::filesystem::path& out) { kineto_to_perfetto(in, out); }},
     // An OTF2 archive's anchor file; without libotf2 its converter throws, naming the package.
-    {trace_format::otf2, "otf2", ".otf2", true, false, "events_not_written", nullptr,
+    {trace_format::otf2, "otf2", ".otf2", true, false, false, "events_not_written", nullptr,
      [](const std::filesystem::path& in, const std::filesystem::path& out) { kineto_to_otf2(in, out); }},
     // After ".json": "x.cali.json" ends with both, and the last row wins.
-    {trace_format::caliper, "cali.json", ".cali.json", true, false, "events_not_written", nullptr,
+    {trace_format::caliper, "cali.json", ".cali.json", true, false, false, "events_not_written", nullptr,
      [](const std::filesystem::path& in, const std::filesystem::path& out) { kineto_to_caliper(in, out); }},
+    // A profile-only session: aggregates, no trace; no file name ends in it.
+    {trace_format::none, "none", "", false, true, false, "events_not_written", nullptr, nullptr},
 }};
 
 const format_row& row_of(trace_format f) noexcept {
@@ -43,7 +45,7 @@ trace_name parse_trace_name(std::string_view name) noexcept {
     }
   }
   for (const format_row& f : trace_formats)
-    if (name.ends_with(f.suffix)) n.format = &f;
+    if (!f.profile_only && name.ends_with(f.suffix)) n.format = &f;
   return n;
 }
 
@@ -69,6 +71,8 @@ bool names_a_trace_suffix(const std::filesystem::path& p) noexcept {
 }
 
 std::optional<trace_name> parse_format_value(std::string_view value) noexcept {
+  for (const format_row& f : trace_formats)
+    if (f.profile_only && value == f.name) return trace_name{&f, compression::none};
   const std::string name = "." + std::string(value);
   const trace_name n = parse_trace_name(name);
   if (n.format == nullptr || (n.format->export_only && n.compressed != compression::none) || n.format->suffix.size() + suffix_of(n.compressed).size() != name.size()) return std::nullopt;
@@ -77,11 +81,15 @@ std::optional<trace_name> parse_format_value(std::string_view value) noexcept {
 
 std::string format_values(std::string_view lead, std::string_view last_separator) {
   std::string out;
+  const auto forms = [&](const format_row& f) -> std::size_t {
+    if (f.profile_only) return lead.empty() ? 1 : 0;
+    return f.export_only ? 1 : compressions.size() + 1;
+  };
   std::size_t count = 0;
-  for (const format_row& f : trace_formats) count += f.export_only ? 1 : compressions.size() + 1;
+  for (const format_row& f : trace_formats) count += forms(f);
   std::size_t i = 0;
   for (const format_row& f : trace_formats) {
-    for (std::size_t c = 0; c <= (f.export_only ? 0 : compressions.size()); ++c, ++i) {
+    for (std::size_t c = 0; c < forms(f); ++c, ++i) {
       if (i != 0) out += i + 1 == count ? last_separator : ", ";
       out += lead;
       out += f.name;
@@ -98,6 +106,7 @@ std::string trace_file_suffix(trace_format f, compression c) {
 void convert_trace(const format_row& from, const format_row& to, const std::filesystem::path& in,
                    const std::filesystem::path& out) {
   if (&from == &to) throw std::logic_error("proftrace: convert_trace between one format");
+  if (from.profile_only || to.profile_only) throw std::logic_error("proftrace: convert_trace to or from no trace (none)");
   if (from.export_only)
     throw std::runtime_error("proftrace: " + in.string() + ": " + std::string(from.name) +
                              " is written only (converted from a trace), never read back: read its .json or .pftrace");

@@ -40,6 +40,9 @@ struct format_row {
   // or read back. A session whose handler names one streams Kineto JSON
   // and converts at the export.
   bool export_only;
+  // No trace at all (trace_format::none): a profile-only session's row,
+  // with no suffix, no spool and no writer beyond the aggregates.
+  bool profile_only;
   // The spool's closing part is rewritten at each commit (JSON's "]}"), or
   // the spool is only appended to (Perfetto's packets).
   bool rewrites_tail;
@@ -50,7 +53,7 @@ struct format_row {
   trace_converter from_kineto;  // null: the format is Kineto JSON
 };
 
-extern const std::array<format_row, 4> trace_formats;
+extern const std::array<format_row, 5> trace_formats;
 
 // The row of a format (trace_format::automatic: Kineto JSON's, the default).
 const format_row& row_of(trace_format f) noexcept;
@@ -72,10 +75,11 @@ compression compression_of(const std::filesystem::path& p) noexcept;
 std::string_view suffix_of(compression c) noexcept;
 // Whether a name ends in a suffix of the tables (a format's or a compression's).
 bool names_a_trace_suffix(const std::filesystem::path& p) noexcept;
-// "json", "json.gz", ..., "pftrace.zst": PROFTRACE_CONFIG's format= value.
+// "json", "json.gz", ..., "pftrace.zst", "none": PROFTRACE_CONFIG's format= value.
 std::optional<trace_name> parse_format_value(std::string_view value) noexcept;
 // Every format and compression as a name ends: `lead` + "json", ..., the
-// last after `last_separator` ("json, json.gz, ... or pftrace.zst").
+// last after `last_separator` ("json, json.gz, ... or none"). With a
+// `lead` (file suffixes) the profile-only row, which names no file, is left out.
 std::string format_values(std::string_view lead = "", std::string_view last_separator = " or ");
 // ".pt.trace.pftrace.zst": a trace file's name after its worker's and time.
 std::string trace_file_suffix(trace_format f, compression c);

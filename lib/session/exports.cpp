@@ -54,6 +54,9 @@ void session::export_stacks(const std::filesystem::path& path, std::string_view 
 void session::export_chrome_trace(const std::filesystem::path& path) const {
   std::lock_guard lock(detail::session_mutex);
   if (!has_trace()) return impl_->warn_no_trace("export_chrome_trace()", path, detail::active_session == this);
+  if (!impl_->last->spool)
+    throw std::logic_error("proftrace: export_chrome_trace('" + path.string() + "'): " + impl_->no_file_reason() +
+                           ": nothing is written; key_averages(), table() and rank_averages() have its rows");
   // A spool that could not be written completely exports what it holds,
   // its "proftrace" counters marking the trace incomplete.
   const auto& last = impl_->last;

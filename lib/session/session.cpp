@@ -9,6 +9,7 @@
 #include "proftrace/execution_trace.hpp"
 #include "recording/registry.hpp"
 #include "session_impl.hpp"
+#include "trace_ranks.hpp"
 
 namespace proftrace {
 inline namespace PROFTRACE_ABI_NAMESPACE {
@@ -51,6 +52,7 @@ session::session(profile_options options, activity_set compiled) : impl_(std::ma
     throw std::invalid_argument("proftrace: flush_period must be positive");
   if (s.opts.ring_events < 64 || (s.opts.ring_events & (s.opts.ring_events - 1)) != 0)
     throw std::invalid_argument("proftrace: ring_events must be a power of two >= 64");
+  s.traces_here = detail::traces_this_rank(s.opts.trace_ranks, -1);  // checks the list now
   s.record_steps = static_cast<bool>(s.opts.schedule);
   s.sched = s.opts.schedule ? s.opts.schedule : schedule_fn(default_schedule);
   s.current = s.sched(0);
@@ -84,6 +86,7 @@ void session::start() {
   s.scoped_steps = false;
   s.start_collectors();
   s.dist = distributed();
+  s.traces_here = detail::traces_this_rank(s.opts.trace_ranks, s.dist ? s.dist->rank : -1);
   s.clock_alignment = detail::clock_alignment_json(s.dist, "at_start");
   detail::active_session = this;
   detail::session_state.store(detail::state_session, std::memory_order_release);

@@ -61,6 +61,7 @@ struct session::impl {
   std::map<int, device_memory_stats> session_memory;  // merged over this profile's traces, every start() of it
   std::optional<distributed_info> dist;  // this process's rank, read at start()
   std::string clock_alignment;           // the traces' "clockAlignment", measured at start()
+  bool traces_here = true;  // this rank writes traces (trace_ranks), decided at start()
   bool keep_last = false;  // on_trace_ready failed: the spool is the trace, kept and named
   bool running_handler = false;  // exit() from inside the handler must not run it again
   bool warned_handler = false;
@@ -76,6 +77,8 @@ struct session::impl {
 
   // spool.cpp: each trace's spool, from its name to its removal.
   trace_format stream_format() const;
+  bool profile_only() const;  // stream_format() is none: no trace, no spool
+  std::string no_file_reason() const;  // why a profile-only session writes no trace
   detail::window_options window_for_next_trace();
   void discard_last();
   std::filesystem::path keep_last_spool();

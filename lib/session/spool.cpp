@@ -45,20 +45,32 @@ std::filesystem::path default_spool_dir() {
 
 }  // namespace
 
-// The spool's format: the option's, else the handler's.
+// The spool's format: none on a rank trace_ranks leaves out, else the
+// option's, else the handler's.
 trace_format session::impl::stream_format() const {
+  if (!traces_here) return trace_format::none;
   if (opts.stream_format != trace_format::automatic) return detail::stream_format_for(opts.stream_format);
   const auto* handler = opts.on_trace_ready.target<detail::tensorboard_handler>();
   return detail::stream_format_for(handler ? handler->format : trace_format::automatic);
+}
+
+bool session::impl::profile_only() const { return detail::row_of(stream_format()).profile_only; }
+
+std::string session::impl::no_file_reason() const {
+  if (!traces_here)
+    return "rank " + std::to_string(dist ? dist->rank : -1) +
+           " is not among the ranks that write traces (trace_ranks, PROFTRACE_TRACE_RANKS): it records a profile only";
+  return "the session is profile-only (stream_format = none): it records no trace";
 }
 
 detail::window_options session::impl::window_for_next_trace() {
   detail::window_options w;
   w.format = stream_format();
   const std::filesystem::path dir = opts.spool_dir.empty() ? default_spool_dir() : opts.spool_dir;
-  w.path = dir / ("proftrace-" + std::to_string(::getpid()) + "-" + run_token() + "-" +
-                  std::to_string(++spool_sequence) +
-                  detail::trace_file_suffix(w.format, detail::compression::none) + ".part");
+  if (!profile_only())
+    w.path = dir / ("proftrace-" + std::to_string(::getpid()) + "-" + run_token() + "-" +
+                    std::to_string(++spool_sequence) +
+                    detail::trace_file_suffix(w.format, detail::compression::none) + ".part");
   add_head_metadata(w);
   w.record_shapes = opts.record_shapes;
   w.with_stack = opts.with_stack;
@@ -75,7 +87,7 @@ void session::impl::discard_last() {
   std::error_code ec;
   // A spool that could not be written completely is kept (its warning
   // named it): `proftrace validate --repair` recovers what it holds.
-  if (last_owner == ::getpid() && last->write_error.empty() && !last->spool_is_export && !keep_last)
+  if (last->spool && last_owner == ::getpid() && last->write_error.empty() && !last->spool_is_export && !keep_last)
     std::filesystem::remove(last->path, ec);
   last.reset();
   keep_last = false;
@@ -84,7 +96,7 @@ void session::impl::discard_last() {
 // The last trace's spool, complete, renamed from .part, is kept: the trace
 // on_trace_ready could not take, or nobody is left to export. Returns where.
 std::filesystem::path session::impl::keep_last_spool() {
-  if (!last || last_owner != ::getpid()) return {};
+  if (!last || !last->spool || last_owner != ::getpid()) return {};
   std::filesystem::path kept = last->path;
   if (kept.extension() == ".part") kept.replace_extension();
   std::error_code ec;

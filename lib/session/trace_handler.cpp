@@ -23,7 +23,7 @@ inline namespace PROFTRACE_ABI_NAMESPACE {
 // find out is removed again: the handler makes it with its first trace.
 void session::impl::check_handler_destination() const {
   const auto* handler = opts.on_trace_ready.target<detail::tensorboard_handler>();
-  if (!handler) return;
+  if (!handler || detail::row_of(handler->format).profile_only) return;
   std::error_code ec;
   std::filesystem::path first_made;  // the outermost directory the probe creates
   for (std::filesystem::path p = handler->dir; !p.empty() && !std::filesystem::exists(p, ec); p = p.parent_path()) {
@@ -43,6 +43,9 @@ void session::impl::check_handler_destination() const {
 // one warning per session, never an exception out of them.
 void session::impl::trace_ready(session& self) {
   if (!opts.on_trace_ready) return;
+  // A profile-only trace (trace_format::none, a rank trace_ranks leaves
+  // out) has no file for the TensorBoard handler to write.
+  if (last && !last->spool && opts.on_trace_ready.target<detail::tensorboard_handler>()) return;
   running_handler = true;
   try {
     opts.on_trace_ready(self);

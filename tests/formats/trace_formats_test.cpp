@@ -19,7 +19,7 @@ namespace {
 int converted = 0;
 
 // An export-only row as a new format adds it: a suffix and a from_kineto converter.
-const d::format_row write_only{trace_format::json, "writeonly", ".writeonly", true, false, "events_not_written",
+const d::format_row write_only{trace_format::json, "writeonly", ".writeonly", true, false, false, "events_not_written",
                                nullptr, [](const std::filesystem::path&, const std::filesystem::path& out) {
                                  ++converted;
                                  std::ofstream(out) << "converted";
@@ -46,8 +46,23 @@ TEST_CASE("format values list export-only rows once, without compression; a comp
   for (const d::format_row& f : d::trace_formats) {
     CHECK(d::parse_format_value(f.name));
     for (const d::compression_row& c : d::compressions)
-      CHECK(d::parse_format_value(std::string(f.name) + std::string(c.suffix)).has_value() == !f.export_only);
+      CHECK(d::parse_format_value(std::string(f.name) + std::string(c.suffix)).has_value() ==
+            !(f.export_only || f.profile_only));
   }
+}
+
+TEST_CASE("the profile-only row names no file: no name picks it, file suffix lists leave it out, nothing converts to it") {
+  const d::format_row& none = d::row_of(trace_format::none);
+  CHECK(none.profile_only);
+  CHECK(none.suffix.empty());
+  CHECK(d::stream_format_for(trace_format::none) == trace_format::none);
+  CHECK(d::trace_name_of("run.none").format->format == trace_format::json);
+  CHECK(d::trace_name_of("run").format->format == trace_format::json);
+  CHECK_FALSE(d::names_a_trace_suffix("run"));
+  CHECK(d::format_values().ends_with("or none"));
+  CHECK(d::format_values(".", ", ").find("none") == std::string::npos);
+  CHECK_THROWS_AS(d::convert_trace(d::row_of(trace_format::json), none, "in.json", "out"), std::logic_error);
+  CHECK_THROWS_AS(d::convert_trace(none, d::row_of(trace_format::json), "in", "out.json"), std::logic_error);
 }
 
 TEST_CASE("an export-only format converts from Kineto JSON, refuses a compressed output and is never read back") {

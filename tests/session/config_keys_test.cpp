@@ -24,13 +24,14 @@ const std::vector<std::string> members = {
     "activities",    "schedule",   "on_trace_ready",       "record_shapes", "profile_memory",
     "with_stack",    "with_flops", "with_modules",         "counters",      "retain_events",
     "acc_events",    "cuda_profiler_gating", "overflow",   "ring_events",   "flush_period",
-    "stream_format", "spool_dir",  "in_forked_child",      "enabled",       "execution_trace_observer"};
+    "stream_format", "across_ranks", "trace_ranks",        "spool_dir",     "in_forked_child",
+    "enabled",       "execution_trace_observer"};
 
 [[maybe_unused]] void names_every_member(proftrace::profile_options& o) {
   [[maybe_unused]] auto& [activities, schedule, on_trace_ready, record_shapes, profile_memory, with_stack, with_flops,
                           with_modules, counters, retain_events, acc_events, cuda_profiler_gating, overflow,
-                          ring_events, flush_period, stream_format, spool_dir, in_forked_child, enabled,
-                          execution_trace_observer] = o;
+                          ring_events, flush_period, stream_format, across_ranks, trace_ranks, spool_dir,
+                          in_forked_child, enabled, execution_trace_observer] = o;
 }
 
 // Members a configuration string cannot carry: a C++ object.
@@ -74,7 +75,8 @@ TEST_CASE("each key sets its option") {
   const auto c = parsed(
       "counters=task-clock+page-faults,overflow=block,ring_events=1024,retain_events,acc_events=1,modules,"
       "stream_format=pftrace,flush_period_ms=50,spool_dir=/tmp/spool,in_forked_child=fresh_session,enabled=0,"
-      "cuda_profiler_gating=on,memory,shapes,stack,flops,table,out=traces,format=pftrace.gz,active=2");
+      "cuda_profiler_gating=on,memory,shapes,stack,flops,table,out=traces,format=pftrace.gz,active=2,ranks,"
+      "trace_ranks=0+7+100-131");
   const auto& o = c.opts;
   CHECK(o.counters == std::vector<std::string>{"task-clock", "page-faults"});
   CHECK(o.overflow == proftrace::overflow_policy::block);
@@ -90,6 +92,8 @@ TEST_CASE("each key sets its option") {
   CHECK(o.cuda_profiler_gating);
   CHECK((o.profile_memory && o.record_shapes && o.with_stack && o.with_flops));
   CHECK(c.table);
+  CHECK(o.across_ranks);
+  CHECK(o.trace_ranks == "0+7+100-131");
   CHECK(c.out_dir == "traces");
   CHECK(static_cast<bool>(o.schedule));
   CHECK(static_cast<bool>(o.on_trace_ready));
@@ -103,7 +107,8 @@ TEST_CASE("each key sets its option") {
 TEST_CASE("a bad value names its key and what it takes") {
   for (const char* bad : {"ring_events=100", "ring_events=32", "overflow=sometimes", "counters=", "counters=a++b",
                           "flush_period_ms=0", "stream_format=xml", "in_forked_child=maybe", "spool_dir=",
-                          "enabled=perhaps"}) {
+                          "enabled=perhaps", "ranks=all", "trace_ranks=", "trace_ranks=5-3", "trace_ranks=1+x",
+                          "trace_ranks=-1", "stream_format=cali.json"}) {
     const std::string text(bad);
     const std::string key = text.substr(0, text.find('='));
     const std::string error = error_of(text);
@@ -119,8 +124,11 @@ TEST_CASE("format= takes exactly the format table's names, and its message lists
   for (const d::format_row& f : d::trace_formats) {
     CHECK(d::parse_format_value(f.name));
     for (const d::compression_row& c : d::compressions)
-      CHECK(d::parse_format_value(std::string(f.name) + std::string(c.suffix)).has_value() == !f.export_only);
+      CHECK(d::parse_format_value(std::string(f.name) + std::string(c.suffix)).has_value() ==
+            !(f.export_only || f.profile_only));
   }
+  CHECK(d::parse_format_value("none")->format->format == proftrace::trace_format::none);
+  CHECK_FALSE(d::parse_format_value(""));
   CHECK_FALSE(d::parse_format_value("gz"));
   CHECK_FALSE(d::parse_format_value("json.gz.zst"));
   CHECK_FALSE(d::parse_format_value("xjson"));
