@@ -6,6 +6,7 @@
 // reads and two ring writes, about 20-25 ns) is only the producer's share.
 //
 // BM_whole_cost/<threads>/<format>/<depth>: a default session except for the `block` policy
+// (format 0 .json, 1 .pftrace, 2 none: a profile-only session, aggregates and no trace, no export)
 // (lossless, so every scope is written and counted: under `drop` a producer
 // faster than the flusher would make the flusher's share look smaller by
 // losing events); `threads` threads each record kScopes scopes of an empty
@@ -30,6 +31,7 @@
 #include <proftrace/macros.hpp>
 #include <proftrace/profile.hpp>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -155,7 +157,10 @@ struct totals {
 
 void BM_whole_cost(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
-  const bool pftrace = state.range(1) != 0;
+  const auto format = std::array{proftrace::trace_format::json, proftrace::trace_format::pftrace,
+                                 proftrace::trace_format::none}[static_cast<std::size_t>(state.range(1))];
+  const bool pftrace = format == proftrace::trace_format::pftrace;
+  const bool profile_only = format == proftrace::trace_format::none;
   const bool nested = state.range(2) == 3;
   const std::int64_t per_thread = nested ? kScopes / 3 * 3 : kScopes;
   const auto dir = scratch_dir();
@@ -169,14 +174,14 @@ void BM_whole_cost(benchmark::State& state) {
     totals::interval measured(run);
     {
       proftrace::profile p({.overflow = proftrace::overflow_policy::block,
-                            .stream_format = pftrace ? proftrace::trace_format::pftrace : proftrace::trace_format::json,
+                            .stream_format = format,
                             .spool_dir = dir});
       p.start();
       std::vector<std::thread> workers;
       for (int t = 0; t < threads; ++t) workers.push_back(timed_thread(nested ? record_nested_scopes : record_scopes, kScopes, run.producer_ns));
       for (auto& w : workers) w.join();
       p.stop();  // every event drained and written to the spool
-      p.export_chrome_trace(trace);  // the finished trace file
+      if (!profile_only) p.export_chrome_trace(trace);  // the finished trace file
       measured.end(state, threads * per_thread);
       // Checked after the measurement: the report is not part of the cost.
       const auto avg = p.key_averages();
@@ -192,7 +197,7 @@ void BM_whole_cost(benchmark::State& state) {
   run.report(state);
   state.counters["lost"] = static_cast<double>(lost);
   state.SetLabel(std::to_string(threads) + " thread" + (threads > 1 ? "s" : "") + ", recorded, " +
-                 (pftrace ? ".pftrace" : ".json") + (nested ? ", nested 3 deep" : ", flat"));
+                 (profile_only ? "profile only" : pftrace ? ".pftrace" : ".json") + (nested ? ", nested 3 deep" : ", flat"));
 }
 
 void BM_whole_cost_baseline(benchmark::State& state) {
@@ -220,7 +225,7 @@ BENCHMARK(BM_whole_cost_baseline)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
 BENCHMARK(BM_whole_cost)
-    ->ArgsProduct({{1, 2}, {0, 1}, {1, 3}})
+    ->ArgsProduct({{1, 2}, {0, 1, 2}, {1, 3}})
     ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
 
 BENCHMARK_MAIN();
