@@ -24,13 +24,14 @@
 #include "proftrace/detail/clock.hpp"
 #include "spool/trace_file.hpp"
 #include "formats/kineto_json/kineto_json_writer.hpp"
-#include "formats/none/no_trace_writer.hpp"
+#include "formats/none/none_writer.hpp"
 #include "formats/perfetto/perfetto_writer.hpp"
 
 namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 // One writer per format of formats/trace_formats.hpp's table, each naming its trace_format.
-using trace_writers = std::variant<kineto_json_writer, perfetto_writer, no_trace_writer>;
+using trace_writers = std::variant<kineto_json_writer, perfetto_writer, none_writer>;
+static_assert(trace_writer<kineto_json_writer> && trace_writer<perfetto_writer> && trace_writer<none_writer>);
 
 // A CUDA allocation or free (CUPTI's MEMORY2) as an event among the host's,
 // so that it resolves with them in time order, and what it resolved to.

@@ -31,17 +31,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "records/async_range.hpp"
-#include "records/gpu_batch.hpp"
-#include "records/memory.hpp"
-#include "records/thread.hpp"
 #include "perfetto_builder.hpp"
 #include "formats/recent_cache.hpp"
-#include "formats/trace_head.hpp"
+#include "formats/trace_writer.hpp"
 
 namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
-
-struct finished_trace;
 
 class perfetto_writer {
  public:

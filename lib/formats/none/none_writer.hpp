@@ -10,21 +10,15 @@
 #include <string>
 #include <vector>
 
-#include "records/async_range.hpp"
-#include "records/gpu_batch.hpp"
-#include "records/memory.hpp"
-#include "records/thread.hpp"
-#include "formats/trace_head.hpp"
+#include "formats/trace_writer.hpp"
 
 namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
-struct finished_trace;
-
-class no_trace_writer {
+class none_writer {
  public:
   static constexpr trace_format format = trace_format::none;
 
-  explicit no_trace_writer(const trace_head&) {}
+  explicit none_writer(const trace_head&) {}
   static std::string head() { return {}; }
   static std::string tail(const finished_trace&, const std::string&) { return {}; }
 
