@@ -1,12 +1,17 @@
 // proftrace summary: see its help text below and tools/README.md.
 #include <algorithm>
+#include <filesystem>
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include <proftrace/rank_averages.hpp>
+#include <proftrace_trace_io/rank_profile.hpp>
+
 #include "command.hpp"
+#include "trace_input.hpp"
 
 namespace proftrace::tools::cli {
 
@@ -53,7 +58,35 @@ const char* const summary_help =
     "  --max-src-column-width N     and Source Location (75) columns, N >= 4;\n"
     "  --header TEXT                a line above the table, under a line of '='\n"
     "  -h, --help          this text\n"
+    "\n"
+    "With a job's report across MPI ranks (the .cali.json that\n"
+    "rank_averages::write_profile writes): the table rank_averages::table() prints,\n"
+    "per key calls, total and self time summed over the ranks, the min, mean and\n"
+    "max of one rank's total time with the ranks of the min and max, and the load\n"
+    "imbalance; --sort-by also takes max_ns, imbalance and imbalance_percent. Other\n"
+    ".cali.json files (a trace converted to a Caliper profile) are refused.\n"
+    "\n"
     "exit codes: 0 ok, 1 unreadable or invalid trace, 2 usage error\n";
+
+// A job's report across ranks (rank_averages::write_profile's .cali.json):
+// its table, true; false for any other path.
+bool print_rank_profile(const parsed_args& a) {
+  const std::string& path = a.positional[0];
+  if (pt::export_only_reason(path).empty() || !std::filesystem::is_regular_file(path)) return false;
+  const auto job = proftrace::detail::read_rank_profile(path);
+  if (!job) return false;  // a converted trace's profile: refused as before
+  parsed_args without_sort = a;
+  without_sort.sort_by.reset();
+  proftrace::table_options opts = table_options_of(without_sort);
+  opts.sort_by = a.sort_by.value_or(opts.sort_by);
+  if (opts.sort_by == "none") opts.sort_by.clear();
+  try {
+    std::cout << job->table(opts);
+  } catch (const std::invalid_argument& e) {
+    throw usage_error{std::string("unknown --sort-by key: ") + e.what()};
+  }
+  return true;
+}
 
 // Achieved GFLOP/s per key: its FLOPs over its total CPU time.
 void print_flop_rates(const proftrace::event_averages& avg, bool with_flops_header) {
@@ -123,6 +156,7 @@ int cmd_summary(const std::vector<std::string>& args) {
     return exit_ok;
   }
   if (a.positional.size() != 1) throw usage_error{"summary takes one TRACE"};
+  if (print_rank_profile(a)) return exit_ok;
   const proftrace::table_options opts = table_options_of(a);
   std::vector<std::string> warnings;
   if (is_directory(a.positional[0])) {
@@ -169,6 +203,7 @@ int cmd_summary(const std::vector<std::string>& args) {
 }  // namespace
 
 const command summary_command{"summary", "  summary TRACE    key_averages().table() of the trace's host events\n"
+    "  summary JOB.cali.json  the table of a job's report across MPI ranks (rank_averages)\n"
     "  summary DIR      each rank's table, then the spread of each key across ranks\n", summary_help, cmd_summary};
 
 }  // namespace proftrace::tools::cli
