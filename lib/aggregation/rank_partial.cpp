@@ -147,7 +147,9 @@ rank_partial parse_rank_partial(std::string_view bytes) {
   if (const std::uint8_t v = in.u8(); v != version) partial_reader::fail("version " + std::to_string(v));
   rank_partial p;
   p.low_rank = in.i32(), p.high_rank = in.i32();
-  if (p.low_rank < 0 || p.high_rank < p.low_rank) partial_reader::fail("an empty or negative rank range");
+  // INT_MAX is no rank (MPI's ranks are below the int's size), and the range's size must be an int.
+  if (p.low_rank < 0 || p.high_rank < p.low_rank || p.high_rank == INT_MAX)
+    partial_reader::fail("an empty, negative or too large rank range");
   const std::uint32_t rows = in.count(string_bytes * 3);
   std::unordered_map<std::string, int> keys;
   for (std::uint32_t i = 0; i < rows; ++i) {
