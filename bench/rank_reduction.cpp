@@ -10,7 +10,9 @@
 // the tree's messages and combines, decoding on rank 0. Prints one line:
 // ranks, keys, the median call time over the repetitions (the slowest
 // rank's, and rank 0's), bytes sent per rank (mean and max over the ranks
-// but 0, which sends nothing), and the job partial's size at rank 0.
+// but 0, which sends nothing), and the job partial's size at rank 0; at 2
+// ranks also the throughput of one combine of two 512-rank partials (the
+// model's figure for large jobs, bench/README.md).
 #include <mpi.h>
 
 #include <algorithm>
@@ -20,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "aggregation/rank_partial.hpp"
 #include "aggregation/rank_reduction.hpp"
 #include "collect/mpi/rank_reduce.hpp"
 
@@ -36,6 +39,27 @@ std::vector<proftrace::event_average> rows_of(int rank, int keys) {
     rows.push_back(std::move(r));
   }
   return rows;
+}
+
+// The partial of ranks [low, low + count): what a subtree of that size sends up.
+std::string subtree_partial(int low, int count, int keys) {
+  std::string p;
+  for (int r = low; r < low + count; ++r)
+    proftrace::detail::combine_rank_partials(p, proftrace::detail::encode_rank_partial(rows_of(r, keys), r));
+  return p;
+}
+
+// For the model of larger jobs: one combine of two 512-rank subtrees, in MB/s of their bytes.
+double combine_throughput_mb_s(int keys) {
+  const std::string lower = subtree_partial(0, 512, keys), upper = subtree_partial(512, 512, keys);
+  const auto start = std::chrono::steady_clock::now();
+  constexpr int rounds = 5;
+  for (int i = 0; i < rounds; ++i) {
+    std::string into = lower;
+    proftrace::detail::combine_rank_partials(into, upper);
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return rounds * static_cast<double>(lower.size() + upper.size()) / s / 1e6;
 }
 
 double median(std::vector<double> v) {
@@ -79,6 +103,7 @@ int main(int argc, char** argv) {
     std::printf("ranks %d  keys %d  call median us: slowest rank %.1f, rank 0 %.1f  bytes sent per rank: mean %.0f, "
                 "max %.0f  received by rank 0: %zu\n",
                 size, keys, slowest, mine[0], size > 1 ? sent_sum / (size - 1) : 0.0, sent_max, job_bytes);
+    if (size == 2) std::printf("combine of two 512-rank partials (%d keys): %.0f MB/s\n", keys, combine_throughput_mb_s(keys));
   }
   MPI_Finalize();
   return 0;

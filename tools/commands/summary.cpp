@@ -1,17 +1,13 @@
 // proftrace summary: see its help text below and tools/README.md.
 #include <algorithm>
-#include <filesystem>
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
 #include <string>
 #include <vector>
 
-#include <proftrace/rank_averages.hpp>
-#include <proftrace_trace_io/rank_profile.hpp>
-
 #include "command.hpp"
-#include "trace_input.hpp"
+#include "job_report.hpp"
 
 namespace proftrace::tools::cli {
 
@@ -71,10 +67,8 @@ const char* const summary_help =
 // A job's report across ranks (rank_averages::write_profile's .cali.json):
 // its table, true; false for any other path.
 bool print_rank_profile(const parsed_args& a) {
-  const std::string& path = a.positional[0];
-  if (pt::export_only_reason(path).empty() || !std::filesystem::is_regular_file(path)) return false;
-  const auto job = proftrace::detail::read_rank_profile(path);
-  if (!job) return false;  // a converted trace's profile: refused as before
+  const auto job = pt::read_job_report(a.positional[0]);
+  if (!job) return false;  // a trace, or a converted trace's profile: read (or refused) as before
   parsed_args without_sort = a;
   without_sort.sort_by.reset();
   proftrace::table_options opts = table_options_of(without_sort);
