@@ -68,11 +68,14 @@ struct rank_average {
   // The slowest rank against the mean: 0 when balanced, 1 when the slowest
   // rank takes twice the mean (0 for a key with no time).
   double imbalance() const noexcept { return mean_ns > 0 ? static_cast<double>(max_ns) / mean_ns - 1.0 : 0.0; }
-  // The imbalance percentage of CrayPat's pat_report ("Imb. Time %"), the
-  // complement of Scalasca/Cube's load balance efficiency (mean / max),
-  // scaled by P / (P - 1) so that 100 means one rank does all the work and
-  // the others none, whatever P:  (max - mean) / max * P / (P - 1) * 100.
-  // 0 for one rank or a key with no time.
+  // The imbalance percentage as CrayPat's pat_report gives it ("Imb.
+  // Time%"): (max - mean) / max * P / (P - 1) * 100, i.e. one minus Cube's
+  // load balance efficiency, mean / max (Scalasca's Cube guide, "Load
+  // Balance Efficiency": apps.fz-juelich.de/scalasca/releases/cube/4.6/docs/
+  // guide/html/AdvisorJSCTestsOmpLoad_balance.html), scaled by P / (P - 1)
+  // so that 100 means one rank does all the work and the others none,
+  // whatever P (pat_report's own page was not among the references
+  // searched). 0 for one rank or a key with no time.
   double imbalance_percent() const noexcept {
     if (max_ns <= 0 || ranks < 2) return 0.0;
     const double max = static_cast<double>(max_ns), p = ranks;

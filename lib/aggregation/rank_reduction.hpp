@@ -16,7 +16,9 @@
 // rank that does not (a session started on some ranks only, a rank that
 // leaves its session early) leaves the others waiting forever: set
 // PROFTRACE_NO_RANK_REDUCTION=1 on every rank of such a job, and no rank
-// makes any MPI call for the report.
+// makes any MPI call for the report. The MPI calls are made on the calling
+// thread: under MPI_THREAD_FUNNELED (or SERIALIZED) call it from the thread
+// MPI allows.
 #pragma once
 
 #include "proftrace/config.hpp"
