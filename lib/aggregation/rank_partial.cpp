@@ -3,6 +3,7 @@
 #include <array>
 #include <climits>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "rank_partial_bytes.hpp"
@@ -95,7 +96,7 @@ void add_counters(rank_average& into, const rank_average& other) {
 rank_average merged_row(const rank_average* lower, const rank_average* upper, int lower_low, int upper_low) {
   rank_average r = lower ? *lower : *upper;
   if (!lower || !upper) {
-    // The range without the key holds a rank at 0: a candidate for both.
+    // The range without the key counts 0 at its lowest rank: a candidate for both.
     const extreme absent{0, lower ? upper_low : lower_low};
     const extreme lo = smaller({r.min_ns, r.min_rank}, absent), hi = larger({r.max_ns, r.max_rank}, absent);
     r.min_ns = lo.ns, r.min_rank = lo.rank, r.max_ns = hi.ns, r.max_rank = hi.rank;
@@ -115,13 +116,14 @@ rank_average merged_row(const rank_average* lower, const rank_average* upper, in
 
 rank_partial merged(const rank_partial& lower, const rank_partial& upper) {
   rank_partial out{lower.low_rank, upper.high_rank, {}};
-  std::unordered_map<std::string, std::size_t> upper_rows, seen;
+  std::unordered_map<std::string, std::size_t> upper_rows;
+  std::unordered_set<std::string> seen;
   for (std::size_t i = 0; i < upper.rows.size(); ++i) upper_rows.emplace(identity_of(upper.rows[i]), i);
   for (const rank_average& row : lower.rows) {
     const auto found = upper_rows.find(identity_of(row));
     const rank_average* other = found == upper_rows.end() ? nullptr : &upper.rows[found->second];
     out.rows.push_back(merged_row(&row, other, lower.low_rank, upper.low_rank));
-    seen.emplace(identity_of(row), 0);
+    seen.insert(identity_of(row));
   }
   for (const rank_average& row : upper.rows)
     if (!seen.contains(identity_of(row))) out.rows.push_back(merged_row(nullptr, &row, lower.low_rank, upper.low_rank));
