@@ -77,7 +77,10 @@ bool print_rank_profile(const parsed_args& a) {
   try {
     std::cout << job->table(opts);
   } catch (const std::invalid_argument& e) {
-    throw usage_error{std::string("unknown --sort-by key: ") + e.what()};
+    const std::string why = e.what();
+    const auto valid = why.find("(valid keys: ");
+    throw usage_error{"unknown --sort-by key '" + opts.sort_by + "' for a job's report" +
+                      (valid == std::string::npos ? std::string() : " " + why.substr(valid))};
   }
   return true;
 }
@@ -197,7 +200,8 @@ int cmd_summary(const std::vector<std::string>& args) {
 }  // namespace
 
 const command summary_command{"summary", "  summary TRACE    key_averages().table() of the trace's host events\n"
-    "  summary JOB.cali.json  the table of a job's report across MPI ranks (rank_averages)\n"
+    "  summary JOB.cali.json\n"
+    "                   the table of a job's report across MPI ranks (rank_averages)\n"
     "  summary DIR      each rank's table, then the spread of each key across ranks\n", summary_help, cmd_summary};
 
 }  // namespace proftrace::tools::cli
