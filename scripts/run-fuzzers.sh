@@ -14,8 +14,8 @@ scale="${PROFTRACE_FUZZ_SCALE:-1}"
 # each go through five reads, summary DIR, a merge and a repair); with the build (about
 # 45 s on two cores) the whole script takes about 2.7 minutes.
 declare -A runs=([trace_reader_fuzzer]=$((30000 * scale)) [json_string_fuzzer]=$((300000 * scale))
-                [kineto_event_fuzzer]=$((1000000 * scale)))
-targets=(trace_reader_fuzzer json_string_fuzzer kineto_event_fuzzer)
+                [kineto_event_fuzzer]=$((1000000 * scale)) [rank_partial_fuzzer]=$((300000 * scale)))
+targets=(trace_reader_fuzzer json_string_fuzzer kineto_event_fuzzer rank_partial_fuzzer)
 
 echo "=== fuzzers: build in ${build#$root/}"
 CC="${PROFTRACE_FUZZ_CC:-clang}" CXX="${PROFTRACE_FUZZ_CXX:-clang++}" cmake -S "$root" -B "$build" \

@@ -7,7 +7,9 @@
 
 #include <proftrace/cuda.hpp>
 #include <proftrace/proftrace.hpp>
+#include <proftrace/rank_averages.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -98,4 +100,21 @@ TEST_CASE("PROFTRACE_ENABLED=0: the schedule's and the activities' names and rul
   CHECK(proftrace::default_schedule(3) == proftrace::profiler_action::record);
   CHECK(proftrace::transition(proftrace::profiler_action::record, std::nullopt) ==
         std::vector{proftrace::transition_op::stop_trace, proftrace::transition_op::trace_ready});
+}
+
+TEST_CASE("PROFTRACE_ENABLED=0: the job's report across ranks is its note, its CSV the header, no profile written") {
+  proftrace::rank_averages job;
+  job.note = "proftrace was compiled out (PROFTRACE_ENABLED=0): nothing was recorded";
+  CHECK(job.table({.sort_by = "imbalance"}) == "Note: " + job.note + "\n");
+  const std::string csv = job.csv();
+  CHECK(csv.rfind("key,calls,cpu_time_total_ns,", 0) == 0);
+  CHECK(csv.ends_with(",stack\n"));
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 1);
+  const auto path = std::filesystem::temp_directory_path() / "proftrace-zero-cost-job.cali.json";
+  std::filesystem::remove(path);
+  job.write_profile(path);
+  CHECK_FALSE(std::filesystem::exists(path));
+  proftrace::rank_average row;
+  row.max_ns = 40, row.mean_ns = 25, row.ranks = 4;
+  CHECK(row.imbalance_percent() == doctest::Approx(50.0));
 }

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "aggregation/rank_partial.hpp"
 #include "flusher_stall.hpp"
 #include "test_support.hpp"
 #include "cli_test_support.hpp"
@@ -555,4 +556,37 @@ TEST_CASE("summary of many events: the same rows whatever the spills, in batches
     }
   CHECK(reference.find("\"leaf\",6000,") != std::string::npos);
   CHECK(run_cli({"summary", pftrace.string()}).out == run_cli({"summary", json.string()}).out);
+}
+
+TEST_CASE("summary JOB.cali.json: a job's report across ranks prints rank_averages::table(), sorted as asked") {
+  std::string partial;
+  for (int rank = 0; rank < 3; ++rank) {
+    proftrace::event_average kernel;
+    kernel.key = "kernel";
+    kernel.count = 5;
+    kernel.cpu_time_total_ns = 1'000'000 * (rank + 1);
+    kernel.self_cpu_time_total_ns = 400'000 * (rank + 1);
+    proftrace::event_average io = kernel;
+    io.key = "io";
+    io.cpu_time_total_ns = io.self_cpu_time_total_ns = 3'000'000;
+    std::vector<proftrace::event_average> rows{kernel};
+    if (rank == 1) rows.push_back(io);
+    proftrace::detail::combine_rank_partials(partial, proftrace::detail::encode_rank_partial(rows, rank));
+  }
+  const proftrace::rank_averages job = proftrace::detail::decode_rank_report(partial);
+  const test_support::temp_dir tmp("cli-summary-job");
+  const auto& dir = tmp.path;
+  const auto path = dir / "job.cali.json";
+  job.write_profile(path);
+  const cli_result plain = run_cli({"summary", path.string()});
+  CHECK(plain.rc == 0);
+  CHECK(plain.out == job.table({.sort_by = "self_cpu_time_total"}));
+  const cli_result sorted = run_cli({"summary", path.string(), "--sort-by", "imbalance_percent", "--row-limit", "1"});
+  CHECK(sorted.rc == 0);
+  CHECK(sorted.out == job.table({.sort_by = "imbalance_percent", .row_limit = 1}));
+  CHECK(sorted.out.find("io ") != std::string::npos);  // on one rank of three: 100 %
+  write_file(dir / "bad.cali.json", R"({"proftrace.report": "rank_averages", "nodes": []})");
+  const cli_result bad = run_cli({"summary", (dir / "bad.cali.json").string()});
+  CHECK(bad.rc == 1);
+  CHECK(bad.err.find("bad.cali.json: not a consistent rank profile") != std::string::npos);
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "job_report.hpp"
 
 namespace proftrace::tools::cli {
 
@@ -53,7 +54,36 @@ const char* const summary_help =
     "  --max-src-column-width N     and Source Location (75) columns, N >= 4;\n"
     "  --header TEXT                a line above the table, under a line of '='\n"
     "  -h, --help          this text\n"
+    "\n"
+    "With a job's report across MPI ranks (the .cali.json that\n"
+    "rank_averages::write_profile writes): the table rank_averages::table() prints,\n"
+    "per key calls, total and self time summed over the ranks, the min, mean and\n"
+    "max of one rank's total time with the ranks of the min and max, and the load\n"
+    "imbalance; --sort-by also takes max_ns, imbalance and imbalance_percent. Other\n"
+    ".cali.json files (a trace converted to a Caliper profile) are refused.\n"
+    "\n"
     "exit codes: 0 ok, 1 unreadable or invalid trace, 2 usage error\n";
+
+// A job's report across ranks (rank_averages::write_profile's .cali.json):
+// its table, true; false for any other path.
+bool print_rank_profile(const parsed_args& a) {
+  const auto job = pt::read_job_report(a.positional[0]);
+  if (!job) return false;  // a trace, or a converted trace's profile: read (or refused) as before
+  parsed_args without_sort = a;
+  without_sort.sort_by.reset();
+  proftrace::table_options opts = table_options_of(without_sort);
+  opts.sort_by = a.sort_by.value_or(opts.sort_by);
+  if (opts.sort_by == "none") opts.sort_by.clear();
+  try {
+    std::cout << job->table(opts);
+  } catch (const std::invalid_argument& e) {
+    const std::string why = e.what();
+    const auto valid = why.find("(valid keys: ");
+    throw usage_error{"unknown --sort-by key '" + opts.sort_by + "' for a job's report" +
+                      (valid == std::string::npos ? std::string() : " " + why.substr(valid))};
+  }
+  return true;
+}
 
 // Achieved GFLOP/s per key: its FLOPs over its total CPU time.
 void print_flop_rates(const proftrace::event_averages& avg, bool with_flops_header) {
@@ -123,6 +153,7 @@ int cmd_summary(const std::vector<std::string>& args) {
     return exit_ok;
   }
   if (a.positional.size() != 1) throw usage_error{"summary takes one TRACE"};
+  if (print_rank_profile(a)) return exit_ok;
   const proftrace::table_options opts = table_options_of(a);
   std::vector<std::string> warnings;
   if (is_directory(a.positional[0])) {
@@ -169,6 +200,8 @@ int cmd_summary(const std::vector<std::string>& args) {
 }  // namespace
 
 const command summary_command{"summary", "  summary TRACE    key_averages().table() of the trace's host events\n"
+    "  summary JOB.cali.json\n"
+    "                   the table of a job's report across MPI ranks (rank_averages)\n"
     "  summary DIR      each rank's table, then the spread of each key across ranks\n", summary_help, cmd_summary};
 
 }  // namespace proftrace::tools::cli

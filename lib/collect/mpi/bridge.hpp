@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include "proftrace/config.hpp"
 #include "proftrace/distributed.hpp"
@@ -25,6 +27,10 @@ struct mpi_bridge {
   std::optional<distributed_info> (*world_rank)() noexcept;
   // Collective over MPI_COMM_WORLD (lib/collect/mpi/clock_offset.hpp).
   std::optional<clock_offset> (*measure_clock_offset)(std::int64_t (*clock)(), int rounds);
+  // Collective over proftrace's duplicate of MPI_COMM_WORLD
+  // (lib/collect/mpi/rank_reduce.hpp): every rank's `partial` combined up a
+  // binomial tree; rank 0 gets the whole job's, the others an empty string.
+  std::optional<std::string> (*reduce_to_rank0)(std::string partial, void (*combine)(std::string&, std::string_view));
 };
 
 void install_mpi_bridge(const mpi_bridge* bridge) noexcept;

@@ -1,10 +1,11 @@
 // proftrace::mpi: installs the MPI bridge (lib/collect/mpi/bridge.hpp) before main()
-// runs, so that sessions read their rank from MPI_COMM_WORLD and measure
-// their clock offset against rank 0. Linked as an object file, so that its
+// runs, so that sessions read their rank from MPI_COMM_WORLD, measure
+// their clock offset against rank 0 and reduce the job's report to rank 0. Linked as an object file, so that its
 // static initialiser is in every program that names the component.
 #include <mpi.h>
 
 #include "clock_offset.hpp"
+#include "rank_reduce.hpp"
 #include "collect/component_anchor.hpp"
 
 PROFTRACE_DEFINE_COMPONENT_ANCHOR();
@@ -29,7 +30,7 @@ std::optional<distributed_info> mpi_world_rank() noexcept {
   return d;
 }
 
-constexpr mpi_bridge bridge{mpi_world_rank, measure_clock_offset};
+constexpr mpi_bridge bridge{mpi_world_rank, measure_clock_offset, reduce_to_rank0};
 [[maybe_unused]] const bool installed = (install_mpi_bridge(&bridge), true);
 
 }  // namespace

@@ -5,28 +5,16 @@
 #include <limits>
 #include <vector>
 
+#include "world_duplicate.hpp"
+
 namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
-
-namespace {
-
-// The exchanges' own communicator, a duplicate of MPI_COMM_WORLD made by the
-// first exchange (collective, as the exchange is): no receive of the
-// program's, wildcards included, can match proftrace's messages or the
-// other way round. MPI cannot be initialised twice, so it is kept.
-MPI_Comm exchange_comm() {
-  static MPI_Comm comm = MPI_COMM_NULL;
-  if (comm == MPI_COMM_NULL && PMPI_Comm_dup(MPI_COMM_WORLD, &comm) != MPI_SUCCESS) comm = MPI_COMM_NULL;
-  return comm;
-}
-
-}  // namespace
 
 std::optional<clock_offset> measure_clock_offset(std::int64_t (*clock)(), int rounds) {
   int initialised = 0, finalised = 0;
   MPI_Initialized(&initialised);
   MPI_Finalized(&finalised);
   if (!initialised || finalised || rounds < 1) return std::nullopt;
-  const MPI_Comm comm = exchange_comm();
+  const MPI_Comm comm = proftrace_world_duplicate();
   if (comm == MPI_COMM_NULL) return std::nullopt;
   int rank = 0, size = 1;
   if (PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS || PMPI_Comm_size(comm, &size) != MPI_SUCCESS) return std::nullopt;

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""The job's report across ranks as a profile: Thicket reads it, `proftrace summary` prints its table.
+
+usage: check_rank_profile.py MPIEXEC NP_FLAG PROGRAM PROFTRACE VENV_DIR WORK_DIR
+
+Runs PROGRAM (tests/mpi/rank_reduction_mpi.cpp) under `MPIEXEC NP_FLAG 4`
+with PROFTRACE_TEST_RANK_PROFILE set: rank 0 writes job.cali.json
+(rank_averages::write_profile) and the table rank_averages::table() printed
+(job.cali.json.table). Checks:
+- thicket.Thicket.from_caliper loads the profile with one row per call-path
+  node and rank (4 ranks), "kernel"'s per-rank counts and inclusive times
+  are the program's (10 calls, (rank + 1) ms), and mpi.world.size is 4;
+- `proftrace summary job.cali.json` prints exactly that table.
+The virtualenv (llnl-hatchet, llnl-thicket from PyPI) is made once in
+VENV_DIR; where PyPI cannot be reached the test is skipped (exit 77).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from cached_venv import SKIP, ensure_venv  # noqa: E402
+
+RANKS = 4
+
+# Runs in the virtualenv: what Thicket sees of the profile, as JSON.
+THICKET_PROBE = r"""
+import json, sys, warnings, io, contextlib
+warnings.simplefilter("ignore")
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    import thicket as th
+    tk = th.Thicket.from_caliper([sys.argv[1]])
+df = tk.dataframe.reset_index()
+rows = [{"name": r["node"].frame["name"], "rank": int(r["rank"]), "count": float(r["count"]),
+         "inc": float(r["time (inc)"])} for r in df.to_dict("records")]
+meta = tk.metadata.reset_index().to_dict("records")[0]
+print(json.dumps({"rows": rows, "nodes": len(list(tk.graph.traverse())),
+                  "world_size": int(meta.get("mpi.world.size", 0))}))
+"""
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, **kw)
+
+
+def check_thicket(python, profile):
+    p = run([python, "-c", THICKET_PROBE, profile])
+    assert p.returncode == 0, f"Thicket failed on {profile}:\n{p.stdout[-2000:]}\n{p.stderr[-4000:]}"
+    seen = json.loads(p.stdout.strip().splitlines()[-1])
+    rows = seen["rows"]
+    assert seen["world_size"] == RANKS, seen["world_size"]
+    assert len(rows) == seen["nodes"] * RANKS, (len(rows), seen["nodes"])
+    assert sorted({r["rank"] for r in rows}) == list(range(RANKS)), rows[:8]
+    kernel = sorted((r for r in rows if r["name"] == "kernel"), key=lambda r: r["rank"])
+    assert [r["count"] for r in kernel] == [10.0] * RANKS, kernel
+    for r in kernel:
+        assert abs(r["inc"] - (r["rank"] + 1) * 1e-3) < 1e-12, kernel
+    print(f"Thicket: {seen['nodes']} nodes x {RANKS} ranks")
+
+
+def main():
+    mpiexec, np_flag, program, proftrace, venv, work = sys.argv[1:7]
+    python = ensure_venv(venv, [["llnl-hatchet", "llnl-thicket"]], "llnl-hatchet and llnl-thicket")
+    if python is None:
+        return SKIP
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    profile = os.path.join(work, "job.cali.json")
+    env = dict(os.environ, PROFTRACE_TEST_RANK_PROFILE=profile)
+    p = run([mpiexec, np_flag, str(RANKS), program], env=env)
+    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-4000:]
+    with open(profile + ".table") as f:
+        table = f.read()
+    summary = run([proftrace, "summary", profile])
+    assert summary.returncode == 0, summary.stderr
+    assert summary.stdout == table, f"summary:\n{summary.stdout}\ntable():\n{table}"
+    print(f"proftrace summary: the table of rank_averages::table(), {len(table.splitlines())} lines")
+    check_thicket(python, profile)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
