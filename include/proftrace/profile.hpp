@@ -50,6 +50,7 @@
 #include "key_averages.hpp"
 #include "memory_stats.hpp"
 #include "overflow.hpp"
+#include "rank_averages.hpp"
 #include "schedule.hpp"
 
 namespace proftrace {
@@ -226,6 +227,11 @@ class session {
   // Peak and current memory per device: over the last trace, over the whole
   // session, and per step (empty before the first trace ends).
   std::vector<device_memory_stats> memory_stats() const;
+  // The job's report of the last finished trace, reduced over MPI
+  // (profile_options::across_ranks): per key, the ranks' sums, min, mean,
+  // max and imbalance. On rank 0; elsewhere, and without across_ranks or
+  // MPI, empty, its note saying why.
+  proftrace::rank_averages rank_averages() const;
 
   // The file of the last finished trace: its spool (removed with the
   // session), or the export the spool became (the first plain export in
@@ -283,6 +289,11 @@ class session {
   void export_profile(const std::filesystem::path&) const noexcept {}
   void export_memory_timeline(const std::filesystem::path&, std::string_view = {}) const noexcept {}
   std::vector<device_memory_stats> memory_stats() const { return {}; }
+  proftrace::rank_averages rank_averages() const {
+    proftrace::rank_averages none;
+    none.note = "proftrace was compiled out (PROFTRACE_ENABLED=0): nothing was recorded";
+    return none;
+  }
   std::filesystem::path trace_path() const { return {}; }
   void add_metadata(std::string_view, std::string_view) noexcept {}
   void add_metadata_json(std::string_view, std::string_view) noexcept {}

@@ -70,6 +70,7 @@ void session::impl::finish(std::shared_ptr<detail::finished_trace> done) {
   }
   if (earlier) accumulate_into(*last, *earlier);
   merge_memory_stats();
+  reduce_across_ranks();
 }
 
 void session::impl::merge_memory_stats() {

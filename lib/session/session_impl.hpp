@@ -68,6 +68,8 @@ struct session::impl {
   bool warned_start_trace = false;
   bool ended_at_exit = false;    // stopped by the atexit hook: later step() calls do nothing
   mutable bool warned_no_trace = false;
+  std::optional<proftrace::rank_averages> job;  // rank_report.cpp: the last trace's report of the job
+  std::string job_note;                         // why `job` is empty
 
   ~impl() { discard_last(); }
 
@@ -115,6 +117,9 @@ struct session::impl {
   void finish(std::shared_ptr<detail::finished_trace> done);
   void merge_memory_stats();
   std::string no_trace_reason(bool running) const;
+
+  // rank_report.cpp: the job's report over MPI (across_ranks).
+  void reduce_across_ranks();
 
   // exports.cpp
   void warn_no_trace(const char* what, const std::filesystem::path& path, bool running) const;

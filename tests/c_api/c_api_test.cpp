@@ -305,3 +305,19 @@ TEST_CASE("memory events on a device outside -1..253 are refused and counted, fr
   CHECK(trace.at("proftrace").as_object().at("invalid_memory_devices").as_int64() == 4);
   CHECK(trace.at("proftrace").as_object().at("unknown_frees").as_int64() == 0);
 }
+
+TEST_CASE("the C API: format=none records a profile and writes no trace file") {
+  temp_dir out("c-api-none");
+  temp_dir spool("c-api-none-spool");
+  const std::string config = "out=" + out.path.string() + ",format=none,spool_dir=" + spool.path.string();
+  REQUIRE(proftrace_start(config.c_str()) == 0);
+  CHECK(proftrace_recording() == 1);
+  proftrace_push("profiled");
+  proftrace_pop();
+  CHECK(files_in(spool.path).empty());
+  proftrace_stop();
+  CHECK(files_in(out.path).empty());
+  CHECK(files_in(spool.path).empty());
+  CHECK(proftrace_start("format=none.gz") != 0);
+  CHECK(std::string(proftrace_last_error()).find("none") != std::string::npos);
+}
