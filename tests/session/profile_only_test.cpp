@@ -4,6 +4,7 @@
 
 #include <proftrace/proftrace.hpp>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
@@ -18,11 +19,15 @@ using test_support::warning_capture;
 
 namespace {
 
+// Each leaf lasts 20 us: collapsed stacks count whole microseconds.
 void work(int n) {
   PROF_FUNCTION();
   for (int i = 0; i < n; ++i) {
     PROF_SCOPE("leaf");
     PROF_MATMUL(4, 8, 16);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+    while (std::chrono::steady_clock::now() < end) {
+    }
   }
   PROF_INSTANT("marker");
 }
@@ -183,4 +188,25 @@ TEST_CASE("a rank trace_ranks leaves out keeps its reports, writes no trace, and
   work(1);
   q.stop();
   CHECK(std::filesystem::exists(q.trace_path()));
+}
+
+TEST_CASE("rank_averages() outside a job says why it is empty: across_ranks off, no MPI, no trace yet") {
+  proftrace::profile off;
+  off.start();
+  work(1);
+  off.stop();
+  CHECK(off.rank_averages().rows.empty());
+  CHECK(off.rank_averages().note.find("across_ranks is off") != std::string::npos);
+
+  proftrace::profile p({.stream_format = proftrace::trace_format::none, .across_ranks = true});
+  CHECK(p.rank_averages().note.find("never started") != std::string::npos);
+  p.start();
+  work(2);
+  CHECK(p.rank_averages().note.find("still running") != std::string::npos);
+  p.stop();
+  CHECK(row(p.key_averages(), "leaf")->count == 2);  // the rank's own report is there
+  const proftrace::rank_averages job = p.rank_averages();
+  CHECK(job.rows.empty());
+  CHECK(job.note.find("does not link proftrace::mpi") != std::string::npos);
+  CHECK(job.table().find("does not link proftrace::mpi") != std::string::npos);
 }
