@@ -4,9 +4,12 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <span>
 #include <stdexcept>
 #include <string_view>
 #include <unordered_map>
+
+#include "reports/sort_keys.hpp"
 
 namespace proftrace {
 namespace {
@@ -58,10 +61,7 @@ std::string trim_path(const std::string& path, std::size_t width) {
   return width > 3 ? "..." + last_columns(path, width - 3) : last_columns(path, width);
 }
 
-struct sort_key {
-  const char* name;
-  double (*value)(const event_average&);
-};
+using sort_key = detail::sort_key<event_average>;
 
 constexpr sort_key sort_keys[] = {
     {"cpu_time", [](const event_average& e) { return e.cpu_time_avg_us(); }},
@@ -155,17 +155,6 @@ struct table_layout {
   }
 };
 
-// The sort key of that name; std::invalid_argument naming the valid ones.
-const sort_key& sort_key_named(const std::string& name) {
-  const auto* key = std::find_if(std::begin(sort_keys), std::end(sort_keys), [&](const sort_key& k) { return name == k.name; });
-  if (key == std::end(sort_keys)) {
-    std::string valid;
-    for (const auto& k : sort_keys) valid += std::string(valid.empty() ? "" : ", ") + k.name;
-    throw std::invalid_argument("proftrace: unknown sort_by key '" + name + "' (valid keys: " + valid + ")");
-  }
-  return *key;
-}
-
 // An event without shapes shows torch's "[]".
 std::string shapes_text(const event_average& r) { return r.input_shapes.empty() ? std::string("[]") : r.input_shapes; }
 
@@ -178,7 +167,7 @@ std::vector<const event_average*> listed_rows(const std::vector<event_average>& 
   for (const auto& r : rows)
     if (!options.top_level_events_only || r.top_level) order.push_back(&r);
   if (!options.sort_by.empty()) {
-    const sort_key* key = &sort_key_named(options.sort_by);
+    const sort_key* key = &detail::sort_key_named(std::span<const sort_key>(sort_keys), options.sort_by);
     std::stable_sort(order.begin(), order.end(), [&](auto* a, auto* b) { return key->value(*a) > key->value(*b); });
   }
   if (options.row_limit >= 0 && order.size() > static_cast<std::size_t>(options.row_limit))
@@ -352,7 +341,7 @@ event_average event_averages::total_average() const {
 std::string event_averages::table(const table_options& options) const {
   // Nothing behind the report: the reason is the whole table (as compiled out).
   if (rows.empty() && !note.empty() && losses.total() == 0) {
-    if (!options.sort_by.empty()) (void)sort_key_named(options.sort_by);
+    if (!options.sort_by.empty()) (void)detail::sort_key_named(std::span<const sort_key>(sort_keys), options.sort_by);
     return "Note: " + note + "\n";
   }
   const std::vector<const event_average*> order = listed_rows(rows, options);

@@ -1,11 +1,13 @@
 // rank_averages::table(): the job's report as a fixed-width table.
 #include <algorithm>
+#include <span>
 #include <cstdio>
 #include <functional>
 #include <stdexcept>
 #include <string_view>
 
 #include "proftrace/rank_averages.hpp"
+#include "reports/sort_keys.hpp"
 
 namespace proftrace {
 namespace {
@@ -35,10 +37,7 @@ std::string format_bytes(std::int64_t b) {
   return std::to_string(b) + " b";
 }
 
-struct sort_key {
-  const char* name;
-  double (*value)(const rank_average&);
-};
+using sort_key = detail::sort_key<rank_average>;
 // torch's keys, where a rank_average has the figure, and the job's own.
 constexpr sort_key sort_keys[] = {
     {"cpu_time_total", [](const rank_average& r) { return static_cast<double>(r.cpu_time_total_ns); }},
@@ -58,21 +57,11 @@ constexpr sort_key sort_keys[] = {
     {"imbalance_percent", [](const rank_average& r) { return r.imbalance_percent(); }},
 };
 
-const sort_key& sort_key_named(const std::string& name) {
-  const auto* key = std::find_if(std::begin(sort_keys), std::end(sort_keys), [&](const sort_key& k) { return name == k.name; });
-  if (key == std::end(sort_keys)) {
-    std::string valid;
-    for (const auto& k : sort_keys) valid += std::string(valid.empty() ? "" : ", ") + k.name;
-    throw std::invalid_argument("proftrace: unknown sort_by key '" + name + "' (valid keys: " + valid + ")");
-  }
-  return *key;
-}
-
 std::vector<const rank_average*> listed_rows(const std::vector<rank_average>& rows, const table_options& options) {
   std::vector<const rank_average*> order;
   for (const rank_average& r : rows) order.push_back(&r);
   if (!options.sort_by.empty()) {
-    const sort_key& key = sort_key_named(options.sort_by);
+    const sort_key& key = detail::sort_key_named(std::span<const sort_key>(sort_keys), options.sort_by);
     std::stable_sort(order.begin(), order.end(),
                      [&](const rank_average* a, const rank_average* b) { return key.value(*a) > key.value(*b); });
   }

@@ -27,6 +27,7 @@
 #include "collect/mpi/clock_offset.hpp"
 #include "session/process_hooks.hpp"
 #include "test_support.hpp"
+#include "mpi_doctest_main.hpp"
 
 namespace {
 
@@ -281,12 +282,4 @@ TEST_CASE("MPI calls on a split communicator name their peer by its world rank; 
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  doctest::Context context(argc, argv);
-  const int failed = context.run();
-  int any = 0;
-  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return any;
-}
+int main(int argc, char** argv) { return test_support::run_doctest_on_every_rank(argc, argv); }

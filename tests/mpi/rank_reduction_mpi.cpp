@@ -25,6 +25,7 @@
 #include "aggregation/rank_partial.hpp"
 #include "aggregation/rank_reduction.hpp"
 #include "collect/mpi/rank_reduce.hpp"
+#include "mpi_doctest_main.hpp"
 
 namespace pd = proftrace::detail;
 
@@ -199,12 +200,4 @@ TEST_CASE("the job profile and its table, for check_rank_profile.py") {
   std::ofstream(std::string(path) + ".csv") << job->csv();
 }
 
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  doctest::Context context(argc, argv);
-  const int failed = context.run();
-  int any = 0;
-  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return any;
-}
+int main(int argc, char** argv) { return test_support::run_doctest_on_every_rank(argc, argv); }
