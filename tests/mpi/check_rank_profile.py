@@ -50,12 +50,16 @@ def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, **kw)
 
 
-def check_thicket(python, profile):
+def thicket_sees(python, profile):
     p = run([python, "-c", THICKET_PROBE, profile])
     assert p.returncode == 0, f"Thicket failed on {profile}:\n{p.stdout[-2000:]}\n{p.stderr[-4000:]}"
     seen = json.loads(p.stdout.strip().splitlines()[-1])
-    rows = seen["rows"]
     assert seen["world_size"] == RANKS, seen["world_size"]
+    return seen, seen["rows"]
+
+
+def check_thicket(python, profile):
+    seen, rows = thicket_sees(python, profile)
     assert len(rows) == seen["nodes"] * RANKS, (len(rows), seen["nodes"])
     assert sorted({r["rank"] for r in rows}) == list(range(RANKS)), rows[:8]
     kernel = sorted((r for r in rows if r["name"] == "kernel"), key=lambda r: r["rank"])
@@ -66,11 +70,7 @@ def check_thicket(python, profile):
 
 
 def check_thicket_stats(python, profile):
-    p = run([python, "-c", THICKET_PROBE, profile])
-    assert p.returncode == 0, f"Thicket failed on {profile}:\n{p.stdout[-2000:]}\n{p.stderr[-4000:]}"
-    seen = json.loads(p.stdout.strip().splitlines()[-1])
-    rows = seen["rows"]
-    assert seen["world_size"] == RANKS, seen["world_size"]
+    seen, rows = thicket_sees(python, profile)
     assert len(rows) == seen["nodes"] and all(r["rank"] is None for r in rows), (len(rows), seen["nodes"], rows[:4])
     kernel = [r for r in rows if r["name"] == "kernel"]
     assert len(kernel) == 1, rows

@@ -42,7 +42,7 @@ void add_stats_row(call_path_profile& profile, std::uint32_t node, const rank_av
   profile.add(node, 0, call_path_profile::calls, static_cast<double>(r.calls));
   profile.add(node, 0, call_path_profile::exclusive_ns, static_cast<double>(r.self_cpu_time_total_ns));
   profile.add(node, 0, call_path_profile::inclusive_ns, static_cast<double>(r.cpu_time_total_ns));
-  for (const auto [name, value] : {std::pair{"min#inclusive#sum#time.duration", static_cast<double>(r.min_ns) / 1e9},
+  for (const auto& [name, value] : {std::pair{"min#inclusive#sum#time.duration", static_cast<double>(r.min_ns) / 1e9},
                                    {"avg#inclusive#sum#time.duration", r.mean_ns / 1e9},
                                    {"max#inclusive#sum#time.duration", static_cast<double>(r.max_ns) / 1e9},
                                    {"proftrace.min_rank", static_cast<double>(r.min_rank)},
