@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "aggregation/rank_partial.hpp"
@@ -42,24 +43,26 @@ std::vector<proftrace::event_average> rows_of(int rank, int keys) {
 }
 
 // The partial of ranks [low, low + count): what a subtree of that size sends up.
-std::string subtree_partial(int low, int count, int keys) {
+std::string subtree_partial(int low, int count, int keys, bool per_rank_values) {
   std::string p;
   for (int r = low; r < low + count; ++r)
-    proftrace::detail::combine_rank_partials(p, proftrace::detail::encode_rank_partial(rows_of(r, keys), r));
+    proftrace::detail::combine_rank_partials(p, proftrace::detail::encode_rank_partial(rows_of(r, keys), r, per_rank_values));
   return p;
 }
 
-// For the model of larger jobs: one combine of two 512-rank subtrees, in MB/s of their bytes.
-double combine_throughput_mb_s(int keys) {
-  const std::string lower = subtree_partial(0, 512, keys), upper = subtree_partial(512, 512, keys);
+// For the model of larger jobs: one combine of two 512-rank subtrees, in
+// MB/s of their bytes, and its time in microseconds.
+std::pair<double, double> combine_throughput(int keys, bool per_rank_values) {
+  const std::string lower = subtree_partial(0, 512, keys, per_rank_values),
+                    upper = subtree_partial(512, 512, keys, per_rank_values);
   const auto start = std::chrono::steady_clock::now();
-  constexpr int rounds = 5;
+  constexpr int rounds = 20;
   for (int i = 0; i < rounds; ++i) {
     std::string into = lower;
     proftrace::detail::combine_rank_partials(into, upper);
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return rounds * static_cast<double>(lower.size() + upper.size()) / s / 1e6;
+  return {rounds * static_cast<double>(lower.size() + upper.size()) / s / 1e6, s / rounds * 1e6};
 }
 
 double median(std::vector<double> v) {
@@ -103,7 +106,12 @@ int main(int argc, char** argv) {
     std::printf("ranks %d  keys %d  call median us: slowest rank %.1f, rank 0 %.1f  bytes sent per rank: mean %.0f, "
                 "max %.0f  received by rank 0: %zu\n",
                 size, keys, slowest, mine[0], size > 1 ? sent_sum / (size - 1) : 0.0, sent_max, job_bytes);
-    if (size == 2) std::printf("combine of two 512-rank partials (%d keys): %.0f MB/s\n", keys, combine_throughput_mb_s(keys));
+    if (size == 2)
+      for (const bool values : {true, false}) {
+        const auto [mb_s, us] = combine_throughput(keys, values);
+        std::printf("combine of two 512-rank partials (%d keys, %s per-rank values): %.0f MB/s, %.1f us\n", keys,
+                    values ? "with" : "without", mb_s, us);
+      }
   }
   MPI_Finalize();
   return 0;

@@ -63,7 +63,7 @@ struct rank_average {
   int max_rank = 0;
   int ranks_with_calls = 0;
   int ranks = 0;  // the job's rank count, the mean's divisor
-  std::vector<rank_value> per_rank;  // the ranks with calls, in rank order
+  std::vector<rank_value> per_rank;  // the ranks with calls, in rank order; empty when left out (rank_averages)
 
   // The slowest rank against the mean: 0 when balanced, 1 when the slowest
   // rank takes twice the mean (0 for a key with no time).
@@ -99,6 +99,11 @@ class rank_averages {
   std::vector<rank_average> rows;  // in the order of each key's first appearance, rank 0's first
   int ranks = 0;
   std::string note;  // why the report is empty; empty for a whole report
+  // Empty when every row's per_rank is there; else why they were left out
+  // (a job of more ranks than PROFTRACE_RANK_VALUES_MAX, default 1024, 0
+  // never keeps them): the figures are whole, only the per-rank values and
+  // the profile's per-rank rows are missing. table() prints it.
+  std::string per_rank_note;
 
 #if PROFTRACE_ENABLED
   // A fixed-width table: calls, total and self time summed, min / mean /
@@ -114,9 +119,11 @@ class rank_averages {
   // joined by ';'.
   std::string csv() const;
   // The job profile, Caliper's JSON-split layout (.cali.json): one row per
-  // call-path node and rank, mpi.rank a value column; Thicket reads it and
-  // `proftrace summary` prints table() from it. Throws std::runtime_error
-  // when the file cannot be written.
+  // call-path node and rank, mpi.rank a value column; without per-rank
+  // values (per_rank_note) one row per node, the figures summed, with the
+  // min / max / mean columns. Thicket reads it and `proftrace summary`
+  // prints table() from it. Throws std::runtime_error when the file cannot
+  // be written.
   void write_profile(const std::filesystem::path& path) const;
 #else
   std::string table(const table_options& = {}) const { return "Note: " + note + "\n"; }

@@ -14,7 +14,7 @@ namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 namespace {
 
 constexpr std::string_view magic = "PTRK";
-constexpr std::uint8_t version = 1;
+constexpr std::uint8_t version = 2;
 constexpr std::size_t string_bytes = 4;  // the least a string takes: its length
 constexpr std::size_t per_rank_bytes = 4 + 3 * 8;
 constexpr std::size_t counter_bytes = string_bytes + 2 * 8;
@@ -33,7 +33,7 @@ std::string identity_of(const rank_average& r) {
   return id;
 }
 
-void write_row(partial_writer& w, const rank_average& r) {
+void write_row(partial_writer& w, const rank_average& r, bool per_rank_values) {
   w.text(r.key);
   w.u32(static_cast<std::uint32_t>(r.stack.size()));
   for (const std::string& frame : r.stack) w.text(frame);
@@ -41,6 +41,7 @@ void write_row(partial_writer& w, const rank_average& r) {
   w.u32(static_cast<std::uint32_t>(r.counters.size()));
   for (const counter_total& c : r.counters) w.text(c.name), w.i64(c.total), w.i64(c.self);
   w.i64(r.min_ns), w.i32(r.min_rank), w.i64(r.max_ns), w.i32(r.max_rank);
+  if (!per_rank_values) return w.i32(r.ranks_with_calls);
   w.u32(static_cast<std::uint32_t>(r.per_rank.size()));
   for (const rank_value& v : r.per_rank) w.i32(v.rank), w.i64(v.calls), w.i64(v.total_ns), w.i64(v.self_ns);
 }
@@ -48,6 +49,8 @@ void write_row(partial_writer& w, const rank_average& r) {
 // The per-rank values must lie in the range, in rank order, and the min and
 // max must be ranks of the range.
 void check_row(const rank_average& r, int low, int high) {
+  if (r.ranks_with_calls < 0 || r.ranks_with_calls - 1 > high - low)
+    partial_reader::fail("a key on more ranks than the range has");
   int last = low - 1;
   for (const rank_value& v : r.per_rank) {
     if (v.rank <= last || v.rank > high) partial_reader::fail("per-rank values out of order or out of the range");
@@ -57,7 +60,7 @@ void check_row(const rank_average& r, int low, int high) {
     partial_reader::fail("a min or max outside the range");
 }
 
-rank_average read_row(partial_reader& in, int low, int high) {
+rank_average read_row(partial_reader& in, int low, int high, bool per_rank_values) {
   rank_average r;
   r.key = in.text();
   r.stack.resize(in.count(string_bytes));
@@ -66,9 +69,13 @@ rank_average read_row(partial_reader& in, int low, int high) {
   r.counters.resize(in.count(counter_bytes));
   for (counter_total& c : r.counters) c.name = in.text(), c.total = in.i64(), c.self = in.i64();
   r.min_ns = in.i64(), r.min_rank = in.i32(), r.max_ns = in.i64(), r.max_rank = in.i32();
-  r.per_rank.resize(in.count(per_rank_bytes));
-  for (rank_value& v : r.per_rank) v.rank = in.i32(), v.calls = in.i64(), v.total_ns = in.i64(), v.self_ns = in.i64();
-  r.ranks_with_calls = static_cast<int>(r.per_rank.size());
+  if (per_rank_values) {
+    r.per_rank.resize(in.count(per_rank_bytes));
+    for (rank_value& v : r.per_rank) v.rank = in.i32(), v.calls = in.i64(), v.total_ns = in.i64(), v.self_ns = in.i64();
+    r.ranks_with_calls = static_cast<int>(r.per_rank.size());
+  } else {
+    r.ranks_with_calls = in.i32();
+  }
   check_row(r, low, high);
   return r;
 }
@@ -110,12 +117,12 @@ rank_average merged_row(const rank_average* lower, const rank_average* upper, in
   const extreme hi = larger({lower->max_ns, lower->max_rank}, {upper->max_ns, upper->max_rank});
   r.min_ns = lo.ns, r.min_rank = lo.rank, r.max_ns = hi.ns, r.max_rank = hi.rank;
   r.per_rank.insert(r.per_rank.end(), upper->per_rank.begin(), upper->per_rank.end());
-  r.ranks_with_calls = static_cast<int>(r.per_rank.size());
+  r.ranks_with_calls += upper->ranks_with_calls;
   return r;
 }
 
 rank_partial merged(const rank_partial& lower, const rank_partial& upper) {
-  rank_partial out{lower.low_rank, upper.high_rank, {}};
+  rank_partial out{lower.low_rank, upper.high_rank, lower.per_rank_values, {}};
   std::unordered_map<std::string, std::size_t> upper_rows;
   std::unordered_set<std::string> seen;
   for (std::size_t i = 0; i < upper.rows.size(); ++i) upper_rows.emplace(identity_of(upper.rows[i]), i);
@@ -137,9 +144,10 @@ std::string serialize_rank_partial(const rank_partial& partial) {
   partial_writer w(out);
   w.raw(magic);
   w.u8(version);
+  w.u8(partial.per_rank_values ? 1 : 0);
   w.i32(partial.low_rank), w.i32(partial.high_rank);
   w.u32(static_cast<std::uint32_t>(partial.rows.size()));
-  for (const rank_average& r : partial.rows) write_row(w, r);
+  for (const rank_average& r : partial.rows) write_row(w, r, partial.per_rank_values);
   return out;
 }
 
@@ -148,6 +156,9 @@ rank_partial parse_rank_partial(std::string_view bytes) {
   if (in.left() < magic.size() + 1 || in.raw(magic.size()) != magic) partial_reader::fail("not a rank partial");
   if (const std::uint8_t v = in.u8(); v != version) partial_reader::fail("version " + std::to_string(v));
   rank_partial p;
+  const std::uint8_t flags = in.u8();
+  if (flags > 1) partial_reader::fail("flags " + std::to_string(flags));
+  p.per_rank_values = flags == 1;
   p.low_rank = in.i32(), p.high_rank = in.i32();
   // INT_MAX is no rank (MPI's ranks are below the int's size), and the range's size must be an int.
   if (p.low_rank < 0 || p.high_rank < p.low_rank || p.high_rank == INT_MAX)
@@ -155,15 +166,15 @@ rank_partial parse_rank_partial(std::string_view bytes) {
   const std::uint32_t rows = in.count(string_bytes * 3);
   std::unordered_map<std::string, int> keys;
   for (std::uint32_t i = 0; i < rows; ++i) {
-    p.rows.push_back(read_row(in, p.low_rank, p.high_rank));
+    p.rows.push_back(read_row(in, p.low_rank, p.high_rank, p.per_rank_values));
     if (!keys.emplace(identity_of(p.rows.back()), 0).second) partial_reader::fail("a key twice");
   }
   if (in.left() != 0) partial_reader::fail("bytes after the last row");
   return p;
 }
 
-std::string encode_rank_partial(const std::vector<event_average>& rows, int rank) {
-  rank_partial p{rank, rank, {}};
+std::string encode_rank_partial(const std::vector<event_average>& rows, int rank, bool per_rank_values) {
+  rank_partial p{rank, rank, per_rank_values, {}};
   std::unordered_map<std::string, std::size_t> index;
   for (const event_average& e : rows) {
     rank_average mine;
@@ -187,7 +198,7 @@ std::string encode_rank_partial(const std::vector<event_average>& rows, int rank
   for (rank_average& r : p.rows) {
     r.min_ns = r.max_ns = r.cpu_time_total_ns;
     r.min_rank = r.max_rank = rank;
-    r.per_rank = {rank_value{rank, r.calls, r.cpu_time_total_ns, r.self_cpu_time_total_ns}};
+    if (per_rank_values) r.per_rank = {rank_value{rank, r.calls, r.cpu_time_total_ns, r.self_cpu_time_total_ns}};
     r.ranks_with_calls = 1;
   }
   return serialize_rank_partial(p);
@@ -200,6 +211,9 @@ void combine_rank_partials(std::string& into, std::string_view other) {
   const bool a_lower = a.high_rank < b.low_rank;
   const rank_partial& lower = a_lower ? a : b;
   const rank_partial& upper = a_lower ? b : a;
+  if (a.per_rank_values != b.per_rank_values)
+    partial_reader::fail("one partial has per-rank values and the other not (PROFTRACE_RANK_VALUES_MAX differs "
+                         "between ranks?)");
   if (static_cast<std::int64_t>(lower.high_rank) + 1 != upper.low_rank)
     partial_reader::fail("ranges " + std::to_string(a.low_rank) + "-" + std::to_string(a.high_rank) + " and " +
                          std::to_string(b.low_rank) + "-" + std::to_string(b.high_rank) + " are not adjacent");
@@ -211,6 +225,7 @@ rank_averages decode_rank_report(std::string_view partial) {
   rank_averages report;
   report.ranks = p.high_rank - p.low_rank + 1;
   report.rows = std::move(p.rows);
+  if (!p.per_rank_values) report.per_rank_note = "the partials carried none";
   for (rank_average& r : report.rows) {
     r.ranks = report.ranks;
     r.mean_ns = static_cast<double>(r.cpu_time_total_ns) / report.ranks;

@@ -31,10 +31,19 @@
 
 namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
+// The default bound on the per-rank values: 28 bytes per key and rank reach
+// rank 0, linear in the job (bench/README.md's model, 50 keys: 1.5 MB and
+// 12 ms at 1,024 ranks, 92 MB and 0.7 s at 65,536), against about 128 bytes
+// per key and tree level without them.
+inline constexpr long default_rank_values_max = 1024;
+
 // Empty without proftrace::mpi linked or with MPI not initialised (or
 // finalised). With PROFTRACE_NO_RANK_REDUCTION set (not "0"): a report
 // with no rows whose note says so, no MPI call made. Otherwise the
-// collective: on rank 0 the job's report, on the other ranks a report with
+// collective: on rank 0 the job's report (without per-rank values, and
+// per_rank_note saying why, when the job has more ranks than
+// PROFTRACE_RANK_VALUES_MAX, default_rank_values_max when unset or not a
+// whole number, 0: never), on the other ranks a report with
 // no rows whose note says the job's is on rank 0; a failed reduction gives
 // a report with no rows whose note says so.
 std::optional<rank_averages> reduce_rows_across_ranks(const std::vector<event_average>& rows);

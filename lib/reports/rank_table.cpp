@@ -174,6 +174,7 @@ std::string rank_averages::table(const table_options& options) const {
   }
   out += separator + "Ranks: " + std::to_string(ranks) + " (min, mean and max: one rank's CPU total; a rank without "
                                                        "the key counts 0)\n";
+  if (!per_rank_note.empty()) out += "Per-rank values: " + per_rank_note + "\n";
   if (!note.empty()) out += "Note: " + note + "\n";
   return out;
 }

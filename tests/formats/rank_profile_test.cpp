@@ -1,10 +1,12 @@
 // The job's report across ranks as a Caliper profile (lib/formats/caliper/
 // rank_profile_*.cpp): one data row per node and rank, the rank count in the
-// metadata, and read back to the same table and CSV.
+// metadata, and read back to the same table and CSV; without per-rank
+// values, one data row per node with the figures' columns.
 #include <doctest/doctest.h>
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -31,7 +33,7 @@ proftrace::event_average row(std::string key, std::int64_t calls, std::int64_t t
 
 // Four ranks: "solve" under "main" (a stack) on every rank, "io" on ranks
 // 1 and 3, FLOPs and a counter on rank 2; rank 0 has a key of its own.
-proftrace::rank_averages job() {
+proftrace::rank_averages job(bool per_rank_values = true) {
   std::string partial;
   for (int rank = 0; rank < 4; ++rank) {
     proftrace::event_average solve = row("solve", 4, 1'000'000 * (rank + 1), 900'000 * (rank + 1));
@@ -40,7 +42,7 @@ proftrace::rank_averages job() {
     if (rank % 2 == 1) rows.push_back(row("io", 1, 123'457, 123'457));
     if (rank == 2) rows[0].flops = 5'000'000, rows[0].counters = {{"cycles", 77, 70}};
     if (rank == 0) rows.push_back(row("setup", 1, 42, 42));
-    pd::combine_rank_partials(partial, pd::encode_rank_partial(rows, rank));
+    pd::combine_rank_partials(partial, pd::encode_rank_partial(rows, rank, per_rank_values));
   }
   return pd::decode_rank_report(partial);
 }
@@ -111,5 +113,37 @@ TEST_CASE("a rank profile whose rows are all one rank's, and a .cali.json that i
     broken << R"({"proftrace.report": "rank_averages", "data": []})";
   }
   CHECK_THROWS_AS(pd::read_rank_profile(path), std::runtime_error);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("without per-rank values: one row per node, the figures as columns, no mpi.rank, the same table back") {
+  const auto path = temp_profile("stats-only");
+  proftrace::rank_averages original = job(false);
+  original.per_rank_note = "left out: the job's 4 ranks are more than PROFTRACE_RANK_VALUES_MAX=2";
+  original.write_profile(path);
+  const json::object doc = read_json(path);
+  const json::array& nodes = doc.at("nodes").as_array();
+  CHECK(doc.at("data").as_array().size() == nodes.size());
+  const json::array& columns = doc.at("columns").as_array();
+  for (const char* name : {"count", "sum#time.duration", "inclusive#sum#time.duration", "min#inclusive#sum#time.duration",
+                           "avg#inclusive#sum#time.duration", "max#inclusive#sum#time.duration", "proftrace.min_rank",
+                           "proftrace.max_rank", "proftrace.ranks_with_calls"})
+    CHECK(std::find(columns.begin(), columns.end(), json::value(name)) != columns.end());
+  CHECK(std::find(columns.begin(), columns.end(), json::value("mpi.rank")) == columns.end());
+  CHECK_FALSE(doc.contains("mpi.rank"));
+  CHECK(doc.at("mpi.world.size") == 4);
+  CHECK(doc.at("proftrace.per_rank_note") == original.per_rank_note.c_str());
+  const auto back = pd::read_rank_profile(path);
+  REQUIRE(back.has_value());
+  CHECK(back->per_rank_note == original.per_rank_note);
+  for (const char* sort_by : {"", "self_cpu_time_total", "imbalance_percent", "flops"})
+    CHECK(back->table({.sort_by = sort_by}) == original.table({.sort_by = sort_by}));
+  CHECK(back->csv() == original.csv());
+  for (const proftrace::rank_average& r : back->rows) CHECK(r.per_rank.empty());
+  // The figures are the with-values report's.
+  proftrace::rank_averages with_values = job();
+  for (proftrace::rank_average& r : with_values.rows) r.per_rank.clear();
+  with_values.per_rank_note = original.per_rank_note;
+  CHECK(back->table() == with_values.table());
   std::filesystem::remove(path);
 }

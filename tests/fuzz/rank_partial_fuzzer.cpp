@@ -33,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // The neighbour just above its range (or just below, where there is no room above).
   const int neighbour = parsed.high_rank < INT32_MAX ? parsed.high_rank + 1 : parsed.low_rank - 1;
   if (neighbour < 0) return 0;
-  std::string combined = pd::encode_rank_partial({row}, neighbour);
+  std::string combined = pd::encode_rank_partial({row}, neighbour, parsed.per_rank_values);
   try {
     pd::combine_rank_partials(combined, bytes);
   } catch (const std::runtime_error&) {  // counts that overflow a row's int ranks_with_calls, ... are refused

@@ -10,7 +10,11 @@ with PROFTRACE_TEST_RANK_PROFILE set: rank 0 writes job.cali.json
 - thicket.Thicket.from_caliper loads the profile with one row per call-path
   node and rank (4 ranks), "kernel"'s per-rank counts and inclusive times
   are the program's (10 calls, (rank + 1) ms), and mpi.world.size is 4;
-- `proftrace summary job.cali.json` prints exactly that table.
+- `proftrace summary job.cali.json` prints exactly that table;
+- again with PROFTRACE_RANK_VALUES_MAX=2 (fewer than the 4 ranks: no
+  per-rank values), job-stats.cali.json: Thicket reads one row per node,
+  "kernel" with its calls and time summed over the ranks and its min / max
+  columns and ranks, and `proftrace summary` prints exactly its table.
 The virtualenv (llnl-hatchet, llnl-thicket from PyPI) is made once in
 VENV_DIR; where PyPI cannot be reached the test is skipped (exit 77).
 """
@@ -33,8 +37,9 @@ with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.St
     import thicket as th
     tk = th.Thicket.from_caliper([sys.argv[1]])
 df = tk.dataframe.reset_index()
-rows = [{"name": r["node"].frame["name"], "rank": int(r["rank"]), "count": float(r["count"]),
-         "inc": float(r["time (inc)"])} for r in df.to_dict("records")]
+extra = ["min#inclusive#sum#time.duration", "max#inclusive#sum#time.duration", "proftrace.max_rank"]
+rows = [{"name": r["node"].frame["name"], "rank": int(r["rank"]) if "rank" in r else None, "count": float(r["count"]),
+         "inc": float(r["time (inc)"]), **{k: float(r[k]) for k in extra if k in r}} for r in df.to_dict("records")]
 meta = tk.metadata.reset_index().to_dict("records")[0]
 print(json.dumps({"rows": rows, "nodes": len(list(tk.graph.traverse())),
                   "world_size": int(meta.get("mpi.world.size", 0))}))
@@ -45,12 +50,16 @@ def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, **kw)
 
 
-def check_thicket(python, profile):
+def thicket_sees(python, profile):
     p = run([python, "-c", THICKET_PROBE, profile])
     assert p.returncode == 0, f"Thicket failed on {profile}:\n{p.stdout[-2000:]}\n{p.stderr[-4000:]}"
     seen = json.loads(p.stdout.strip().splitlines()[-1])
-    rows = seen["rows"]
     assert seen["world_size"] == RANKS, seen["world_size"]
+    return seen, seen["rows"]
+
+
+def check_thicket(python, profile):
+    seen, rows = thicket_sees(python, profile)
     assert len(rows) == seen["nodes"] * RANKS, (len(rows), seen["nodes"])
     assert sorted({r["rank"] for r in rows}) == list(range(RANKS)), rows[:8]
     kernel = sorted((r for r in rows if r["name"] == "kernel"), key=lambda r: r["rank"])
@@ -58,6 +67,30 @@ def check_thicket(python, profile):
     for r in kernel:
         assert abs(r["inc"] - (r["rank"] + 1) * 1e-3) < 1e-12, kernel
     print(f"Thicket: {seen['nodes']} nodes x {RANKS} ranks")
+
+
+def check_thicket_stats(python, profile):
+    seen, rows = thicket_sees(python, profile)
+    assert len(rows) == seen["nodes"] and all(r["rank"] is None for r in rows), (len(rows), seen["nodes"], rows[:4])
+    kernel = [r for r in rows if r["name"] == "kernel"]
+    assert len(kernel) == 1, rows
+    k = kernel[0]
+    assert k["count"] == 10.0 * RANKS, k
+    assert abs(k["inc"] - RANKS * (RANKS + 1) / 2 * 1e-3) < 1e-12, k
+    assert abs(k["min#inclusive#sum#time.duration"] - 1e-3) < 1e-12, k
+    assert abs(k["max#inclusive#sum#time.duration"] - RANKS * 1e-3) < 1e-12, k
+    assert k["proftrace.max_rank"] == RANKS - 1, k
+    print(f"Thicket, without per-rank values: {seen['nodes']} nodes, one row each")
+
+
+def check_summary(proftrace, profile):
+    with open(profile + ".table") as f:
+        table = f.read()
+    summary = run([proftrace, "summary", profile])
+    assert summary.returncode == 0, summary.stderr
+    assert summary.stdout == table, f"summary:\n{summary.stdout}\ntable():\n{table}"
+    print(f"proftrace summary {os.path.basename(profile)}: the table of rank_averages::table(), "
+          f"{len(table.splitlines())} lines")
 
 
 def main():
@@ -68,16 +101,19 @@ def main():
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     profile = os.path.join(work, "job.cali.json")
-    env = dict(os.environ, PROFTRACE_TEST_RANK_PROFILE=profile)
-    p = run([mpiexec, np_flag, str(RANKS), program], env=env)
-    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-4000:]
-    with open(profile + ".table") as f:
-        table = f.read()
-    summary = run([proftrace, "summary", profile])
-    assert summary.returncode == 0, summary.stderr
-    assert summary.stdout == table, f"summary:\n{summary.stdout}\ntable():\n{table}"
-    print(f"proftrace summary: the table of rank_averages::table(), {len(table.splitlines())} lines")
+    stats = os.path.join(work, "job-stats.cali.json")
+    for path, bound in ((profile, None), (stats, "2")):
+        env = dict(os.environ, PROFTRACE_TEST_RANK_PROFILE=path)
+        env.pop("PROFTRACE_RANK_VALUES_MAX", None)
+        if bound:
+            env["PROFTRACE_RANK_VALUES_MAX"] = bound
+        p = run([mpiexec, np_flag, str(RANKS), program], env=env)
+        assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-4000:]
+        check_summary(proftrace, path)
+    with open(stats + ".table") as f:
+        assert "Per-rank values: left out" in f.read()
     check_thicket(python, profile)
+    check_thicket_stats(python, stats)
     return 0
 
 

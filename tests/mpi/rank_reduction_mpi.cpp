@@ -6,6 +6,8 @@
 //     has its min (0) at rank 1; the other ranks get a note;
 //   - the tree: each rank but 0 sends one message, rank 0 receives
 //     ceil(log2 P); repeated reductions agree;
+//   - past PROFTRACE_RANK_VALUES_MAX ranks: the same figures without the
+//     per-rank values, each message the size of one rank's partial;
 //   - PROFTRACE_NO_RANK_REDUCTION: no MPI call (rank 0 calls it three times
 //     while the others call it once, and nothing waits), the note says why;
 //   - with PROFTRACE_TEST_RANK_PROFILE=PATH rank 0 writes the job profile
@@ -16,9 +18,11 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "aggregation/rank_partial.hpp"
 #include "aggregation/rank_reduction.hpp"
 #include "collect/mpi/rank_reduce.hpp"
 #include "mpi_doctest_main.hpp"
@@ -67,17 +71,9 @@ int ceil_log2(int p) {
   return steps;
 }
 
-}  // namespace
-
-TEST_CASE("rank 0 has the job's report: exact sums, the last rank the slowest, the imbalance the growth implies") {
+// Rank 0's report of rows_of_this_rank() over every rank: exact figures.
+void check_job_figures(const proftrace::rank_averages* job) {
   const int p = size();
-  const auto job = pd::reduce_rows_across_ranks(rows_of_this_rank());
-  REQUIRE(job.has_value());
-  if (rank() != 0) {
-    CHECK(job->rows.empty());
-    CHECK(job->note.find("rank 0") != std::string::npos);
-    return;
-  }
   CHECK(job->ranks == p);
   CHECK(job->rows.size() == 50);
   const auto& kernel = row_named(*job, "kernel");
@@ -97,6 +93,68 @@ TEST_CASE("rank 0 has the job's report: exact sums, the last rank the slowest, t
   CHECK(exchange.min_rank == 1);
   CHECK(exchange.max_rank == 0);
   CHECK(exchange.calls == 4 * ((p + 1) / 2));
+}
+
+// Sets PROFTRACE_RANK_VALUES_MAX for its lifetime, then puts back what was there.
+class rank_values_max {
+ public:
+  explicit rank_values_max(const char* value) {
+    if (const char* was = std::getenv(name)) before_ = was;
+    ::setenv(name, value, 1);
+  }
+  ~rank_values_max() {
+    if (before_) ::setenv(name, before_->c_str(), 1);
+    else ::unsetenv(name);
+  }
+
+ private:
+  static constexpr const char* name = "PROFTRACE_RANK_VALUES_MAX";
+  std::optional<std::string> before_;
+};
+
+}  // namespace
+
+TEST_CASE("rank 0 has the job's report: exact sums, the last rank the slowest, the imbalance the growth implies") {
+  const rank_values_max kept(std::to_string(size()).c_str());
+  const auto job = pd::reduce_rows_across_ranks(rows_of_this_rank());
+  REQUIRE(job.has_value());
+  if (rank() != 0) {
+    CHECK(job->rows.empty());
+    CHECK(job->note.find("rank 0") != std::string::npos);
+    return;
+  }
+  check_job_figures(&*job);
+  CHECK(job->per_rank_note.empty());
+  CHECK(row_named(*job, "kernel").per_rank.size() == static_cast<std::size_t>(size()));
+}
+
+TEST_CASE("more ranks than PROFTRACE_RANK_VALUES_MAX: the same figures, no per-rank values, every message one rank's size") {
+  const rank_values_max bound("2");
+  const auto job = pd::reduce_rows_across_ranks(rows_of_this_rank());
+  REQUIRE(job.has_value());
+  const pd::reduction_stats stats = pd::last_reduction_stats();
+  // A subtree below an even rank has that rank's keys, all of them; an odd rank's is itself.
+  if (rank() != 0) CHECK(stats.bytes_sent == pd::encode_rank_partial(rows_of_this_rank(), rank(), false).size());
+  if (rank() != 0) return;
+  check_job_figures(&*job);
+  for (const proftrace::rank_average& r : job->rows) CHECK(r.per_rank.empty());
+  CHECK(job->per_rank_note.find("PROFTRACE_RANK_VALUES_MAX=2") != std::string::npos);
+  CHECK(job->table().find("Per-rank values: ") != std::string::npos);
+}
+
+TEST_CASE("PROFTRACE_RANK_VALUES_MAX=0 never keeps them; with per-rank values the messages near rank 0 are larger") {
+  std::size_t with = 0, without = 0;
+  {
+    const rank_values_max bound("0");
+    const auto job = pd::reduce_rows_across_ranks(rows_of_this_rank());
+    REQUIRE(job.has_value());
+    without = pd::last_reduction_stats().bytes_received;
+    if (rank() == 0) CHECK_FALSE(job->per_rank_note.empty());
+  }
+  const rank_values_max bound("4096");
+  REQUIRE(pd::reduce_rows_across_ranks(rows_of_this_rank()).has_value());
+  with = pd::last_reduction_stats().bytes_received;
+  if (rank() == 0) CHECK(with > without);
 }
 
 TEST_CASE("a binomial tree: one message from each rank but 0, ceil(log2 P) into rank 0; repeated reductions agree") {

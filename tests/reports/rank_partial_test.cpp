@@ -37,15 +37,25 @@ const rank_average& row_named(const rank_averages& report, const std::string& ke
 
 // Five ranks: "solve" on every rank, its time growing with the rank;
 // "io" on ranks 0, 2 and 3 only; "setup" on rank 4 only.
-std::vector<std::string> five_ranks() {
+std::vector<std::string> five_ranks(bool per_rank_values = true) {
   std::vector<std::string> partials;
   for (int rank = 0; rank < 5; ++rank) {
     std::vector<event_average> rows{row("solve", 10, 1000 * (rank + 1), 600 * (rank + 1))};
     if (rank == 0 || rank == 2 || rank == 3) rows.push_back(row("io", 2, 300, 300));
     if (rank == 4) rows.push_back(row("setup", 1, 50, 50));
-    partials.push_back(pd::encode_rank_partial(rows, rank));
+    partials.push_back(pd::encode_rank_partial(rows, rank, per_rank_values));
   }
   return partials;
+}
+
+// The partial of ranks [0, count), each with the same three keys, combined left to right.
+std::string alike_ranks(int count, bool per_rank_values) {
+  std::string job;
+  for (int rank = 0; rank < count; ++rank)
+    pd::combine_rank_partials(job, pd::encode_rank_partial({row("solve", 10, 1000 + rank, 500), row("io", 2, 300, 300),
+                                                            row("setup", 1, 50 * rank, 50)},
+                                                           rank, per_rank_values));
+  return job;
 }
 
 // Every bracketing of partials[i..j], each combined both ways round
@@ -248,4 +258,47 @@ TEST_CASE("the table names every key with its figures; sort_by orders it; an emp
   rank_averages empty;
   empty.note = "the job's report is on rank 0 (this is rank 3)";
   CHECK(empty.table() == "Note: the job's report is on rank 0 (this is rank 3)\n");
+}
+
+TEST_CASE("without per-rank values a partial's size does not grow with its ranks") {
+  const std::size_t one = alike_ranks(1, false).size();
+  for (const int ranks : {2, 7, 64, 300}) CHECK(alike_ranks(ranks, false).size() == one);
+  CHECK(alike_ranks(64, true).size() > alike_ranks(2, true).size());
+  CHECK(one < 3 * 160);  // about 128 bytes per key
+}
+
+TEST_CASE("without per-rank values every bracketing gives the same bytes and the with-values report's figures") {
+  const std::vector<std::string> partials = five_ranks(false);
+  const std::vector<std::string> all = every_bracketing(partials, 0, partials.size() - 1);
+  for (const std::string& p : all) REQUIRE(p == all.front());
+  rank_averages stats = pd::decode_rank_report(all.front());
+  std::string with_values;
+  for (const std::string& p : five_ranks()) pd::combine_rank_partials(with_values, p);
+  rank_averages whole = pd::decode_rank_report(with_values);
+  CHECK(whole.per_rank_note.empty());
+  CHECK_FALSE(stats.per_rank_note.empty());
+  REQUIRE(stats.rows.size() == whole.rows.size());
+  for (rank_average& r : stats.rows) CHECK(r.per_rank.empty());
+  for (rank_average& r : whole.rows) r.per_rank.clear();
+  whole.per_rank_note = stats.per_rank_note;
+  CHECK(stats.csv() == whole.csv());
+  CHECK(stats.table() == whole.table());
+  CHECK(stats.table().find("Per-rank values: " + stats.per_rank_note) != std::string::npos);
+  CHECK(row_named(stats, "io").ranks_with_calls == 3);
+  CHECK(row_named(stats, "io").min_rank == 1);
+  CHECK(row_named(stats, "setup").ranks_with_calls == 1);
+}
+
+TEST_CASE("partials with and without per-rank values do not combine; a bad flag or count throws") {
+  const std::vector<std::string> with = five_ranks(true), without = five_ranks(false);
+  std::string into = with[0];
+  CHECK_THROWS_AS(pd::combine_rank_partials(into, without[1]), std::runtime_error);
+  into = without[1];
+  CHECK_THROWS_AS(pd::combine_rank_partials(into, with[0]), std::runtime_error);
+  std::string bent = without[0];
+  bent[5] = 2;  // the flags byte
+  CHECK_THROWS_AS(pd::decode_rank_report(bent), std::runtime_error);
+  bent = without[0];
+  bent[bent.size() - 4] = 2;  // the last row's ranks_with_calls: 2 in a range of one rank
+  CHECK_THROWS_AS(pd::decode_rank_report(bent), std::runtime_error);
 }

@@ -16,6 +16,15 @@
 // ranks from the per-rank rows, a rank without a row counting 0), so that
 // `proftrace summary job.cali.json` prints what rank_averages::table() did.
 //
+// A report without per-rank values (per_rank_note not empty: a job of more
+// ranks than PROFTRACE_RANK_VALUES_MAX) has instead one data row per node,
+// no mpi.rank column: count and the two times summed over the ranks, then
+// min#, avg# and max#inclusive#sum#time.duration (one rank's total time,
+// seconds; avg is the sum over every rank of the job), proftrace.min_rank,
+// proftrace.max_rank and proftrace.ranks_with_calls; the run metadata has
+// "proftrace.per_rank_note" (its presence marks the layout) and no
+// mpi.rank. The reader takes the figures from those columns.
+//
 //   job.write_profile("job.cali.json");
 //   if (const auto back = read_rank_profile("job.cali.json")) std::cout << back->table();
 #pragma once

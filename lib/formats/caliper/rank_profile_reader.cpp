@@ -60,6 +60,34 @@ std::vector<std::vector<rank_value>> per_rank_values(const json::object& doc, st
   return values;
 }
 
+// Without per-rank values: each node's figures from its one data row (the
+// sums, min / max with their ranks, ranks_with_calls; the mean is the sum's).
+std::vector<rank_average> node_figures(const json::object& doc) {
+  const json::array& columns = doc.at("columns").as_array();
+  const auto at = [&](std::string_view name) {
+    const std::size_t i = column(columns, name);
+    if (i == columns.size()) throw std::runtime_error("no column " + std::string(name));
+    return i;
+  };
+  const std::size_t node_at = at("path"), calls_at = at("count"), self_at = at("sum#time.duration"),
+                    total_at = at("inclusive#sum#time.duration"), min_at = at("min#inclusive#sum#time.duration"),
+                    max_at = at("max#inclusive#sum#time.duration"), min_rank_at = at("proftrace.min_rank"),
+                    max_rank_at = at("proftrace.max_rank"), with_calls_at = at("proftrace.ranks_with_calls");
+  std::vector<rank_average> figures(doc.at("nodes").as_array().size());
+  for (const json::value& v : doc.at("data").as_array()) {
+    const json::array& row = v.as_array();
+    const auto node = static_cast<std::size_t>(integer(row.at(node_at)));
+    if (node >= figures.size()) throw std::runtime_error("a row of no node");
+    rank_average& r = figures[node];
+    r.calls = integer(row.at(calls_at)), r.self_cpu_time_total_ns = nanoseconds(row.at(self_at));
+    r.cpu_time_total_ns = nanoseconds(row.at(total_at));
+    r.min_ns = nanoseconds(row.at(min_at)), r.max_ns = nanoseconds(row.at(max_at));
+    r.min_rank = static_cast<int>(integer(row.at(min_rank_at))), r.max_rank = static_cast<int>(integer(row.at(max_rank_at)));
+    r.ranks_with_calls = static_cast<int>(integer(row.at(with_calls_at)));
+  }
+  return figures;
+}
+
 // The row's key, its stack (innermost first) from the nodes above it.
 void name_row(const json::array& nodes, std::size_t node, rank_average& r) {
   r.key = std::string(nodes.at(node).at("label").as_string());
@@ -107,11 +135,23 @@ void add_sums(rank_average& r, const json::object& row) {
   }
 }
 
+void add_node_figures(rank_average& r, const rank_average& figures, int ranks) {
+  r.calls = figures.calls, r.cpu_time_total_ns = figures.cpu_time_total_ns;
+  r.self_cpu_time_total_ns = figures.self_cpu_time_total_ns;
+  r.min_ns = figures.min_ns, r.max_ns = figures.max_ns, r.min_rank = figures.min_rank, r.max_rank = figures.max_rank;
+  r.ranks_with_calls = figures.ranks_with_calls;
+  r.ranks = ranks;
+  r.mean_ns = ranks > 0 ? static_cast<double>(r.cpu_time_total_ns) / ranks : 0.0;
+}
+
 rank_averages report_of(const json::object& doc) {
   rank_averages report;
   report.ranks = static_cast<int>(integer(doc.at("mpi.world.size")));
+  const json::value* note = doc.if_contains("proftrace.per_rank_note");
+  if (note) report.per_rank_note = std::string(note->as_string());
   const json::value* only = doc.if_contains("mpi.rank");
-  const auto values = per_rank_values(doc, only ? integer(*only) : 0);
+  const auto values = note ? std::vector<std::vector<rank_value>>() : per_rank_values(doc, only ? integer(*only) : 0);
+  const auto figures = note ? node_figures(doc) : std::vector<rank_average>();
   const json::array& nodes = doc.at("nodes").as_array();
   const json::value rows = json::parse(doc.at("proftrace.rank_rows").as_string());
   for (const json::value& v : rows.as_array()) {
@@ -120,7 +160,8 @@ rank_averages report_of(const json::object& doc) {
     if (node >= nodes.size()) throw std::runtime_error("a row of no node");
     rank_average& r = report.rows.emplace_back();
     name_row(nodes, node, r);
-    add_rank_figures(r, values[node], report.ranks);
+    if (note) add_node_figures(r, figures[node], report.ranks);
+    else add_rank_figures(r, values[node], report.ranks);
     add_sums(r, row);
   }
   return report;

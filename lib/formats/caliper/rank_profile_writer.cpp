@@ -29,25 +29,48 @@ json::object row_sums(std::uint32_t node, const rank_average& r) {
   return json::object{{"node", node}, {"sums", std::move(sums)}, {"counters", std::move(counters)}};
 }
 
+void add_rank_rows(call_path_profile& profile, std::uint32_t node, const rank_average& r) {
+  for (const rank_value& v : r.per_rank) {
+    profile.add(node, v.rank, call_path_profile::calls, static_cast<double>(v.calls));
+    profile.add(node, v.rank, call_path_profile::exclusive_ns, static_cast<double>(v.self_ns));
+    profile.add(node, v.rank, call_path_profile::inclusive_ns, static_cast<double>(v.total_ns));
+  }
+}
+
+// Without per-rank values: the node's one row (rank 0's place, no rank column), the figures summed.
+void add_stats_row(call_path_profile& profile, std::uint32_t node, const rank_average& r) {
+  profile.add(node, 0, call_path_profile::calls, static_cast<double>(r.calls));
+  profile.add(node, 0, call_path_profile::exclusive_ns, static_cast<double>(r.self_cpu_time_total_ns));
+  profile.add(node, 0, call_path_profile::inclusive_ns, static_cast<double>(r.cpu_time_total_ns));
+  for (const auto& [name, value] : {std::pair{"min#inclusive#sum#time.duration", static_cast<double>(r.min_ns) / 1e9},
+                                   {"avg#inclusive#sum#time.duration", r.mean_ns / 1e9},
+                                   {"max#inclusive#sum#time.duration", static_cast<double>(r.max_ns) / 1e9},
+                                   {"proftrace.min_rank", static_cast<double>(r.min_rank)},
+                                   {"proftrace.max_rank", static_cast<double>(r.max_rank)},
+                                   {"proftrace.ranks_with_calls", static_cast<double>(r.ranks_with_calls)}})
+    profile.add(node, 0, profile.metric(name), value);
+}
+
 }  // namespace
 
 std::string rank_profile_json(const rank_averages& report) {
   call_path_profile profile;
   json::array rows;
+  const bool per_rank = report.per_rank_note.empty();
   for (const rank_average& r : report.rows) {
     const std::uint32_t node = node_of(profile, r);
     rows.push_back(row_sums(node, r));
-    for (const rank_value& v : r.per_rank) {
-      profile.add(node, v.rank, call_path_profile::calls, static_cast<double>(v.calls));
-      profile.add(node, v.rank, call_path_profile::exclusive_ns, static_cast<double>(v.self_ns));
-      profile.add(node, v.rank, call_path_profile::inclusive_ns, static_cast<double>(v.total_ns));
-    }
+    if (per_rank) add_rank_rows(profile, node, r);
+    else add_stats_row(profile, node, r);
   }
   caliper_run_metadata meta;
   // The job's size, and the rank of a profile whose rows are all one rank's (no rank column then).
   const std::int64_t only_rank = profile.ranks().size() == 1 ? *profile.ranks().begin() : 0;
-  meta.member("distributedInfo", json::serialize(json::object{{"rank", only_rank}, {"world_size", report.ranks}}));
+  json::object distributed{{"world_size", report.ranks}};
+  if (per_rank) distributed["rank"] = only_rank;
+  meta.member("distributedInfo", json::serialize(distributed));
   meta.member("proftrace.report", "\"rank_averages\"");
+  if (!per_rank) meta.member("proftrace.per_rank_note", json::serialize(json::string(report.per_rank_note)));
   meta.member("proftrace.rank_rows", json::serialize(rows));
   std::string members;
   meta.write(members, {.ranks = profile.ranks().size(), .hosts = {}});
