@@ -10,7 +10,8 @@ usage: check_rank_report.py MPIEXEC NP_FLAG NP PROGRAM PROFTRACE WORKDIR [MPIEXE
    a rank without the key counting 0); the kernel, whose work grows with the
    rank, is slowest on the last rank with the imbalance the work implies.
 2. profile: trace_format::none on every rank: no trace file anywhere (nor a
-   spool), and the same report.
+   spool), and the same report; again past PROFTRACE_RANK_VALUES_MAX (the
+   figures only, no per-rank values, the table saying so).
 3. chosen: trace_ranks "0,2": traces from ranks 0 and 2 only, every rank in
    the report.
 4. uneven: rank 0 ends one trace more than the others; with
@@ -29,8 +30,8 @@ import sys
 TIMEOUT = 240
 
 
-def run_job(mpiexec, np_flag, np, flags, program, work, mode, env=None):
-    out = os.path.join(work, mode)
+def run_job(mpiexec, np_flag, np, flags, program, work, mode, env=None, name=None):
+    out = os.path.join(work, name or mode)
     os.makedirs(out)
     spool = os.path.join(out, "spool")
     os.makedirs(spool)
@@ -88,7 +89,7 @@ def check_against_traces(job, traced, np):
 def check_kernel(job, np):
     kernel = job["kernel"]
     assert int(kernel["max_rank"]) == np - 1 and int(kernel["min_rank"]) == 0, kernel
-    expected = (np - 1) / (np + 1)  # rank r waits (r + 1) * 2 ms: max / mean - 1
+    expected = (np - 1) / (np + 1)  # rank r waits (r + 1) * 10 ms: max / mean - 1
     assert abs(float(kernel["imbalance"]) - expected) < 0.08, (kernel["imbalance"], expected)
     even = job["even_ranks_only"]
     assert int(even["min_ns"]) == 0 and int(even["min_rank"]) == 1, even  # rank 1 has none: it counts 0
@@ -113,6 +114,12 @@ def main():
     job = job_rows(out)
     check_kernel(job, np)
     assert int(job["kernel"]["calls"]) == 3 * np and "kernel" in stdout, stdout
+
+    # Past PROFTRACE_RANK_VALUES_MAX ranks the report keeps the figures only.
+    out, stdout = run_job(mpiexec, np_flag, np, flags, program, work, "profile", {"PROFTRACE_RANK_VALUES_MAX": "2"},
+                          "profile_figures_only")
+    assert "PROFTRACE_RANK_VALUES_MAX=2" in stdout, stdout
+    check_kernel(job_rows(out), np)
 
     out, _ = run_job(mpiexec, np_flag, np, flags, program, work, "chosen")
     assert [int(re.match(r"rank(\d+)_", t).group(1)) for t in traces_of(out)] == [0, 2], traces_of(out)

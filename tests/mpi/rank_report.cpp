@@ -25,11 +25,12 @@ namespace {
 // past its deadline, and its scope would no longer measure its work.
 void wait_for(std::chrono::microseconds d) { std::this_thread::sleep_for(d); }
 
-// The kernel's work grows with the rank: rank r takes (r + 1) * 2 ms.
+// The kernel's work grows with the rank: rank r takes (r + 1) * 10 ms (long
+// enough that a busy machine's late wake-ups do not blur the imbalance).
 void cycle(int rank) {
   {
     PROF_SCOPE("kernel");
-    wait_for(std::chrono::microseconds(2000 * (rank + 1)));
+    wait_for(std::chrono::microseconds(10000 * (rank + 1)));
   }
   if (rank % 2 == 0) {
     PROF_SCOPE("even_ranks_only");
