@@ -125,7 +125,9 @@ struct profile_options {
   // end and at stop(), every rank's rows are reduced over MPI into one
   // report of the job on rank 0, rank_averages(). A collective, as the
   // clock alignment: every rank must end the same traces in the same order
-  // (PROFTRACE_NO_RANK_REDUCTION=1 turns it off where they cannot).
+  // (PROFTRACE_NO_RANK_REDUCTION=1 turns it off where they cannot). With
+  // proftrace::mpi_calls linked, such a session still running at
+  // MPI_Finalize ends there.
   bool across_ranks = false;
   // The ranks that write traces, "0,7,100-131" (empty: every rank;
   // PROFTRACE_TRACE_RANKS overrides it): the others run profile-only

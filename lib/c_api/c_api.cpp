@@ -36,6 +36,7 @@ namespace {
 struct c_session {
   std::unique_ptr<profile> p;
   bool table = false;
+  bool across_ranks = false;  // `ranks`: the table printed is the job's
   bool from_environment = false;
   pid_t owner = ::getpid();  // a forked child inherits the slot, not the session
 };
@@ -234,13 +235,27 @@ std::string table_heading() {
          (d->host.empty() ? std::string() : " on " + d->host) + " (pid " + std::to_string(::getpid()) + "):\n";
 }
 
+// The table `table` prints: the rank's own, or with `ranks` the job's on
+// rank 0 and none on the others (the rank's own, with why, where the job's
+// could not be had).
+std::string table_text(const profile& p, bool across_ranks) {
+  if (!p.has_trace()) return {};
+  if (!across_ranks) return table_heading() + p.table();
+  const rank_averages job = p.rank_averages();
+  if (!job.rows.empty())
+    return "proftrace table of the job's " + std::to_string(job.ranks) + " ranks (rank_averages):\n" + job.table();
+  const auto d = distributed();
+  if (d && d->rank != 0) return {};
+  return table_heading() + p.table() + "(no table of the job: " + job.note + ")\n";
+}
+
 // Stops and destroys `s` (under c_session_mutex): its traces go out, its
 // table to stderr when asked, in one write.
 void finish(c_session* s) {
   end_thread_step();
   try {
     s->p->stop();
-    if (s->table && s->p->has_trace()) std::cerr << table_heading() + s->p->table() << std::flush;
+    if (s->table) std::cerr << table_text(*s->p, s->across_ranks) << std::flush;
   } catch (const std::exception& e) {
     warn(std::string("stopping the session failed: ") + e.what());
   }
@@ -296,6 +311,7 @@ int start_session(const char* config, bool from_environment) {
   }
   try {
     auto s = std::make_unique<c_session>();
+    s->across_ranks = parsed.opts.across_ranks;
     s->p = std::make_unique<profile>(std::move(parsed.opts));
     s->table = parsed.table;
     s->from_environment = from_environment;

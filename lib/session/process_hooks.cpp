@@ -114,7 +114,12 @@ void session_access::mpi_ending() noexcept {
     std::lock_guard lock(session_mutex);
     if (!active_session) return;
     session::impl& s = *active_session->impl_;
-    if (s.ended_at_exit || !s.trace_open) return;
+    if (s.ended_at_exit) return;
+    // The job's report needs MPI, and every rank is here: a session that
+    // reduces across ranks ends at MPI_Finalize (a PROFTRACE_CONFIG one
+    // would otherwise end at exit, with MPI gone).
+    if (s.opts.across_ranks) return active_session->stop();
+    if (!s.trace_open) return;
     s.align_at_stop("at_mpi_finalize");
   } catch (...) {
     warn("measuring the clock offset before MPI_Finalize failed");
