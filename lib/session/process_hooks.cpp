@@ -122,7 +122,7 @@ void session_access::mpi_ending() noexcept {
     if (!s.trace_open) return;
     s.align_at_stop("at_mpi_finalize");
   } catch (...) {
-    warn("measuring the clock offset before MPI_Finalize failed");
+    warn("measuring the clock offset (or ending an across_ranks session) before MPI_Finalize failed");
   }
 }
 
