@@ -19,7 +19,7 @@ targets=(trace_reader_fuzzer json_string_fuzzer kineto_event_fuzzer rank_partial
 
 echo "=== fuzzers: build in ${build#$root/}"
 CC="${PROFTRACE_FUZZ_CC:-clang}" CXX="${PROFTRACE_FUZZ_CXX:-clang++}" cmake -S "$root" -B "$build" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROFTRACE_BUILD_FUZZERS=ON -DPROFTRACE_BUILD_TESTS=OFF \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" -DPROFTRACE_BUILD_FUZZERS=ON -DPROFTRACE_BUILD_TESTS=OFF \
   -DPROFTRACE_BUILD_EXAMPLES=OFF -DPROFTRACE_BUILD_TOOLS=OFF -DPROFTRACE_BUILD_BENCH=OFF -DPROFTRACE_INSTALL=OFF \
   -DPROFTRACE_WITH_OTF2=OFF >/dev/null  # the format table's OTF2 row then names the package, as in a build without libotf2
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"

@@ -13,14 +13,23 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 jobs="$(nproc)"
+SECONDS=0
+stage_start=0
+took() {  # took WHAT: where the time goes, stage by stage (ctest also ends with its time per label)
+  echo "=== $1 took $((SECONDS - stage_start)) s (all so far: $SECONDS s)"
+  stage_start=$SECONDS
+}
 bash "$root/scripts/setup.sh"
+took "setup"
 
 run_suite() {  # run_suite BUILD_DIR [cmake args...]
   local dir="$1"; shift
   echo "=== ctest in ${dir#$root/} $*"
   cmake -S "$root" -B "$dir" "$@" >/dev/null
   cmake --build "$dir" -j"$jobs"
+  took "build of ${dir#$root/}"
   (cd "$dir" && ctest --output-on-failure -j"$jobs")
+  took "ctest in ${dir#$root/}"
 }
 
 run_suite "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROFTRACE_BUILD_BENCH=ON -DPROFTRACE_WITH_MPI=ON
@@ -35,10 +44,12 @@ if [ "${PROFTRACE_CLANG:-1}" != 0 ]; then
     -DPROFTRACE_WITH_FORTRAN=OFF -DPROFTRACE_BUILD_EXAMPLES=OFF -DPROFTRACE_BUILD_TOOLS=OFF >/dev/null
   cmake --build "$root/build-clang-ci" -j"$jobs" --target openmp_test counters_test
   (cd "$root/build-clang-ci" && ctest --output-on-failure -j"$jobs" -R '^(openmp_test|openmp_tool_disabled_test|counters_test)$')
+  took "clang suites"
 fi
 # The Conan 2 package, built and tested offline (PROFTRACE_CONAN=0 skips it).
 if [ "${PROFTRACE_CONAN:-1}" != 0 ]; then
   bash "$root/scripts/conan-package.sh"
+  took "Conan package"
 fi
 if [ "${PROFTRACE_SANITIZERS:-1}" != 0 ]; then
   # -O1 -g1 (line tables for the reports): the sanitizers' usual level, and
@@ -53,4 +64,5 @@ fi
 # About 2.5 minutes: the fuzzers' build and their runs (PROFTRACE_FUZZ=0 skips them).
 if [ "${PROFTRACE_FUZZ:-1}" != 0 ]; then
   bash "$root/scripts/run-fuzzers.sh"
+  took "fuzzers"
 fi
