@@ -60,18 +60,23 @@ class aggregator {
       for (const closed_leaf& l : run) add_scope(ts, as_leaf(ts, l), l.end_ns);
       return;
     }
+    // A site's consecutive leaves are summed in registers, then added to its row once.
     const site* last = nullptr;
     event_average* row = nullptr;
+    std::int64_t count = 0, total = 0;
     for (const closed_leaf& l : run) {
       if (l.where != last) {
+        if (row != nullptr) add_event_times(*row, count, total, total);
+        count = total = 0;
         last = l.where;
         const site_slot& slot = site_cache_[cache_index(l.where)];
         row = slot.where == l.where ? &rows_[slot.row] : &find_row(ts, as_leaf(ts, l));
         began(*row, l.begin_ns);  // one thread's leaves, in order: the first of a site began first
       }
-      const std::int64_t dur = duration_ns(l.begin_ns, l.end_ns);
-      add_event_time(*row, dur, dur);
+      count += 1;
+      add_saturating(total, duration_ns(l.begin_ns, l.end_ns));
     }
+    if (row != nullptr) add_event_times(*row, count, total, total);
   }
   void add_async(const open_async& a, std::int64_t end_ns, std::int64_t end_tid);
   // A resolved memory event; `scoped`: a scope was open to take its bytes.

@@ -84,11 +84,16 @@ inline std::int64_t self_ns(std::int64_t duration, std::int64_t children_ns) noe
   return duration > children_ns ? duration - children_ns : 0;
 }
 
-// One more event of the row: its total and self time.
-inline void add_event_time(event_average& row, std::int64_t duration, std::int64_t self) noexcept {
-  row.count += 1;
+// `count` more events of the row: their total and self time (each sum never
+// negative, so summing them first saturates where adding one by one would).
+inline void add_event_times(event_average& row, std::int64_t count, std::int64_t duration, std::int64_t self) noexcept {
+  row.count += count;
   add_saturating(row.cpu_time_total_ns, duration);
   add_saturating(row.self_cpu_time_total_ns, self);
+}
+// One more event of the row: its total and self time.
+inline void add_event_time(event_average& row, std::int64_t duration, std::int64_t self) noexcept {
+  add_event_times(row, 1, duration, self);
 }
 // Its FLOPs, and the bytes allocated (net of frees) while it was open,
 // [0] host, [1] device: in its subtree (total) and directly in it (self:

@@ -23,7 +23,7 @@
 namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 namespace {
-constexpr std::size_t consume_chunk = 4096;
+constexpr std::size_t consume_chunk = 512;
 // A periodic drain takes what a producer adds while it runs in batches of
 // at least this many slots.
 constexpr std::uint64_t min_batch = 1024;

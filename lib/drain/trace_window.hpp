@@ -53,6 +53,9 @@ class trace_window {
   loss_counts losses;
   pairing_counts counts;
   std::int64_t to_ns(std::uint64_t ticks) const noexcept { return cal_.to_unix_ns(ticks); }
+  auto ns_of_ticks() const noexcept {
+    return [cal = cal_](std::uint64_t ticks) noexcept { return cal.to_unix_ns(ticks); };
+  }
   std::uint64_t to_ticks(std::int64_t unix_ns) const noexcept { return cal_.from_unix_ns(unix_ns); }
   bool record_shapes() const noexcept { return opts_.record_shapes; }
 

@@ -15,7 +15,8 @@
 //                                             truncated, with no scope around it: the [memory] row
 //   sink.instant(ts, site, ns), sink.counter(ts, site, ns, value)
 //
-// and reads sink.to_ns(ticks), sink.start_ticks, sink.id, sink.record_shapes(),
+// and reads sink.to_ns(ticks) (and sink.ns_of_ticks(), the same conversion as a
+// copyable function), sink.start_ticks, sink.id, sink.record_shapes(),
 // sink.next_external_id, sink.losses (loss_counts), sink.counts (pairing_counts).
 //
 // An end names its begin by index, so pairing is exact: a lost event never
@@ -310,8 +311,8 @@ class pairing {
     return w != nullptr && ts.window_seen == w->id && early_moved_ends_.empty() &&
            (ts.stack.empty() || !ts.stack.back().frozen);
   }
-  static bool closes_as_leaf(const site* where, std::uint64_t begin_ticks, const Sink* w) noexcept {
-    return begin_ticks >= w->start_ticks && where->cat != category::step && where != &api_step_site;
+  static bool closes_as_leaf(const site* where, std::uint64_t begin_ticks, std::uint64_t start_ticks) noexcept {
+    return begin_ticks >= start_ticks && where->cat != category::step && where != &api_step_site;
   }
 
   // The `leaf` events at `e` (at most n, up to the first other record):
@@ -321,14 +322,27 @@ class pairing {
     static constexpr std::size_t block = 256;
     std::size_t k = 0;
     if (leaves_allowed(ts, w)) {
+      // Copies: the compiler cannot know that the stores into `run` leave the sink unchanged.
+      const auto to_ns = w->ns_of_ticks();
+      const std::uint64_t start_ticks = w->start_ticks;
       closed_leaf run[block];
+      const site* checked = nullptr;  // a site known not to be a step's
       for (;;) {
+        const std::size_t limit = std::min(block, n - k);
+        const std::uint64_t id = w->next_external_id;
         std::size_t m = 0;
-        for (; m < block && k < n && static_cast<event_kind>(e[k].kind) == event_kind::leaf; ++k, ++m) {
-          const site* where = reinterpret_cast<const site*>(e[k].where);
-          if (!closes_as_leaf(where, e[k].ticks, w)) break;
-          run[m] = {where, w->to_ns(e[k].ticks), w->to_ns(e[k].payload), w->next_external_id++};
+        for (; m < limit; ++m) {
+          const event& l = e[k + m];
+          const site* where = reinterpret_cast<const site*>(l.where);
+          if (static_cast<event_kind>(l.kind) != event_kind::leaf || l.ticks < start_ticks) break;
+          if (where != checked) {
+            if (!closes_as_leaf(where, l.ticks, start_ticks)) break;
+            checked = where;
+          }
+          run[m] = {where, to_ns(l.ticks), to_ns(l.payload), id + m};
         }
+        k += m;
+        w->next_external_id = id + m;
         ts.next_index += 2 * m;  // a leaf event took two slots
         if (m != 0) hand_over(ts, run, m, e[k - 1].payload, w);
         if (m < block) break;
@@ -348,7 +362,7 @@ class pairing {
         end.payload != ts.next_index || !leaves_allowed(ts, w))
       return false;
     const site* where = reinterpret_cast<const site*>(b.where);
-    if (!closes_as_leaf(where, b.ticks, w)) return false;
+    if (!closes_as_leaf(where, b.ticks, w->start_ticks)) return false;
     ts.next_index += ring_slots(b, ts.uid) + 1;  // the end takes one slot: it names a begin of this ring
     const closed_leaf l{where, w->to_ns(b.ticks), w->to_ns(end.ticks),
                         is_cuda_external_id(b.payload) ? b.payload : w->next_external_id++};

@@ -54,7 +54,15 @@ thread_record* registry::attach(std::int64_t tid, std::uint32_t ring_events) {
   auto rec = std::make_unique<thread_record>();
   rec->tid = tid;
   std::lock_guard lock(mutex_);
-  auto pooled = std::find_if(pool_.begin(), pool_.end(), [&](auto& r) { return r->capacity() == ring_events; });
+  // The pooled ring nearest the size asked for, or one that grew (up to the
+  // growth bound): its pages are already there, where a new one would fault
+  // them in and a thread like the one that left it would grow again.
+  const std::uint32_t largest = std::max(ring_events, max_ring_events());
+  auto pooled = pool_.end();
+  for (auto it = pool_.begin(); it != pool_.end(); ++it) {
+    const std::uint32_t c = (*it)->capacity();
+    if (c >= ring_events && c <= largest && (pooled == pool_.end() || c < (*pooled)->capacity())) pooled = it;
+  }
   if (pooled != pool_.end()) {
     rec->events = std::move(*pooled);
     pool_.erase(pooled);

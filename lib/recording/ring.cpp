@@ -348,14 +348,34 @@ struct ring::drain_pass {
                                                 std::uint64_t tag_word) noexcept {
     if (fuse_leaves && taken + 1 < available) {
       const std::uint64_t* s1 = slot(index + 1);
-      if (load(s1[1]) == (std::uint64_t{tag_short_end} << slot_tag_shift | 1)) {  // the end one slot after it
+      if (load(s1[1]) == leaf_end_word) {  // the end one slot after it
         out[k++] = event{ticks, tag_word & slot_low_bits, load(s1[0]), static_cast<std::uint32_t>(event_kind::leaf), 0};
         taken += 2;
+        copy_leaf_run();
         return;
       }
     }
     out[k++] = event{ticks, tag_word & slot_low_bits, 0, static_cast<std::uint32_t>(event_kind::begin), 0};
     taken += 1;
+  }
+  static constexpr std::uint64_t leaf_end_word = std::uint64_t{tag_short_end} << slot_tag_shift | 1;
+
+  // The leaves that follow a leaf, up to the ring's end: by pointer, not by
+  // index (the drain's common case, about half the instructions per leaf).
+  PROFTRACE_ALWAYS_INLINE void copy_leaf_run() noexcept {
+    const std::uint64_t first = t + taken;
+    const std::uint64_t to_ring_end = mask + 1 - (first & mask);
+    const std::uint64_t pairs = std::min<std::uint64_t>(std::min(available - taken, to_ring_end) / 2, max - k);
+    const std::uint64_t* s = slot(first);
+    event* o = out + k;
+    std::uint64_t i = 0;
+    for (; i < pairs; ++i, s += 2 * words_per_slot) {
+      const std::uint64_t tag_word = load(s[1]);
+      if (tag_word >> slot_tag_shift != tag_short_begin || load(s[3]) != leaf_end_word) break;
+      o[i] = event{load(s[0]), tag_word & slot_low_bits, load(s[2]), static_cast<std::uint32_t>(event_kind::leaf), 0};
+    }
+    k += i;
+    taken += 2 * i;
   }
 
   // A full record and its extensions; false (nothing copied) when it is not

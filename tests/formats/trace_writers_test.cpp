@@ -44,6 +44,9 @@ struct dual_sink {
   explicit dual_sink(const pt::trace_head& h) : head(h), json(head), perfetto(head) {}
 
   std::int64_t to_ns(std::uint64_t ticks) const { return 1'700'000'000'000'000'000 + static_cast<std::int64_t>(ticks); }
+  auto ns_of_ticks() const {
+    return [this](std::uint64_t ticks) { return to_ns(ticks); };
+  }
   bool record_shapes() const { return true; }
   void thread_seen(pt::thread_state& ts) {
     ts.window_seen = id;

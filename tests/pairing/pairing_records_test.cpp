@@ -46,6 +46,9 @@ struct test_sink {
   std::vector<pt::open_scope> closed;  // every scope as pairing handed it over
 
   std::int64_t to_ns(std::uint64_t ticks) const { return static_cast<std::int64_t>(ticks); }
+  auto ns_of_ticks() const {
+    return [this](std::uint64_t ticks) { return to_ns(ticks); };
+  }
   bool record_shapes() const { return true; }
   void thread_seen(pt::thread_state& ts) { ts.window_seen = id; }
   void scope(pt::thread_state& ts, const pt::open_scope& s, std::int64_t end_ns) {
