@@ -3,7 +3,7 @@
 // and the records it hands each one. drain/trace_window.hpp holds every
 // writer of its variant to this concept.
 //
-//   class my_writer {  // formats/<name>/<name>_writer.hpp
+//   class my_writer : pinned_writer {  // formats/<name>/<name>_writer.hpp
 //    public:
 //     static constexpr trace_format format = trace_format::<name>;
 //     explicit my_writer(const trace_head& head);
@@ -26,6 +26,13 @@
 namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
 struct finished_trace;
+
+// A writer's buffers point into one another: it is built in place and never copied.
+struct pinned_writer {
+  pinned_writer() = default;
+  pinned_writer(const pinned_writer&) = delete;
+  pinned_writer& operator=(const pinned_writer&) = delete;
+};
 
 template <class W>
 concept trace_writer = requires(W& w, thread_state& ts, const open_scope& s, std::span<const closed_leaf> run,

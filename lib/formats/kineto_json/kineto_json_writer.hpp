@@ -11,14 +11,10 @@
 //   file.commit(w.buffer(), tail); w.buffer().clear();
 #pragma once
 
-#include <cstdint>
 #include <cstring>
-#include <span>
-#include <string>
-#include <utility>
 #include <string_view>
 #include <unordered_map>
-#include <vector>
+#include <utility>
 
 #include "formats/json_text.hpp"
 #include "formats/recent_cache.hpp"
@@ -26,12 +22,10 @@
 
 namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
-class kineto_json_writer {
+class kineto_json_writer : pinned_writer {  // stage_end_ points into stage_
  public:
   static constexpr trace_format format = trace_format::json;
   explicit kineto_json_writer(const trace_head& head);
-  kineto_json_writer(const kineto_json_writer&) = delete;  // stage_end_ points into stage_
-  kineto_json_writer& operator=(const kineto_json_writer&) = delete;
 
   // The text before the first event: the object's members and "traceEvents": [
   std::string head() const;

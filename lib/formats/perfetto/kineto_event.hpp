@@ -121,6 +121,14 @@ struct kineto_event_input {
   std::string record;
   kineto_record taken;
   std::uint64_t seq = 0;
+
+  // The next element of traceEvents into `event` (read_timed_event), counted
+  // in the conversion's `events` and `clamped`.
+  template <class Counts>
+  event_use next(std::string_view text, std::int64_t& ts_ns, Counts& counts) {
+    ++counts.events;
+    return read_timed_event(reader, text, event, ts_ns, counts.clamped);
+  }
 };
 
 }  // namespace proftrace::detail

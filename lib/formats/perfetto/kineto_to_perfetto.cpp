@@ -186,9 +186,8 @@ void converter::add(std::string_view text) {
 }
 
 void converter::add_event(std::string_view text) {
-  ++stats_.events;
   std::int64_t ts = 0, dur = 0;
-  const event_use use = read_timed_event(in_.reader, text, in_.event, ts, stats_.clamped);
+  const event_use use = in_.next(text, ts, stats_);
   const kineto_event& e = in_.event;
   if (use == event_use::metadata) return add_metadata(e);
   const std::string_view ph = e.ph.string();

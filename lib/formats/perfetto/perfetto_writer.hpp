@@ -23,13 +23,9 @@
 //   file.commit(w.buffer(), ""); w.buffer().clear();
 #pragma once
 
-#include <cstdint>
 #include <memory>
-#include <span>
-#include <string>
 #include <tuple>
 #include <unordered_map>
-#include <vector>
 
 #include "perfetto_builder.hpp"
 #include "formats/recent_cache.hpp"
@@ -37,12 +33,10 @@
 
 namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
-class perfetto_writer {
+class perfetto_writer : pinned_writer {  // the builder appends to buffer_
  public:
   static constexpr trace_format format = trace_format::pftrace;
   explicit perfetto_writer(const trace_head& head);
-  perfetto_writer(const perfetto_writer&) = delete;  // the builder appends to buffer_
-  perfetto_writer& operator=(const perfetto_writer&) = delete;
 
   static std::string head() { return {}; }
   // Packets after the last event, on a sequence of their own: the trace's
