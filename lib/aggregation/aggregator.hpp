@@ -55,8 +55,7 @@ class aggregator {
   // Pairing's leaves: no children, FLOPs, memory, args or shapes, so only
   // their time counts; the rest as add_scope. A run is mostly one site's.
   void add_leaves(thread_state& ts, std::span<const closed_leaf> run) {
-    if (PROFTRACE_UNLIKELY(opts_.cuda || opts_.retain_events || !counter_children_.empty() ||
-                           (opts_.with_stack && !ts.stack.empty()))) {
+    if (PROFTRACE_UNLIKELY(!takes_leaf_totals(ts))) {
       for (const closed_leaf& l : run) add_scope(ts, as_leaf(ts, l), l.end_ns);
       return;
     }
@@ -69,14 +68,19 @@ class aggregator {
         if (row != nullptr) add_event_times(*row, count, total, total);
         count = total = 0;
         last = l.where;
-        const site_slot& slot = site_cache_[cache_index(l.where)];
-        row = slot.where == l.where ? &rows_[slot.row] : &find_row(ts, as_leaf(ts, l));
-        began(*row, l.begin_ns);  // one thread's leaves, in order: the first of a site began first
+        row = &leaf_row(ts, l);
       }
       count += 1;
       add_saturating(total, duration_ns(l.begin_ns, l.end_ns));
     }
     if (row != nullptr) add_event_times(*row, count, total, total);
+  }
+  // Whether leaves may come as totals: only their time counts here.
+  bool takes_leaf_totals(const thread_state& ts) const noexcept {
+    return !(opts_.cuda || opts_.retain_events || !counter_children_.empty() || (opts_.with_stack && !ts.stack.empty()));
+  }
+  void add_leaf_totals(thread_state& ts, const leaf_totals& t) {
+    add_event_times(leaf_row(ts, {t.where, t.first_begin_ns, t.first_begin_ns, 0}), t.count, t.total_ns, t.total_ns);
   }
   void add_async(const open_async& a, std::int64_t end_ns, std::int64_t end_tid);
   // A resolved memory event; `scoped`: a scope was open to take its bytes.
@@ -117,6 +121,13 @@ class aggregator {
   void note_launcher(const thread_state& ts, const open_scope& s, const event_average& row);
   event_average& keyed_row(std::string key, const char* name);
   event_average& new_row();
+  // The row of a run of one site's leaves, `first` the run's first.
+  event_average& leaf_row(thread_state& ts, const closed_leaf& first) {
+    const site_slot& slot = site_cache_[cache_index(first.where)];
+    event_average& row = slot.where == first.where ? rows_[slot.row] : find_row(ts, as_leaf(ts, first));
+    began(row, first.begin_ns);  // one thread's leaves, in order: the first of a site began first
+    return row;
+  }
   void began(const event_average& row, std::int64_t begin_ns) {
     std::int64_t& first = first_begin_ns_[static_cast<std::size_t>(&row - rows_.data())];
     first = std::min(first, begin_ns);

@@ -72,6 +72,11 @@ class trace_window {
     aggregator_.add_leaves(ts, run);
     each_writer([&](auto& w) { w.leaves(ts, run); });
   }
+  // A profile-only window takes runs of leaves as each site's totals, where its aggregator can.
+  bool takes_leaf_totals(const thread_state& ts) const noexcept {
+    return std::holds_alternative<none_writer>(writer_) && aggregator_.takes_leaf_totals(ts);
+  }
+  void leaves(thread_state& ts, const leaf_totals& t) { aggregator_.add_leaf_totals(ts, t); }
   void async(const open_async& a, std::uint64_t async_id, std::int64_t end_ns, std::int64_t end_tid);
   void withdrawn(const thread_state& ts, const open_scope& s, std::int64_t ns);
   void memory(const thread_state& ts, const memory_event& m, bool scoped);

@@ -316,39 +316,79 @@ class pairing {
   }
 
   // The `leaf` events at `e` (at most n, up to the first other record):
-  // those that close as leaves go to the sink in blocks, the first that
-  // does not through process(). Returns how many were taken.
+  // those that close as leaves go to the sink (in blocks, or as each site's
+  // totals where it takes them), the first that does not through process().
+  // Returns how many were taken.
   std::size_t leaves(thread_state& ts, const event* e, std::size_t n, Sink* w) {
-    static constexpr std::size_t block = 256;
     std::size_t k = 0;
     if (leaves_allowed(ts, w)) {
-      // Copies: the compiler cannot know that the stores into `run` leave the sink unchanged.
-      const auto to_ns = w->ns_of_ticks();
-      const std::uint64_t start_ticks = w->start_ticks;
-      closed_leaf run[block];
-      const site* checked = nullptr;  // a site known not to be a step's
-      for (;;) {
-        const std::size_t limit = std::min(block, n - k);
-        const std::uint64_t id = w->next_external_id;
-        std::size_t m = 0;
-        for (; m < limit; ++m) {
-          const event& l = e[k + m];
-          const site* where = reinterpret_cast<const site*>(l.where);
-          if (static_cast<event_kind>(l.kind) != event_kind::leaf || l.ticks < start_ticks) break;
-          if (where != checked) {
-            if (!closes_as_leaf(where, l.ticks, start_ticks)) break;
-            checked = where;
-          }
-          run[m] = {where, to_ns(l.ticks), to_ns(l.payload), id + m};
-        }
-        k += m;
-        w->next_external_id = id + m;
-        ts.next_index += 2 * m;  // a leaf event took two slots
-        if (m != 0) hand_over(ts, run, m, e[k - 1].payload, w);
-        if (m < block) break;
-      }
+      if constexpr (requires { w->takes_leaf_totals(ts); })
+        k = w->takes_leaf_totals(ts) ? leaf_totals_of(ts, e, n, w) : closed_leaves(ts, e, n, w);
+      else
+        k = closed_leaves(ts, e, n, w);
     }
     if (k < n && static_cast<event_kind>(e[k].kind) == event_kind::leaf) process(ts, e + k++, w);
+    return k;
+  }
+
+  // The leaves that close as such, to the sink in blocks of closed_leaf.
+  std::size_t closed_leaves(thread_state& ts, const event* e, std::size_t n, Sink* w) {
+    static constexpr std::size_t block = 256;
+    // Copies: the compiler cannot know that the stores into `run` leave the sink unchanged.
+    const auto to_ns = w->ns_of_ticks();
+    const std::uint64_t start_ticks = w->start_ticks;
+    closed_leaf run[block];
+    const site* checked = nullptr;  // a site known not to be a step's
+    std::size_t k = 0;
+    for (;;) {
+      const std::size_t limit = std::min(block, n - k);
+      const std::uint64_t id = w->next_external_id;
+      std::size_t m = 0;
+      for (; m < limit; ++m) {
+        const event& l = e[k + m];
+        const site* where = reinterpret_cast<const site*>(l.where);
+        if (static_cast<event_kind>(l.kind) != event_kind::leaf || l.ticks < start_ticks) break;
+        if (where != checked) {
+          if (!closes_as_leaf(where, l.ticks, start_ticks)) break;
+          checked = where;
+        }
+        run[m] = {where, to_ns(l.ticks), to_ns(l.payload), id + m};
+      }
+      k += m;
+      w->next_external_id = id + m;
+      ts.next_index += 2 * m;  // a leaf event took two slots
+      if (m != 0) hand_over(ts, run, m, e[k - 1].payload, w);
+      if (m < block) return k;
+    }
+  }
+
+  // The leaves that close as such, as each site's consecutive leaves' totals:
+  // what a sink that keeps no leaf one by one takes.
+  std::size_t leaf_totals_of(thread_state& ts, const event* e, std::size_t n, Sink* w) {
+    const auto to_ns = w->ns_of_ticks();
+    const std::uint64_t start_ticks = w->start_ticks;
+    std::size_t k = 0;
+    std::int64_t children_ns = 0;
+    while (k < n && static_cast<event_kind>(e[k].kind) == event_kind::leaf) {
+      const site* where = reinterpret_cast<const site*>(e[k].where);
+      if (!closes_as_leaf(where, e[k].ticks, start_ticks)) break;
+      const std::uint64_t same_site = e[k].where;
+      leaf_totals t{where, to_ns(e[k].ticks), 0, 0};
+      for (; k < n && e[k].where == same_site && static_cast<event_kind>(e[k].kind) == event_kind::leaf &&
+             e[k].ticks >= start_ticks;
+           ++k, ++t.count) {
+        const std::int64_t begin_ns = to_ns(e[k].ticks), end_ns = to_ns(e[k].payload);
+        if (end_ns > begin_ns && __builtin_add_overflow(t.total_ns, end_ns - begin_ns, &t.total_ns)) t.total_ns = INT64_MAX;
+      }
+      children_ns += t.total_ns;
+      w->leaves(ts, t);
+    }
+    w->next_external_id += k;
+    ts.next_index += 2 * k;  // a leaf event took two slots
+    if (k != 0) {
+      ts.last_ticks = e[k - 1].payload;
+      if (!ts.stack.empty()) ts.stack.back().child_ns += children_ns;
+    }
     return k;
   }
 

@@ -172,4 +172,13 @@ struct closed_leaf {
   std::uint64_t external_id;
 };
 
+// Consecutive leaves of one site, as pairing hands them to a sink that keeps
+// no leaf one by one (a profile-only window's aggregator): their count and
+// summed durations, and the first one's begin.
+struct leaf_totals {
+  const site* where;
+  std::int64_t first_begin_ns;
+  std::int64_t count, total_ns;
+};
+
 }  // namespace proftrace::detail

@@ -3,6 +3,7 @@
 // window and records what pairing delivers. One tick is one nanosecond.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -603,6 +604,85 @@ TEST_CASE("pairing: leaf scopes closed in one step give what the stack gives, ar
     CHECK(f.sink.losses.total() == by_stack.sink.losses.total());
     CHECK(f.sink.counts.truncated_scopes == by_stack.sink.counts.truncated_scopes);
   }
+}
+
+// A sink that takes runs of leaves as each site's totals (as a profile-only
+// window does), or, with `totals` off, one by one.
+struct totals_sink : test_sink {
+  bool totals = true;
+  std::vector<pt::leaf_totals> runs;
+  bool takes_leaf_totals(const pt::thread_state&) const { return totals; }
+  using test_sink::leaves;
+  void leaves(pt::thread_state&, const pt::leaf_totals& t) { runs.push_back(t); }
+};
+
+TEST_CASE("pairing: leaves as each site's totals sum what the same leaves give one by one") {
+  // Before the window's start (22), a leaf of b that the window leaves out;
+  // then a { a{} a{} b{} step{} a{} }, the step's leaf through the stack, and leaves
+  // of b outside any scope: runs of one site, cut by another site and by
+  // the step, and a parent whose self time the leaves' totals make.
+  const pt::site step{"ProfilerStep#1", "", "f.cpp", 9, pt::category::step};
+  std::vector<pt::event> events = {begin(20, site_b), end(21, site_b, index_of(1, 0)), begin(30, site_a)};
+  std::uint64_t n = 3, t = 31;
+  const auto leaf = [&](const pt::site& s, std::uint64_t dur) {
+    events.push_back(begin(t, s));
+    events.push_back(end(t + dur, s, index_of(1, n)));
+    n += 2;
+    t += dur + 1;
+  };
+  leaf(site_a, 3), leaf(site_a, 4), leaf(site_b, 5), leaf(step, 2), leaf(site_a, 6);
+  events.push_back(end(t, site_a, index_of(1, 2)));
+  ++n, ++t;
+  for (int i = 0; i < 300; ++i) leaf(site_b, 1 + i % 7);  // past a block of closed leaves
+  const auto run = [&](bool totals) {
+    pt::memory_resolver resolver;
+    pt::pairing<totals_sink> pairs{resolver};
+    totals_sink sink;
+    sink.totals = totals;
+    sink.start_ticks = 22;
+    auto ts = thread_of(7, 1);
+    pairs.attach(ts);
+    const std::vector<pt::event> records = fused(events, 1);
+    pairs.process_all(ts, records.data(), records.size(), &sink);
+    CHECK(ts.stack.empty());
+    CHECK(ts.next_index == index_of(1, n));
+    return sink;
+  };
+  const totals_sink by_totals = run(true), one_by_one = run(false);
+  CHECK(one_by_one.runs.empty());
+  CHECK(one_by_one.scopes.size() == 2 + 4 + 300);
+  REQUIRE(by_totals.runs.size() == 4);  // a a | b | a | b x 300
+  std::int64_t leaves = 0;
+  for (const pt::leaf_totals& r : by_totals.runs) leaves += r.count;
+  CHECK(leaves == 4 + 300);
+  CHECK(by_totals.runs[0].count == 2);
+  CHECK(by_totals.runs[0].total_ns == 7);
+  CHECK(by_totals.runs[0].first_begin_ns == 31);
+  // The scopes that are no leaves (the step, a) as one by one,
+  // and every leaf's time, site by site.
+  const auto find = [](const std::vector<finished>& in, const finished& f) {
+    return std::find_if(in.begin(), in.end(), [&](const finished& g) { return g.name == f.name && g.begin == f.begin; });
+  };
+  REQUIRE(by_totals.scopes.size() == 2);
+  for (const finished& f : by_totals.scopes) {
+    CAPTURE(f.name);
+    const auto same = find(one_by_one.scopes, f);
+    REQUIRE(same != one_by_one.scopes.end());
+    CHECK(same->end == f.end);
+    CHECK(same->self == f.self);
+    CHECK(same->depth == f.depth);
+    if (f.name == "a") CHECK(f.self == (56 - 30) - (3 + 4 + 5 + 2 + 6));
+  }
+  for (const pt::site* site : {&site_a, &site_b}) {
+    std::int64_t total = 0, count = 0, want_total = 0, want_count = 0;
+    for (const pt::leaf_totals& r : by_totals.runs)
+      if (r.where == site) total += r.total_ns, count += r.count;
+    for (const finished& f : one_by_one.scopes)
+      if (f.name == site->name && find(by_totals.scopes, f) == by_totals.scopes.end()) want_total += f.end - f.begin, ++want_count;
+    CHECK(total == want_total);
+    CHECK(count == want_count);
+  }
+  CHECK(by_totals.next_external_id == one_by_one.next_external_id);
 }
 
 TEST_CASE("pairing: at a window switch, a leaf across it closes there and goes on in the next, fused or not") {
