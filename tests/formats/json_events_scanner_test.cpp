@@ -8,6 +8,8 @@
 #include <boost/json.hpp>
 
 #include <cstdint>
+#include <iterator>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -168,4 +170,69 @@ TEST_CASE("json_events_scanner: checked pieces that parse make a text that parse
     }
   }
   CHECK(refused > texts.size() / 2);
+}
+
+namespace {
+
+// A string's JSON text of `length` pieces, each a letter, a bracket, a
+// space, an escaped quote or an escaped backslash: brackets and quotes the
+// splitter must see as a string's, escapes falling anywhere in its blocks.
+std::string random_json_string(std::mt19937& random, std::size_t length) {
+  static const char* const pieces[] = {"a", "b", "[", "]", "{", "}", " ", ",", "\\\"", "\\\\"};
+  std::string s = "\"";
+  for (std::size_t i = 0; i < length; ++i) s += pieces[random() % std::size(pieces)];
+  return s + "\"";
+}
+
+// Events longer than the splitter's 64-byte blocks, strings of every
+// length and content above, nested arrays and objects across blocks.
+std::string long_events_trace() {
+  std::mt19937 random(37);
+  std::string t = "{\"traceEvents\": [\n";
+  for (int i = 0; i < 300; ++i) {
+    const auto str = [&] { return random_json_string(random, random() % (i < 100 ? 8 : 140)); };
+    if (i) t += ",\n";
+    t += "{\"name\": " + str() + ", \"args\": {\"Input Dims\": [[1, 2], [" + std::to_string(i) + "]], \"s\": " + str() +
+         ", \"o\": {\"x\": [{}, [" + str() + "]]}}, \"pad\": " + str() + "}";
+  }
+  return t + "\n], \"after\": {\"k\": [" + random_json_string(random, 200) + "]}}\n";
+}
+
+}  // namespace
+
+TEST_CASE("json_events_scanner: long events with brackets, quotes and escapes in strings, at any chunking") {
+  const std::string text = long_events_trace();
+  const boost::json::value whole = boost::json::parse(text);
+  const auto& events = whole.at("traceEvents").as_array();
+  for (const std::size_t chunk : {std::size_t{1}, std::size_t{7}, std::size_t{63}, std::size_t{64}, std::size_t{65},
+                                  std::size_t{200}, std::size_t{4096}, text.size()}) {
+    CAPTURE(chunk);
+    const scan s = run(text, chunk, true);
+    REQUIRE_FALSE(s.failed);
+    REQUIRE(s.elements.size() == events.size());
+    for (std::size_t i = 0; i < events.size(); ++i) {
+      CHECK(boost::json::parse(s.elements[i]) == events[i]);
+      CHECK(text.substr(s.begins[i], s.ends[i] - s.begins[i]) == s.elements[i]);
+    }
+    REQUIRE(s.members.size() == 1);
+    CHECK(boost::json::parse(s.members[0].substr(s.members[0].find('\0') + 1)) == whole.at("after"));
+  }
+}
+
+// A cut anywhere in long events: exactly the events that end before it are
+// handed over, as they are in the whole text.
+TEST_CASE("json_events_scanner: a cut anywhere in long events keeps the complete ones") {
+  const std::string text = long_events_trace();
+  const scan full = run(text, text.size(), false);
+  const std::size_t events_end = text.find("\n], \"after\"");
+  for (std::size_t cut = text.find('[') + 1; cut < events_end; cut += 97) {
+    CAPTURE(cut);
+    const scan s = run(text.substr(0, cut), 4096, false);
+    REQUIRE_FALSE(s.failed);
+    CHECK(s.cut);
+    std::size_t complete = 0;
+    while (complete < full.ends.size() && full.ends[complete] <= cut) ++complete;
+    REQUIRE(s.elements.size() == complete);
+    if (complete) CHECK(s.elements.back() == full.elements[complete - 1]);
+  }
 }

@@ -1,7 +1,11 @@
 #include "json_events_scanner.hpp"
 
 #include <array>
+#include <bit>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace proftrace::inline PROFTRACE_ABI_NAMESPACE::detail {
 
@@ -34,7 +38,79 @@ constexpr auto nested_structural = [] {
   for (const unsigned char c : {'"', '{', '}', '[', ']'}) t[c] = true;
   return t;
 }();
+
+// Bit i of each mask: whether byte i of a 64-byte block is that character.
+struct block_masks {
+  std::uint64_t quote = 0, backslash = 0, open = 0, close = 0;  // open: '{' '[', close: '}' ']'
+};
+
+block_masks masks_of(const char* p) {
+  block_masks m;
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), lower = _mm_set1_epi8(0x20),
+                open = _mm_set1_epi8('{'), close = _mm_set1_epi8('}');
+  for (int i = 0; i < 4; ++i) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i));
+    const __m128i folded = _mm_or_si128(v, lower);  // '[' as '{', ']' as '}': they differ by 0x20 alone
+    const auto bits = [i](__m128i eq) {
+      return std::uint64_t{static_cast<std::uint16_t>(_mm_movemask_epi8(eq))} << (16 * i);
+    };
+    m.quote |= bits(_mm_cmpeq_epi8(v, quote));
+    m.backslash |= bits(_mm_cmpeq_epi8(v, backslash));
+    m.open |= bits(_mm_cmpeq_epi8(folded, open));
+    m.close |= bits(_mm_cmpeq_epi8(folded, close));
+  }
+#else
+  for (int i = 0; i < 64; ++i) {
+    const std::uint64_t bit = std::uint64_t{1} << i;
+    const char c = p[i];
+    if (c == '"') m.quote |= bit;
+    if (c == '\\') m.backslash |= bit;
+    if (c == '{' || c == '[') m.open |= bit;
+    if (c == '}' || c == ']') m.close |= bit;
+  }
+#endif
+  return m;
+}
+
+// Bit i: the parity of the bits up to i (included): with quotes, whether
+// byte i is an opening quote or inside the string it opens.
+std::uint64_t prefix_xor(std::uint64_t x) {
+  for (int shift = 1; shift < 64; shift *= 2) x ^= x << shift;
+  return x;
+}
 }  // namespace
+
+// Inside an element (depth 3 and more) only strings and brackets matter:
+// 64 bytes at a time, the brackets outside strings are found by masks, a
+// string's extent being the running parity of its quotes. Stops before the
+// bracket that closes depth 3 (structural() ends the element), and leaves
+// to the byte loop, through `byte_loop_until`, a block with a backslash
+// (escapes) and the chunk's last bytes short of a block.
+const char* json_events_scanner::skip_nested(const char* p, const char* end, const char*& byte_loop_until) {
+  for (; end - p >= 64; p += 64) {
+    const block_masks m = masks_of(p);
+    if (m.backslash) {
+      byte_loop_until = p + 64;
+      return p;
+    }
+    const std::uint64_t inside = prefix_xor(m.quote) ^ (in_string_ ? ~std::uint64_t{0} : 0);
+    for (std::uint64_t b = (m.open | m.close) & ~inside; b; b &= b - 1) {
+      const int i = std::countr_zero(b);
+      if (m.open >> i & 1) {
+        ++depth_;
+      } else if (depth_ == 3) {
+        in_string_ = false;
+        return p + i;
+      } else {
+        --depth_;
+      }
+    }
+    in_string_ = inside >> 63;
+  }
+  byte_loop_until = end;
+  return p;
+}
 
 // Ranges are copied, not characters: an element or member value that lies
 // within one chunk is handed over without a copy. The length bounds are
@@ -47,7 +123,9 @@ void json_events_scanner::feed(std::string_view chunk) {
   chunk_offset_ = offset_;
   capture_from_ = begin;
   key_from_ = begin;
+  const char* byte_loop_until = begin;
   for (const char* p = begin; p < end;) {
+    if (depth_ > 2 && !escaped_ && p >= byte_loop_until) p = skip_nested(p, end, byte_loop_until);
     if (in_string_) {
       p = skip_string(p, end);
       continue;

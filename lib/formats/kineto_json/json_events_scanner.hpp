@@ -75,6 +75,7 @@ class json_events_scanner {
   // Where traceEvents is (depth 2): after '[' or ',' or an element.
   enum class events_state : std::uint8_t { element_or_close, element, comma_or_close };
   const char* skip_string(const char* p, const char* end);
+  const char* skip_nested(const char* p, const char* end, const char*& byte_loop_until);
   void structural(const char* p);
   void open(const char* p);
   void close(const char* p);
