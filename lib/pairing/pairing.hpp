@@ -372,10 +372,9 @@ class pairing {
     while (k < n && static_cast<event_kind>(e[k].kind) == event_kind::leaf) {
       const site* where = reinterpret_cast<const site*>(e[k].where);
       if (!closes_as_leaf(where, e[k].ticks, start_ticks)) break;
-      const std::uint64_t same_site = e[k].where;
       leaf_totals t{where, to_ns(e[k].ticks), 0, 0};
-      for (; k < n && e[k].where == same_site && static_cast<event_kind>(e[k].kind) == event_kind::leaf &&
-             e[k].ticks >= start_ticks;
+      for (; k < n && static_cast<event_kind>(e[k].kind) == event_kind::leaf &&
+             reinterpret_cast<const site*>(e[k].where) == where && e[k].ticks >= start_ticks;
            ++k, ++t.count) {
         const std::int64_t begin_ns = to_ns(e[k].ticks), end_ns = to_ns(e[k].payload);
         if (end_ns > begin_ns && __builtin_add_overflow(t.total_ns, end_ns - begin_ns, &t.total_ns)) t.total_ns = INT64_MAX;
